@@ -1,0 +1,50 @@
+# Sticker Booth — every developer and CI command. `make help` lists them.
+SHELL := /bin/bash
+PYTHON ?= python3.11
+VENV := .venv
+PY := $(VENV)/bin/python
+SITE = $(shell $(PY) -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+SRC_PATHS := . services/ingest services/worker services/delivery services/leads services/telegram-gateway
+STAMP := $(VENV)/.installed
+
+.PHONY: help install check lint format test test-all demo up render deploy-check clean
+
+help:  ## list the commands
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
+
+$(STAMP): requirements.txt requirements-dev.txt
+	@command -v $(PYTHON) >/dev/null || { echo "needs $(PYTHON) (pinned Python 3.11)"; exit 1; }
+	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -r requirements-dev.txt
+	printf '%s\n' $(foreach p,$(SRC_PATHS),$(abspath $(p))) > $(SITE)/sticker_booth_src.pth
+	touch $(STAMP)
+
+install: $(STAMP)  ## build .venv with the pinned dependencies
+
+check: install  ## ruff (lint + format check) and mypy
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy shared services simulators devstack
+
+format: install  ## apply ruff's fixes and formatting
+	$(VENV)/bin/ruff check --fix .
+	$(VENV)/bin/ruff format .
+
+test: install  ## the suite against real Postgres and Redis (DATABASE_URL/REDIS_URL, else embedded)
+	$(PY) -m pytest -m "not slow and not chaos and not browser" $(PYTEST_ARGS)
+
+test-all: install  ## every tier, slow suites included
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+demo: install  ## a real photo becomes a sticker-set link (PHOTO=path), no accounts needed
+	$(PY) -m devstack demo $(if $(PHOTO),--photo "$(PHOTO)")
+
+up: install  ## start the whole stack locally and keep it running
+	$(PY) -m devstack up
+
+deploy-check: install  ## lint Dockerfiles, validate compose.yaml, render k8s
+	$(PY) -m pytest tests/deploy $(PYTEST_ARGS)
+
+clean:  ## remove the venv and local state
+	rm -rf $(VENV) var out

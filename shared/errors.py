@@ -1,0 +1,132 @@
+"""The one exception tree of Sticker Booth.
+
+Every service raises and catches these; foreign exceptions (asyncpg, redis-py, httpx, the provider SDKs,
+python-telegram-bot) are translated into them at the boundary where we call the library, so handlers can
+tell "retry later" from "permanent" without knowing which library failed.
+
+    StickerBoothError
+    ├── ConfigError                  settings are missing or unsafe; the process must not start
+    ├── UnavailableError             a dependency is down: retry later, change nothing
+    │   ├── DatabaseUnavailable      Postgres cannot be reached (HTTP 503, consumers back off)
+    │   └── RedisUnavailable         Redis cannot be reached (rows stay pending for the reconciler)
+    ├── UploadRejected               a kiosk upload is unusable: 4xx with a machine-readable `code`
+    ├── NotFound                     a row the caller named does not exist
+    ├── Conflict                     a state change lost its race or is not allowed from this state
+    ├── JobError                     generation failed; `error_class` decides what happens (DESIGN.md §5)
+    │   ├── PermanentJobError        failed at once, guest told (photo missing, unknown outfit, no face)
+    │   └── RetryableJobError        charged: an attempt is consumed, retried after RETRY_DELAY_SEC
+    └── TelegramError                the Bot API answered `ok: false` (carries code, description, retry_after)
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class ErrorClass(StrEnum):
+    """Failure classes of DESIGN.md §5 (from spec/004, with the numbers of spec/002)."""
+
+    RATE_LIMIT = "rate_limit"
+    QUOTA_DAY = "quota_day"
+    CREDIT = "credit"
+    AUTH = "auth"
+    OUTAGE = "outage"
+    BUDGET = "budget"
+    JOB_COST = "job_cost"
+    TIMEOUT = "timeout"
+    INVALID = "invalid"
+    CONTENT = "content"
+    INTERNAL = "internal"
+    PERMANENT = "permanent"
+    CRASHED = "crashed"
+
+
+class StickerBoothError(Exception):
+    """Root of every error this codebase raises on purpose."""
+
+
+class ConfigError(StickerBoothError):
+    """Settings are missing, contradictory or unsafe; raised at start-up, never later."""
+
+
+class UnavailableError(StickerBoothError):
+    """A dependency cannot be reached right now; the caller should back off and retry."""
+
+
+class DatabaseUnavailable(UnavailableError):
+    """Postgres refused or dropped the connection. HTTP endpoints answer 503 `database_unavailable`."""
+
+
+class RedisUnavailable(UnavailableError):
+    """Redis refused or dropped the connection. Producers leave the outbox row pending."""
+
+
+class UploadRejected(StickerBoothError):
+    """A kiosk photo upload cannot be used.
+
+    Attributes:
+        code: machine-readable reason, e.g. ``empty_file``, ``file_too_large``, ``unsupported_format``,
+            ``corrupt_image``, ``too_many_pixels``, ``no_face``.
+        detail: one sentence a kiosk operator can read.
+        status: the HTTP status to answer with (413 for size, 415 for format, 422 otherwise).
+    """
+
+    def __init__(self, code: str, detail: str, *, status: int = 422) -> None:
+        super().__init__(f"{code}: {detail}")
+        self.code = code
+        self.detail = detail
+        self.status = status
+
+
+class NotFound(StickerBoothError):
+    """The named row does not exist (HTTP 404)."""
+
+
+class Conflict(StickerBoothError):
+    """A conditional state change found the row in another state (HTTP 409)."""
+
+    def __init__(self, code: str, detail: str) -> None:
+        super().__init__(f"{code}: {detail}")
+        self.code = code
+        self.detail = detail
+
+
+class JobError(StickerBoothError):
+    """Generation of a job failed; `error_class` (DESIGN.md §5) decides retry, refund or failure."""
+
+    error_class: ErrorClass = ErrorClass.INTERNAL
+
+    def __init__(self, message: str, *, error_class: ErrorClass | None = None) -> None:
+        super().__init__(message)
+        if error_class is not None:
+            self.error_class = error_class
+
+
+class PermanentJobError(JobError):
+    """The job can never succeed (photo missing, unknown outfit, no face): `failed` at once, guest told."""
+
+    error_class = ErrorClass.PERMANENT
+
+
+class NoFaceError(PermanentJobError):
+    """No human face was found in the photo."""
+
+
+class RetryableJobError(JobError):
+    """A charged failure (timeout, invalid output, refusal, bug): an attempt is consumed, then retried."""
+
+
+class TelegramError(StickerBoothError):
+    """The Bot API answered ``ok: false``.
+
+    Attributes:
+        error_code: Telegram's HTTP-like code (400, 403, 429, ...).
+        description: Telegram's text, e.g. ``Bad Request: sticker set name is already occupied``.
+        retry_after: seconds to wait before any repeat, from ``parameters.retry_after`` (429 only).
+    """
+
+    def __init__(self, error_code: int, description: str, *, retry_after: float | None = None) -> None:
+        super().__init__(f"{error_code}: {description}")
+        self.error_code = error_code
+        self.description = description
+        self.retry_after = retry_after
