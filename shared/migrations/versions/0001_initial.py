@@ -1,0 +1,137 @@
+"""Initial schema: sessions, jobs, job_events, blobs, settings, tg_commands, leads.
+
+Revision ID: 0001
+Revises:
+Create Date: 2026-11-30
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+from alembic import op
+from sqlalchemy.dialects.postgresql import JSONB, UUID
+
+revision = "0001"
+down_revision = None
+branch_labels = None
+depends_on = None
+
+TZ = sa.DateTime(timezone=True)
+
+
+def upgrade() -> None:
+    op.create_table(
+        "sessions",
+        sa.Column("id", UUID(as_uuid=True), primary_key=True),
+        sa.Column("token", sa.Text, nullable=False, unique=True),
+        sa.Column("station", sa.Text, nullable=False),
+        sa.Column("outfit_id", sa.Text),
+        sa.Column("tg_user_id", sa.BigInteger),
+        sa.Column("tg_chat_id", sa.BigInteger),
+        sa.Column("guest_name", sa.Text),
+        sa.Column("language", sa.Text),
+        sa.Column("captures", sa.Integer, nullable=False, server_default="0"),
+        sa.Column("created_at", TZ, nullable=False, server_default=sa.func.now()),
+        sa.Column("bound_at", TZ),
+    )
+    op.create_table(
+        "jobs",
+        sa.Column("id", UUID(as_uuid=True), primary_key=True),
+        sa.Column("session_id", UUID(as_uuid=True), sa.ForeignKey("sessions.id"), nullable=False),
+        sa.Column("capture_id", sa.Text, nullable=False),
+        sa.Column("outfit_id", sa.Text, nullable=False),
+        sa.Column("status", sa.Text, nullable=False),
+        sa.Column("attempts", sa.Integer, nullable=False, server_default="0"),
+        sa.Column("free_requeues", sa.Integer, nullable=False, server_default="0"),
+        sa.Column("owner", sa.Text),
+        sa.Column("heartbeat_at", TZ),
+        sa.Column("not_before", TZ),
+        sa.Column("dispatched_at", TZ),
+        sa.Column("error_class", sa.Text),
+        sa.Column("error", sa.Text),
+        sa.Column("sticker_set_name", sa.Text),
+        sa.Column("set_created_at", TZ),
+        sa.Column("next_poll_at", TZ),
+        sa.Column("polls", sa.Integer, nullable=False, server_default="0"),
+        sa.Column("delay_notice_sent_at", TZ),
+        sa.Column("link_sent_at", TZ),
+        sa.Column("failure_notice_sent_at", TZ),
+        sa.Column("selfie_deleted_at", TZ),
+        sa.Column("created_at", TZ, nullable=False, server_default=sa.func.now()),
+        sa.Column("updated_at", TZ, nullable=False, server_default=sa.func.now()),
+        sa.UniqueConstraint("session_id", "capture_id", name="uq_jobs_session_capture"),
+        sa.CheckConstraint(
+            "status IN ('queued', 'processing', 'rendered', 'delivering', 'delivered', 'failed')",
+            name="ck_jobs_status",
+        ),
+    )
+    op.create_index("ix_jobs_status_updated", "jobs", ["status", "updated_at"])
+    op.create_table(
+        "job_events",
+        sa.Column("id", sa.BigInteger, sa.Identity(), primary_key=True),
+        sa.Column("job_id", UUID(as_uuid=True), sa.ForeignKey("jobs.id", ondelete="CASCADE"), nullable=False),
+        sa.Column("from_status", sa.Text),
+        sa.Column("to_status", sa.Text, nullable=False),
+        sa.Column("note", sa.Text),
+        sa.Column("at", TZ, nullable=False, server_default=sa.func.now()),
+    )
+    op.create_index("ix_job_events_job", "job_events", ["job_id", "id"])
+    op.create_table(
+        "blobs",
+        sa.Column("id", UUID(as_uuid=True), primary_key=True),
+        sa.Column("kind", sa.Text, nullable=False),
+        sa.Column("job_id", UUID(as_uuid=True), sa.ForeignKey("jobs.id", ondelete="CASCADE")),
+        sa.Column("position", sa.Integer),
+        sa.Column("content_type", sa.Text, nullable=False),
+        sa.Column("meta", JSONB, nullable=False, server_default=sa.text("'{}'::jsonb")),
+        sa.Column("data", sa.LargeBinary, nullable=False),
+        sa.Column("size", sa.Integer, nullable=False),
+        sa.Column("created_at", TZ, nullable=False, server_default=sa.func.now()),
+    )
+    op.create_index("ix_blobs_job_kind", "blobs", ["job_id", "kind", "position"])
+    op.create_table(
+        "settings",
+        sa.Column("key", sa.Text, primary_key=True),
+        sa.Column("value", JSONB, nullable=False),
+        sa.Column("updated_at", TZ, nullable=False, server_default=sa.func.now()),
+    )
+    op.create_table(
+        "tg_commands",
+        sa.Column("command_id", sa.Text, primary_key=True),
+        sa.Column("reply_to", sa.Text),
+        sa.Column("method", sa.Text, nullable=False),
+        sa.Column("params", JSONB, nullable=False),
+        sa.Column("status", sa.Text, nullable=False, server_default="pending"),
+        sa.Column("result", JSONB),
+        sa.Column("error", JSONB),
+        sa.Column("tries", sa.Integer, nullable=False, server_default="0"),
+        sa.Column("dispatched_at", TZ),
+        sa.Column("created_at", TZ, nullable=False, server_default=sa.func.now()),
+        sa.Column("updated_at", TZ, nullable=False, server_default=sa.func.now()),
+        sa.CheckConstraint(
+            "status IN ('pending', 'sending', 'sent', 'failed')", name="ck_tg_commands_status"
+        ),
+    )
+    op.create_index("ix_tg_commands_status_updated", "tg_commands", ["status", "updated_at"])
+    op.create_table(
+        "leads",
+        sa.Column("id", sa.BigInteger, sa.Identity(), primary_key=True),
+        sa.Column("request_id", sa.Text, nullable=False, unique=True),
+        sa.Column("name", sa.Text, nullable=False),
+        sa.Column("contact", sa.Text, nullable=False),
+        sa.Column("message", sa.Text, nullable=False, server_default=""),
+        sa.Column("source_page", sa.Text),
+        sa.Column("utm", JSONB, nullable=False, server_default=sa.text("'{}'::jsonb")),
+        sa.Column("status", sa.Text, nullable=False, server_default="new"),
+        sa.Column("published_at", TZ),
+        sa.Column("card_message_id", sa.BigInteger),
+        sa.Column("failures", sa.Integer, nullable=False, server_default="0"),
+        sa.Column("next_attempt_at", TZ),
+        sa.Column("dispatched_at", TZ),
+        sa.Column("created_at", TZ, nullable=False, server_default=sa.func.now()),
+    )
+
+
+def downgrade() -> None:
+    for table in ("leads", "tg_commands", "settings", "blobs", "job_events", "jobs", "sessions"):
+        op.drop_table(table)

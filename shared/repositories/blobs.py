@@ -1,0 +1,82 @@
+"""Blob store in Postgres (``bytea``): selfies and stickers, addressed by id, never sent on streams."""
+
+from __future__ import annotations
+
+from typing import Any
+from uuid import UUID, uuid4
+
+import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from shared.db.tables import blobs
+from shared.domain import Blob
+
+
+def _blob(row: Any) -> Blob:
+    m = row._mapping
+    return Blob(
+        id=m["id"],
+        kind=m["kind"],
+        job_id=m["job_id"],
+        position=m["position"],
+        content_type=m["content_type"],
+        meta=dict(m["meta"]),
+        data=bytes(m["data"]),
+    )
+
+
+class BlobRepository:
+    def __init__(self, conn: AsyncConnection) -> None:
+        self.conn = conn
+
+    async def put(
+        self,
+        *,
+        kind: str,
+        data: bytes,
+        content_type: str,
+        job_id: UUID | None = None,
+        position: int | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> UUID:
+        """Store ``data`` (bytes) and return the new blob id."""
+        blob_id = uuid4()
+        await self.conn.execute(
+            sa.insert(blobs).values(
+                id=blob_id,
+                kind=kind,
+                job_id=job_id,
+                position=position,
+                content_type=content_type,
+                meta=meta or {},
+                data=data,
+                size=len(data),
+            )
+        )
+        return blob_id
+
+    async def get(self, blob_id: UUID) -> Blob | None:
+        row = (await self.conn.execute(sa.select(blobs).where(blobs.c.id == blob_id))).one_or_none()
+        return _blob(row) if row else None
+
+    async def for_job(self, job_id: UUID, kind: str) -> list[Blob]:
+        """The job's blobs of ``kind`` ordered by position."""
+        rows = await self.conn.execute(
+            sa.select(blobs).where(blobs.c.job_id == job_id, blobs.c.kind == kind).order_by(blobs.c.position)
+        )
+        return [_blob(r) for r in rows]
+
+    async def ids_for_job(self, job_id: UUID, kind: str) -> list[UUID]:
+        rows = await self.conn.execute(
+            sa.select(blobs.c.id)
+            .where(blobs.c.job_id == job_id, blobs.c.kind == kind)
+            .order_by(blobs.c.position)
+        )
+        return [r[0] for r in rows]
+
+    async def delete_for_job(self, job_id: UUID, kind: str) -> int:
+        """Delete the job's blobs of ``kind``; returns how many were deleted."""
+        result = await self.conn.execute(
+            sa.delete(blobs).where(blobs.c.job_id == job_id, blobs.c.kind == kind)
+        )
+        return int(result.rowcount or 0)

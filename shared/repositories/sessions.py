@@ -1,0 +1,94 @@
+"""Kiosk sessions: creation, outfit choice, Telegram binding by deep-link token."""
+
+from __future__ import annotations
+
+from typing import Any
+from uuid import UUID, uuid4
+
+import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from shared.db.tables import sessions
+from shared.domain import KioskSession
+
+
+def _session(row: Any) -> KioskSession:
+    m = row._mapping
+    return KioskSession(
+        id=m["id"],
+        token=m["token"],
+        station=m["station"],
+        outfit_id=m["outfit_id"],
+        tg_user_id=m["tg_user_id"],
+        tg_chat_id=m["tg_chat_id"],
+        guest_name=m["guest_name"],
+        language=m["language"],
+        captures=m["captures"],
+        created_at=m["created_at"],
+        bound_at=m["bound_at"],
+    )
+
+
+class SessionRepository:
+    def __init__(self, conn: AsyncConnection) -> None:
+        self.conn = conn
+
+    async def create(self, *, station: str, token: str) -> KioskSession:
+        """Insert a new session for kiosk ``station`` with deep-link payload ``token``."""
+        row = (
+            await self.conn.execute(
+                sa.insert(sessions).values(id=uuid4(), token=token, station=station).returning(sessions)
+            )
+        ).one()
+        return _session(row)
+
+    async def get(self, session_id: UUID, *, for_update: bool = False) -> KioskSession | None:
+        query = sa.select(sessions).where(sessions.c.id == session_id)
+        if for_update:
+            query = query.with_for_update()
+        row = (await self.conn.execute(query)).one_or_none()
+        return _session(row) if row else None
+
+    async def set_outfit(self, session_id: UUID, outfit_id: str) -> KioskSession | None:
+        """Record the guest's outfit choice; ``None`` when the session does not exist."""
+        row = (
+            await self.conn.execute(
+                sa.update(sessions)
+                .where(sessions.c.id == session_id)
+                .values(outfit_id=outfit_id)
+                .returning(sessions)
+            )
+        ).one_or_none()
+        return _session(row) if row else None
+
+    async def bind_telegram(
+        self, token: str, *, user_id: int, chat_id: int, name: str | None, language: str | None
+    ) -> KioskSession | None:
+        """Bind a Telegram user to the session with deep-link ``token``.
+
+        Succeeds when the session is unbound or already bound to the same user (pressing Start twice).
+        Returns ``None`` for an unknown token or one bound to another user.
+        """
+        row = (
+            await self.conn.execute(
+                sa.update(sessions)
+                .where(
+                    sessions.c.token == token,
+                    sa.or_(sessions.c.tg_user_id.is_(None), sessions.c.tg_user_id == user_id),
+                )
+                .values(
+                    tg_user_id=user_id,
+                    tg_chat_id=chat_id,
+                    guest_name=name,
+                    language=language,
+                    bound_at=sa.func.coalesce(sessions.c.bound_at, sa.func.now()),
+                )
+                .returning(sessions)
+            )
+        ).one_or_none()
+        return _session(row) if row else None
+
+    async def count_capture(self, session_id: UUID) -> None:
+        await self.conn.execute(
+            sa.update(sessions).where(sessions.c.id == session_id).values(captures=sessions.c.captures + 1)
+        )

@@ -1,0 +1,32 @@
+"""Key/value rows shared by every replica (maintenance pause, queue state, last digest day)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from shared.db.tables import settings
+
+
+class SettingsRepository:
+    def __init__(self, conn: AsyncConnection) -> None:
+        self.conn = conn
+
+    async def get(self, key: str) -> Any:
+        """The JSON value stored under ``key``, or ``None``."""
+        return (await self.conn.execute(sa.select(settings.c.value).where(settings.c.key == key))).scalar()
+
+    async def put(self, key: str, value: Any) -> None:
+        stmt = insert(settings).values(key=key, value=value)
+        await self.conn.execute(
+            stmt.on_conflict_do_update(
+                index_elements=[settings.c.key],
+                set_={"value": stmt.excluded.value, "updated_at": sa.func.now()},
+            )
+        )
+
+    async def delete(self, key: str) -> None:
+        await self.conn.execute(sa.delete(settings).where(settings.c.key == key))

@@ -1,0 +1,138 @@
+"""``tg_commands``: the outbox of Telegram work, and the gateway's at-most-once execution record.
+
+A producer inserts the command ``pending`` in its own transaction, commits, then ``XADD``s ``tg:outbox``.
+The gateway moves it ``pending → sending`` before calling Telegram and ``sending → sent | failed`` after,
+storing the result, so a redelivered command returns the stored result instead of a second message.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from shared.db.tables import tg_commands
+from shared.domain import TelegramCommandRecord
+
+
+def _record(row: Any) -> TelegramCommandRecord:
+    m = row._mapping
+    return TelegramCommandRecord(
+        command_id=m["command_id"],
+        reply_to=m["reply_to"],
+        method=m["method"],
+        params=dict(m["params"]),
+        status=m["status"],
+        result=m["result"],
+        error=m["error"],
+        tries=m["tries"],
+        created_at=m["created_at"],
+        updated_at=m["updated_at"],
+    )
+
+
+class TelegramCommandRepository:
+    def __init__(self, conn: AsyncConnection) -> None:
+        self.conn = conn
+
+    async def add(
+        self, command_id: str, *, method: str, params: dict[str, Any], reply_to: str | None
+    ) -> bool:
+        """Insert a ``pending`` command; ``False`` when ``command_id`` exists already (idempotency key)."""
+        result = await self.conn.execute(
+            insert(tg_commands)
+            .values(command_id=command_id, method=method, params=params, reply_to=reply_to)
+            .on_conflict_do_nothing(index_elements=[tg_commands.c.command_id])
+        )
+        return bool(result.rowcount)
+
+    async def get(self, command_id: str) -> TelegramCommandRecord | None:
+        row = (
+            await self.conn.execute(sa.select(tg_commands).where(tg_commands.c.command_id == command_id))
+        ).one_or_none()
+        return _record(row) if row else None
+
+    async def start_sending(self, command_id: str, *, stale_after: timedelta) -> TelegramCommandRecord | None:
+        """``pending → sending`` (or take over a ``sending`` row older than ``stale_after``).
+
+        Returns the record when this caller may execute it, ``None`` otherwise.
+        """
+        row = (
+            await self.conn.execute(
+                sa.update(tg_commands)
+                .where(
+                    tg_commands.c.command_id == command_id,
+                    sa.or_(
+                        tg_commands.c.status == "pending",
+                        sa.and_(
+                            tg_commands.c.status == "sending",
+                            tg_commands.c.updated_at <= sa.func.now() - stale_after,
+                        ),
+                    ),
+                )
+                .values(status="sending", tries=tg_commands.c.tries + 1, updated_at=sa.func.now())
+                .returning(tg_commands)
+            )
+        ).one_or_none()
+        return _record(row) if row else None
+
+    async def finish(
+        self, command_id: str, *, ok: bool, result: Any = None, error: dict[str, Any] | None = None
+    ) -> None:
+        """``sending → sent`` (``ok``) or ``sending → failed``, storing Telegram's result or error."""
+        await self.conn.execute(
+            sa.update(tg_commands)
+            .where(tg_commands.c.command_id == command_id, tg_commands.c.status == "sending")
+            .values(status="sent" if ok else "failed", result=result, error=error, updated_at=sa.func.now())
+        )
+
+    async def release(self, command_id: str) -> None:
+        """``sending → pending`` after a transient failure, so the command can be tried again."""
+        await self.conn.execute(
+            sa.update(tg_commands)
+            .where(tg_commands.c.command_id == command_id, tg_commands.c.status == "sending")
+            .values(status="pending", updated_at=sa.func.now())
+        )
+
+    async def due_for_dispatch(
+        self, *, grace: timedelta, republish_after: timedelta, limit: int
+    ) -> list[TelegramCommandRecord]:
+        """Reconciler query: ``pending`` commands not dispatched after ``grace``, or whose hint is lost."""
+        now = sa.func.now()
+        rows = await self.conn.execute(
+            sa.select(tg_commands)
+            .where(
+                tg_commands.c.status == "pending",
+                sa.or_(
+                    sa.and_(tg_commands.c.dispatched_at.is_(None), tg_commands.c.created_at <= now - grace),
+                    tg_commands.c.dispatched_at <= now - republish_after,
+                ),
+            )
+            .order_by(tg_commands.c.created_at)
+            .limit(limit)
+        )
+        return [_record(r) for r in rows]
+
+    async def mark_dispatched(self, command_ids: list[str]) -> None:
+        if command_ids:
+            await self.conn.execute(
+                sa.update(tg_commands)
+                .where(tg_commands.c.command_id.in_(command_ids))
+                .values(dispatched_at=sa.func.now())
+            )
+
+    async def count_sent(self, command_id_prefix: str) -> int:
+        """How many commands whose id starts with ``command_id_prefix`` were sent (for tests and audits)."""
+        return int(
+            (
+                await self.conn.execute(
+                    sa.select(sa.func.count()).where(
+                        tg_commands.c.command_id.startswith(command_id_prefix, autoescape=True),
+                        tg_commands.c.status == "sent",
+                    )
+                )
+            ).scalar_one()
+        )

@@ -1,0 +1,56 @@
+"""Settings parts every service composes into its own pydantic-settings class.
+
+Each service builds exactly one settings object in its ``main.py`` and passes it down; nothing else reads
+``os.environ``. Secrets have no defaults. Names follow the spec (``MAX_ATTEMPTS``, ``AI_MAX_PARALLEL_IMAGES``,
+...) so the env of the single-server system keeps its meaning.
+"""
+
+from __future__ import annotations
+
+from pydantic import Field, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class ServiceSettings(BaseSettings):
+    """What every service needs: Postgres, Redis, stream consumer limits, logging and the ops port.
+
+    Env: ``DATABASE_URL`` (``postgresql://user:pass@host:5432/db``), ``REDIS_URL``
+    (``redis://host:6379/0``), ``LOG_LEVEL``, ``OPS_PORT`` (``/healthz``, ``/readyz``, ``/metrics``),
+    ``MAX_DELIVERIES`` (a stream entry delivered more often goes to ``<stream>:dead``, DESIGN.md §3),
+    ``STREAM_LEASE_SEC`` (pending entries idle longer are taken over), ``RECONCILE_GRACE_SEC`` (an outbox
+    row still pending after this many seconds is re-published).
+    """
+
+    model_config = SettingsConfigDict(env_file=None, extra="ignore", case_sensitive=False)
+
+    database_url: str = Field(validation_alias="DATABASE_URL")
+    redis_url: str = Field(validation_alias="REDIS_URL")
+    log_level: str = Field("INFO", validation_alias="LOG_LEVEL")
+    log_format: str = Field("json", validation_alias="LOG_FORMAT")
+    ops_port: int = Field(0, validation_alias="OPS_PORT")
+    consumer_name: str = Field("", validation_alias="CONSUMER_NAME")
+    max_deliveries: int = Field(5, ge=1, validation_alias="MAX_DELIVERIES")
+    stream_lease_sec: float = Field(60.0, gt=0, validation_alias="STREAM_LEASE_SEC")
+    stream_block_ms: int = Field(2000, ge=10, validation_alias="STREAM_BLOCK_MS")
+    stream_maxlen: int = Field(100_000, ge=100, validation_alias="STREAM_MAXLEN")
+    reconcile_grace_sec: float = Field(10.0, ge=0, validation_alias="RECONCILE_GRACE_SEC")
+    reconcile_interval_sec: float = Field(2.0, gt=0, validation_alias="RECONCILE_INTERVAL_SEC")
+
+    @field_validator("database_url")
+    @classmethod
+    def _require_postgres(cls, value: str) -> str:
+        if not value.startswith(("postgresql://", "postgres://", "postgresql+asyncpg://")):
+            raise ValueError("DATABASE_URL must be a postgresql:// URL")
+        return value
+
+
+class BotIdentitySettings(BaseSettings):
+    """The bot's public username, needed for deep links and sticker set names (not a secret).
+
+    ``BOT_USERNAME`` without the ``@``; sticker set names end in ``_by_<BOT_USERNAME>``
+    (core.telegram.org/bots/api#createnewstickerset).
+    """
+
+    model_config = SettingsConfigDict(env_file=None, extra="ignore", case_sensitive=False)
+
+    bot_username: str = Field(validation_alias="BOT_USERNAME", pattern=r"^[A-Za-z][A-Za-z0-9_]{3,31}$")
