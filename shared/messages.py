@@ -1,0 +1,86 @@
+"""Typed, versioned stream messages. On the wire: one stream field ``data`` holding the model's JSON.
+
+Bodies carry ids, never images (DESIGN.md §3). Each model has a fixed ``type`` and a version ``v``;
+a consumer that reads an unknown ``type`` or a newer ``v`` dead-letters the entry instead of guessing.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+from uuid import UUID
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+
+class _Message(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    v: Literal[1] = 1
+
+
+class JobQueued(_Message):
+    """``stk:jobs``: the job is ``queued`` and due; a worker should try to claim it."""
+
+    type: Literal["job.queued"] = "job.queued"
+    job_id: UUID
+
+
+class JobRendered(_Message):
+    """``stk:delivery``: the job's 12 stickers are stored; delivery should create the sticker set."""
+
+    type: Literal["job.rendered"] = "job.rendered"
+    job_id: UUID
+
+
+class LeadCreated(_Message):
+    """``stk:leads``: lead number ``lead_id`` is stored and waits for its card."""
+
+    type: Literal["lead.created"] = "lead.created"
+    lead_id: int
+
+
+class TelegramCommand(_Message):
+    """``tg:outbox``: Telegram work for the gateway; the row in ``tg_commands`` holds method and params."""
+
+    type: Literal["tg.command"] = "tg.command"
+    command_id: str
+
+
+class TelegramErrorInfo(BaseModel):
+    """Telegram's ``ok: false`` answer, or ``error_code`` 0 for a network failure after retries."""
+
+    model_config = ConfigDict(frozen=True)
+    error_code: int
+    description: str
+    retry_after: float | None = None
+
+
+class TelegramResult(_Message):
+    """``tg:results:<service>``: the outcome of a command, stored in ``tg_commands`` before it is sent."""
+
+    type: Literal["tg.result"] = "tg.result"
+    command_id: str
+    ok: bool
+    result: Any = None
+    error: TelegramErrorInfo | None = None
+
+
+Message = Annotated[
+    JobQueued | JobRendered | LeadCreated | TelegramCommand | TelegramResult, Field(discriminator="type")
+]
+_ADAPTER: TypeAdapter[Message] = TypeAdapter(Message)
+
+
+def encode(message: _Message) -> dict[str, str]:
+    """Stream entry fields for ``message`` (``{"data": json}``)."""
+    return {"data": message.model_dump_json()}
+
+
+def decode(fields: dict[str, str] | dict[bytes, bytes]) -> Message:
+    """Parse a stream entry's fields back into its model.
+
+    Raises:
+        pydantic.ValidationError: unknown type, newer version or malformed body.
+        KeyError: the entry has no ``data`` field.
+    """
+    raw: Any = fields["data"] if "data" in fields else fields[b"data"]  # type: ignore[index]
+    return _ADAPTER.validate_json(raw)

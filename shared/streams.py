@@ -1,0 +1,356 @@
+"""Redis Streams: names, the publisher, and the one consumer base every service uses.
+
+:class:`StreamConsumer` implements the rules of DESIGN.md §3 and REFERENCE.md "Redis Streams": one consumer
+group per consuming service and one named consumer per replica; read only as many entries as there are free
+slots; ack after the handler's commit; take over entries idle longer than the lease (``XAUTOCLAIM``) while
+refreshing the lease of entries still being worked on; dead-letter an entry delivered more than
+``max_deliveries`` times to ``<stream>:dead``; create groups idempotently (``MKSTREAM``, ``BUSYGROUP`` is
+success) and re-create them on ``NOGROUP`` (Redis restarted empty), backing off instead of spinning.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import random
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import redis.asyncio as aioredis
+import redis.exceptions
+import structlog
+from pydantic import ValidationError
+
+from shared import metrics
+from shared.errors import RedisUnavailable
+from shared.messages import Message, _Message, decode, encode
+
+log = structlog.get_logger(__name__)
+
+JOBS = "stk:jobs"
+DELIVERY = "stk:delivery"
+LEADS = "stk:leads"
+TG_OUTBOX = "tg:outbox"
+TG_UPDATES_LEADS = "tg:updates:leads"
+
+
+def results_stream(service: str) -> str:
+    """``tg:results:<service>``: where the gateway answers commands asked for by ``service``."""
+    return f"tg:results:{service}"
+
+
+def dead_letter_stream(stream: str) -> str:
+    return f"{stream}:dead"
+
+
+REDIS_ERRORS: tuple[type[BaseException], ...] = (
+    redis.exceptions.ConnectionError,
+    redis.exceptions.TimeoutError,
+    OSError,
+)
+
+
+def create_redis(url: str, *, block_ms: int = 2000) -> aioredis.Redis:
+    """Redis client whose socket timeout exceeds the blocking-read time (REFERENCE.md: Redis Streams).
+
+    Opens no connection until first use.
+    """
+    return aioredis.Redis.from_url(
+        url,
+        decode_responses=True,
+        socket_timeout=block_ms / 1000 + 5,
+        socket_connect_timeout=5,
+        socket_keepalive=True,
+        health_check_interval=15,
+        retry_on_timeout=False,
+    )
+
+
+class Publisher:
+    """``XADD`` with approximate trimming. Call only after the row the message points at is committed."""
+
+    def __init__(self, redis: aioredis.Redis, *, maxlen: int = 100_000) -> None:
+        self.redis = redis
+        self.maxlen = maxlen
+
+    async def publish(self, stream: str, message: _Message) -> str:
+        """Append ``message`` to ``stream``; returns the entry id.
+
+        Raises:
+            RedisUnavailable: Redis could not be reached; the caller's outbox row stays pending.
+        """
+        try:
+            fields: dict[Any, Any] = encode(message)
+            entry_id = await self.redis.xadd(stream, fields, maxlen=self.maxlen, approximate=True)
+        except REDIS_ERRORS as exc:
+            raise RedisUnavailable(f"XADD {stream}: {type(exc).__name__}") from exc
+        return str(entry_id)
+
+    async def try_publish(self, stream: str, message: _Message) -> bool:
+        """Like :meth:`publish` but logs and returns ``False`` when Redis is down (the reconciler repairs)."""
+        try:
+            await self.publish(stream, message)
+        except RedisUnavailable as exc:
+            log.warning("PUBLISH_DEFERRED", stream=stream, error=str(exc))
+            return False
+        return True
+
+
+Handler = Callable[[Message], Awaitable[None]]
+
+
+class Backoff:
+    """Exponential backoff with jitter: 0.5 s doubling to ``cap_s``; :meth:`reset` after a success."""
+
+    def __init__(self, *, base_s: float = 0.5, cap_s: float = 10.0) -> None:
+        self.base_s = base_s
+        self.cap_s = cap_s
+        self.failures = 0
+
+    def next_delay(self) -> float:
+        delay = min(self.cap_s, self.base_s * 2**self.failures)
+        self.failures += 1
+        return delay * random.uniform(0.8, 1.2)
+
+    def reset(self) -> None:
+        self.failures = 0
+
+
+class StreamConsumer:
+    """Reads one stream in one consumer group and runs ``handler`` for each entry, ``slots`` at a time.
+
+    The handler must be idempotent: an entry can be delivered again after a crash, a lease expiry or a
+    Redis restart. The entry is acked when the handler returns; when it raises, the entry stays pending and
+    is retried after the lease, until ``max_deliveries`` is exceeded and it is dead-lettered.
+
+    Args:
+        redis: a client from :func:`create_redis` (``decode_responses=True``).
+        stream, group, consumer: stream key, consumer group (the service) and consumer (the replica).
+        slots: entries handled concurrently; only that many are read.
+        lease_s: seconds an entry may sit unacked before another consumer takes it over. Entries of this
+            consumer's running handlers are re-claimed every ``lease_s / 3`` so long jobs keep their lease.
+        max_deliveries: deliveries allowed before dead-lettering (DESIGN.md §3 ``MAX_DELIVERIES``).
+        on_dead: awaited with ``(stream, entry_id, reason)`` after an entry was dead-lettered (alerts).
+    """
+
+    def __init__(
+        self,
+        redis: aioredis.Redis,
+        *,
+        stream: str,
+        group: str,
+        consumer: str,
+        handler: Handler,
+        slots: int = 1,
+        lease_s: float = 60.0,
+        max_deliveries: int = 5,
+        block_ms: int = 2000,
+        on_dead: Callable[[str, str, str], Awaitable[None]] | None = None,
+    ) -> None:
+        self.redis = redis
+        self.stream = stream
+        self.group = group
+        self.consumer = consumer
+        self.handler = handler
+        self.slots = slots
+        self.lease_s = lease_s
+        self.max_deliveries = max_deliveries
+        self.block_ms = block_ms
+        self.on_dead = on_dead
+        self._running: dict[str, asyncio.Task[None]] = {}
+        self._last_reclaim = 0.0
+        self._last_refresh = time.monotonic()
+        self._backoff = Backoff()
+
+    @property
+    def busy(self) -> int:
+        """Entries being handled right now."""
+        return len(self._running)
+
+    async def ensure_group(self) -> None:
+        """Create the group at the stream's start (``MKSTREAM``); an existing group is success."""
+        try:
+            await self.redis.xgroup_create(self.stream, self.group, id="0", mkstream=True)
+            log.info("STREAM_GROUP_CREATED", stream=self.stream, group=self.group)
+        except redis.exceptions.ResponseError as exc:
+            if "BUSYGROUP" not in str(exc):
+                raise
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Consume until ``stop`` is set, then return without waiting for running handlers.
+
+        Use :meth:`drain` afterwards to let running handlers finish (graceful shutdown).
+        """
+        group_ready = False
+        while not stop.is_set():
+            try:
+                if not group_ready:
+                    await self.ensure_group()
+                    group_ready = True
+                await self._step(stop)
+                self._backoff.reset()
+            except redis.exceptions.ResponseError as exc:
+                if "NOGROUP" not in str(exc):
+                    raise
+                group_ready = False
+                delay = self._backoff.next_delay()
+                log.warning(
+                    "STREAM_NOGROUP", stream=self.stream, group=self.group, retry_in_s=round(delay, 2)
+                )
+                await _sleep_or_stop(stop, delay)
+            except REDIS_ERRORS as exc:
+                group_ready = False
+                delay = self._backoff.next_delay()
+                log.warning(
+                    "REDIS_UNAVAILABLE",
+                    stream=self.stream,
+                    error=type(exc).__name__,
+                    retry_in_s=round(delay, 2),
+                )
+                await _sleep_or_stop(stop, delay)
+
+    async def drain(self, timeout_s: float) -> list[asyncio.Task[None]]:
+        """Wait up to ``timeout_s`` for running handlers; returns the tasks still running (not cancelled)."""
+        tasks = list(self._running.values())
+        if not tasks:
+            return []
+        _done, pending = await asyncio.wait(tasks, timeout=timeout_s)
+        return list(pending)
+
+    async def _step(self, stop: asyncio.Event) -> None:
+        now = time.monotonic()
+        if self._running and now - self._last_refresh >= self.lease_s / 3:
+            await self._refresh_leases()
+            self._last_refresh = now
+        free = self.slots - len(self._running)
+        if free <= 0:
+            await asyncio.wait(
+                list(self._running.values()),
+                timeout=self.block_ms / 1000,
+                return_when=asyncio.FIRST_COMPLETED,
+            )
+            return
+        if now - self._last_reclaim >= min(self.lease_s / 2, 5.0):
+            self._last_reclaim = now
+            reclaimed = await self._reclaim(free)
+            if reclaimed:
+                return
+        response: Any = await self.redis.xreadgroup(
+            self.group, self.consumer, {self.stream: ">"}, count=free, block=self.block_ms
+        )
+        for _stream, entries in response or []:
+            for entry_id, fields in entries:
+                self._dispatch(entry_id, fields)
+
+    async def _reclaim(self, free: int) -> int:
+        """Take over entries idle longer than the lease; dead-letter those delivered too often."""
+        _next, entries, deleted = await self.redis.xautoclaim(
+            self.stream,
+            self.group,
+            self.consumer,
+            min_idle_time=int(self.lease_s * 1000),
+            start_id="0-0",
+            count=free,
+        )
+        for entry_id in deleted or []:
+            log.warning("STREAM_ENTRY_DELETED_WHILE_PENDING", stream=self.stream, entry_id=entry_id)
+        if not entries:
+            return 0
+        counts = await self._delivery_counts([e[0] for e in entries])
+        for entry_id, fields in entries:
+            if fields is None:
+                continue
+            if counts.get(entry_id, 0) > self.max_deliveries:
+                await self._dead_letter(entry_id, fields, f"delivered {counts[entry_id]} times")
+            else:
+                self._dispatch(entry_id, fields)
+        return len(entries)
+
+    async def _delivery_counts(self, entry_ids: list[str]) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for entry_id in entry_ids:
+            info = await self.redis.xpending_range(
+                self.stream, self.group, min=entry_id, max=entry_id, count=1
+            )
+            if info:
+                counts[entry_id] = int(info[0]["times_delivered"])
+        return counts
+
+    async def _refresh_leases(self) -> None:
+        ids: list[Any] = list(self._running)
+        if ids:
+            await self.redis.xclaim(
+                self.stream, self.group, self.consumer, min_idle_time=0, message_ids=ids, justid=True
+            )
+
+    async def _dead_letter(self, entry_id: str, fields: dict[str, Any], reason: str) -> None:
+        dead = dead_letter_stream(self.stream)
+        body: dict[Any, Any] = {**fields, "entry_id": entry_id, "group": self.group, "reason": reason}
+        await self.redis.xadd(
+            dead,
+            body,
+            maxlen=10_000,
+            approximate=True,
+        )
+        await self.redis.xack(self.stream, self.group, entry_id)
+        metrics.STREAM_DEAD.labels(stream=self.stream).inc()
+        log.error(
+            "STREAM_DEAD_LETTER", stream=self.stream, group=self.group, entry_id=entry_id, reason=reason
+        )
+        if self.on_dead is not None:
+            with contextlib.suppress(Exception):
+                await self.on_dead(self.stream, entry_id, reason)
+
+    def _dispatch(self, entry_id: str, fields: dict[str, Any]) -> None:
+        if entry_id in self._running:
+            return
+        task = asyncio.create_task(self._handle(entry_id, fields), name=f"{self.stream}:{entry_id}")
+        self._running[entry_id] = task
+        task.add_done_callback(lambda _t: self._running.pop(entry_id, None))
+
+    async def _handle(self, entry_id: str, fields: dict[str, Any]) -> None:
+        try:
+            message = decode(fields)
+        except (ValidationError, KeyError, ValueError) as exc:
+            await self._safe_dead_letter(entry_id, fields, f"undecodable: {type(exc).__name__}")
+            return
+        try:
+            await self.handler(message)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception(
+                "STREAM_HANDLER_FAILED", stream=self.stream, entry_id=entry_id, message_type=message.type
+            )
+            return
+        try:
+            await self.redis.xack(self.stream, self.group, entry_id)
+        except REDIS_ERRORS:
+            log.warning("STREAM_ACK_FAILED", stream=self.stream, entry_id=entry_id)
+
+    async def _safe_dead_letter(self, entry_id: str, fields: dict[str, Any], reason: str) -> None:
+        try:
+            await self._dead_letter(entry_id, fields, reason)
+        except REDIS_ERRORS:
+            log.warning("STREAM_DEAD_LETTER_FAILED", stream=self.stream, entry_id=entry_id)
+
+
+async def _sleep_or_stop(stop: asyncio.Event, delay_s: float) -> None:
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(stop.wait(), timeout=delay_s)
+
+
+async def stream_depths(client: aioredis.Redis, groups: dict[str, str]) -> None:
+    """Refresh the lag and pending gauges for ``{stream: group}`` (XINFO GROUPS; lag may be NULL)."""
+    for stream, group in groups.items():
+        try:
+            infos = await client.xinfo_groups(stream)
+        except redis.exceptions.ResponseError:
+            continue
+        for info in infos:
+            if info.get("name") == group:
+                metrics.STREAM_PENDING.labels(stream=stream, group=group).set(info.get("pending") or 0)
+                lag = info.get("lag")
+                if lag is not None:
+                    metrics.STREAM_LAG.labels(stream=stream, group=group).set(lag)
