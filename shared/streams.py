@@ -25,6 +25,7 @@ from pydantic import ValidationError
 from shared import metrics
 from shared.errors import RedisUnavailable
 from shared.messages import Message, _Message, decode, encode
+from shared.settings import ServiceSettings
 
 log = structlog.get_logger(__name__)
 
@@ -354,3 +355,27 @@ async def stream_depths(client: aioredis.Redis, groups: dict[str, str]) -> None:
                 lag = info.get("lag")
                 if lag is not None:
                     metrics.STREAM_LAG.labels(stream=stream, group=group).set(lag)
+
+
+def build_consumer(
+    redis: aioredis.Redis,
+    settings: ServiceSettings,
+    *,
+    stream: str,
+    group: str,
+    consumer: str,
+    handler: Handler,
+    slots: int,
+) -> StreamConsumer:
+    """A :class:`StreamConsumer` with the lease, delivery cap and block time from the service's settings."""
+    return StreamConsumer(
+        redis,
+        stream=stream,
+        group=group,
+        consumer=consumer,
+        handler=handler,
+        slots=slots,
+        lease_s=settings.stream_lease_sec,
+        max_deliveries=settings.max_deliveries,
+        block_ms=settings.stream_block_ms,
+    )

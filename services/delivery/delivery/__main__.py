@@ -1,0 +1,3 @@
+from delivery.main import main
+
+main()

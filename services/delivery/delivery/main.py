@@ -1,0 +1,94 @@
+"""Composition root of the delivery service: ``python -m delivery``."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import socket
+import sys
+
+import structlog
+
+from delivery.packs import SERVICE, PackDelivery
+from delivery.settings import DeliverySettings
+from shared import streams
+from shared.db import create_engine
+from shared.logging import configure_logging
+from shared.ops import start_ops_server
+from shared.repositories import Database
+from shared.streams import Publisher, build_consumer, create_redis
+
+log = structlog.get_logger(__name__)
+
+
+async def run_sweeper(delivery: PackDelivery, settings: DeliverySettings, stop: asyncio.Event) -> None:
+    """Due readiness polls every ``SWEEP_INTERVAL_SEC``; lost ``stk:delivery`` hints every few seconds."""
+    ticks = 0
+    while not stop.is_set():
+        try:
+            await delivery.poll_due()
+            if ticks % max(1, int(settings.reconcile_interval_sec / settings.sweep_interval_sec)) == 0:
+                await delivery.republish_rendered()
+        except Exception as exc:
+            log.warning("SWEEP_FAILED", error=type(exc).__name__)
+        ticks += 1
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), timeout=settings.sweep_interval_sec)
+
+
+async def run(settings: DeliverySettings) -> int:
+    consumer_name = settings.consumer_name or f"{SERVICE}-{socket.gethostname()}-{os.getpid()}"
+    db = Database(create_engine(settings.database_url))
+    redis = create_redis(settings.redis_url, block_ms=settings.stream_block_ms)
+    publisher = Publisher(redis, maxlen=settings.stream_maxlen)
+    delivery = PackDelivery(db=db, publisher=publisher, settings=settings)
+    consumers = [
+        build_consumer(
+            redis,
+            settings,
+            stream=streams.DELIVERY,
+            group=SERVICE,
+            consumer=consumer_name,
+            handler=delivery.handle_rendered,
+            slots=settings.delivery_slots,
+        ),
+        build_consumer(
+            redis,
+            settings,
+            stream=streams.results_stream(SERVICE),
+            group=SERVICE,
+            consumer=consumer_name,
+            handler=delivery.handle_result,
+            slots=settings.results_slots,
+        ),
+    ]
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    tasks = [asyncio.create_task(c.run(stop), name=c.stream) for c in consumers]
+    tasks.append(asyncio.create_task(run_sweeper(delivery, settings, stop), name="sweeper"))
+    ops = await start_ops_server(
+        settings.ops_port, ready=db.ping, alive=lambda: all(not t.done() for t in tasks)
+    )
+    log.info("STARTUP", service=SERVICE, consumer=consumer_name)
+    await asyncio.wait([asyncio.create_task(stop.wait()), *tasks], return_when=asyncio.FIRST_COMPLETED)
+    stop.set()
+    log.info("SHUTDOWN", service=SERVICE)
+    for consumer in consumers:
+        for task in await consumer.drain(timeout_s=5):
+            task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
+    if ops is not None:
+        await ops.cleanup()
+    await redis.aclose()
+    await db.dispose()
+    return 0
+
+
+def main() -> None:
+    settings = DeliverySettings()
+    configure_logging(service=SERVICE, level=settings.log_level, fmt=settings.log_format)
+    sys.exit(asyncio.run(run(settings)))

@@ -1,0 +1,246 @@
+"""Pack delivery (DESIGN.md §6): create the sticker set, erase the selfie, wait until every sticker is in,
+send the link.
+
+Driven by three inputs, all idempotent: ``stk:delivery`` hints (a job was rendered), ``tg:results:delivery``
+(the gateway's outcomes of our commands) and the sweeper (due readiness polls, lost hints). Each Telegram
+action is a ``tg_commands`` row with a deterministic id (``job:<id>:create_set``, ``job:<id>:poll:<n>``,
+``job:<id>:link``), so a repeated input never repeats a guest-visible action.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime, timedelta
+from typing import Any
+from uuid import UUID
+
+import structlog
+
+from delivery.settings import DeliverySettings
+from shared import metrics
+from shared.db.tables import jobs
+from shared.domain import Job, JobContext
+from shared.errors import ErrorClass
+from shared.joblife import fail_job, failure_command_id
+from shared.messages import JobRendered, TelegramResult
+from shared.outbox import add_command, dispatch_commands
+from shared.repositories import Database
+from shared.streams import Publisher
+from shared.texts import PACK_TITLE, language_of, text
+
+log = structlog.get_logger(__name__)
+SERVICE = "delivery"
+_COMMAND_ID = re.compile(r"^job:(?P<job>[0-9a-f-]{36}):(?P<kind>create_set|poll|link)(?::(?P<n>\d+))?$")
+
+
+def sticker_set_name(job_id: UUID, bot_username: str) -> str:
+    """Deterministic set name for a job: ``sb<32 hex>_by_<bot>``.
+
+    Telegram's rules (core.telegram.org/bots/api#createnewstickerset): letters, digits and underscores,
+    starts with a letter, no consecutive underscores, ends in ``_by_<bot username>``, at most 64 chars.
+
+    Raises:
+        ValueError: the bot username makes the name longer than 64 chars.
+    """
+    name = f"sb{job_id.hex}_by_{bot_username}"
+    if len(name) > 64 or "__" in name:
+        raise ValueError(f"sticker set name {name!r} breaks Telegram's rules")
+    return name
+
+
+def pack_link(name: str) -> str:
+    return f"https://t.me/addstickers/{name}"
+
+
+class PackDelivery:
+    def __init__(self, *, db: Database, publisher: Publisher, settings: DeliverySettings) -> None:
+        self.db = db
+        self.publisher = publisher
+        self.settings = settings
+
+    # --- inputs -------------------------------------------------------------------------------------
+
+    async def handle_rendered(self, message: Any) -> None:
+        """``stk:delivery``: ask the gateway to create the job's sticker set."""
+        if isinstance(message, JobRendered):
+            await self.request_set(message.job_id)
+
+    async def handle_result(self, message: Any) -> None:
+        """``tg:results:delivery``: advance the job by the outcome of one of its commands."""
+        if not isinstance(message, TelegramResult):
+            return
+        match = _COMMAND_ID.match(message.command_id)
+        if match is None:
+            log.warning("DELIVERY_UNKNOWN_RESULT", command_id=message.command_id)
+            return
+        job_id = UUID(match["job"])
+        if match["kind"] == "create_set":
+            await self.on_set_created(job_id, message)
+        elif match["kind"] == "poll":
+            await self.on_poll(job_id, message)
+        else:
+            await self.on_link_sent(job_id, message)
+
+    # --- steps --------------------------------------------------------------------------------------
+
+    async def request_set(self, job_id: UUID) -> None:
+        """Queue ``create_sticker_set`` for a ``rendered`` job (once; a repeat finds the command)."""
+        command_id = f"job:{job_id}:create_set"
+        async with self.db.transaction() as repos:
+            ctx = await repos.jobs.get_context(job_id)
+            if ctx is None or ctx.job.status != "rendered" or ctx.tg_user_id is None:
+                return
+            stickers = await repos.blobs.for_job(job_id, "sticker")
+            lang = language_of(ctx.language)
+            await add_command(
+                repos,
+                command_id,
+                method="create_sticker_set",
+                reply_to=SERVICE,
+                params={
+                    "user_id": ctx.tg_user_id,
+                    "name": sticker_set_name(job_id, self.settings.bot_username),
+                    "title": PACK_TITLE[lang],
+                    "stickers": [
+                        {"blob_id": str(b.id), "emoji": b.meta.get("emoji", "🙂")} for b in stickers
+                    ],
+                },
+            )
+            await repos.jobs.mark_dispatched([job_id], "rendered")
+        await dispatch_commands(self.db, self.publisher, [command_id])
+
+    async def on_set_created(self, job_id: UUID, result: TelegramResult) -> None:
+        """``rendered → delivering``, erase the selfie, schedule the first readiness poll."""
+        if not result.ok:
+            await self._fail(job_id, ("rendered",), f"createNewStickerSet: {result.error}")
+            return
+        name = sticker_set_name(job_id, self.settings.bot_username)
+        now = datetime.now(UTC)
+        async with self.db.transaction() as repos:
+            job = await repos.jobs.transition(
+                job_id,
+                from_statuses=("rendered",),
+                to_status="delivering",
+                note=f"sticker set {name}",
+                values={
+                    "sticker_set_name": name,
+                    "set_created_at": now,
+                    "next_poll_at": now + timedelta(seconds=self.settings.pack_poll_fast_sec),
+                    "selfie_deleted_at": now,
+                },
+            )
+            if job is not None:
+                await repos.blobs.delete_for_job(job_id, "selfie")
+        if job is not None:
+            log.info("PACK_CREATED", job_id=str(job_id), set_name=name)
+
+    async def poll_due(self) -> int:
+        """Sweeper step: issue ``get_sticker_set`` for ``delivering`` jobs whose next poll is due."""
+        async with self.db.transaction() as repos:
+            due = [j for j in await repos.jobs.in_status("delivering", limit=500) if _poll_due(j)]
+        issued: list[str] = []
+        for job in due:
+            command_id = f"job:{job.id}:poll:{job.polls + 1}"
+            async with self.db.transaction() as repos:
+                claimed = await repos.jobs.update_fields(
+                    job.id,
+                    {"polls": job.polls + 1, "next_poll_at": self._next_poll_at(job)},
+                    where=(jobs.c.status == "delivering", jobs.c.polls == job.polls),
+                )
+                if claimed:
+                    await add_command(
+                        repos,
+                        command_id,
+                        method="get_sticker_set",
+                        reply_to=SERVICE,
+                        params={"name": job.sticker_set_name},
+                    )
+                    issued.append(command_id)
+        await dispatch_commands(self.db, self.publisher, issued)
+        return len(issued)
+
+    async def on_poll(self, job_id: UUID, result: TelegramResult) -> None:
+        """When every sticker is in the set, queue the link message (once per job)."""
+        if not result.ok or not isinstance(result.result, dict):
+            log.info("PACK_NOT_READY", job_id=str(job_id), error=str(result.error))
+            return
+        async with self.db.transaction() as repos:
+            ctx = await repos.jobs.get_context(job_id)
+            if ctx is None or ctx.job.status != "delivering" or ctx.job.sticker_set_name is None:
+                return
+            expected = len(await repos.blobs.ids_for_job(job_id, "sticker"))
+            have = int(result.result.get("sticker_count", 0))
+            if have < expected:
+                log.info("PACK_NOT_READY", job_id=str(job_id), have=have, expected=expected)
+                return
+            command_id = await self._queue_link(repos, ctx)
+        await dispatch_commands(self.db, self.publisher, [command_id])
+
+    async def on_link_sent(self, job_id: UUID, result: TelegramResult) -> None:
+        """``delivering → delivered`` once the link message went out."""
+        if not result.ok:
+            await self._fail(job_id, ("delivering",), f"link message: {result.error}")
+            return
+        async with self.db.transaction() as repos:
+            job = await repos.jobs.transition(
+                job_id,
+                from_statuses=("delivering",),
+                to_status="delivered",
+                note="link sent",
+                values={"link_sent_at": datetime.now(UTC)},
+            )
+        if job is not None:
+            metrics.JOBS.labels(outcome="delivered", error_class="").inc()
+            latency = (datetime.now(UTC) - job.created_at).total_seconds()
+            metrics.STAGE_SECONDS.labels(stage="photo_to_link").observe(latency)
+            log.info("PACK_DELIVERED", job_id=str(job_id), seconds_since_photo=round(latency, 1))
+
+    async def republish_rendered(self) -> int:
+        """Outbox reconciler: request sets for ``rendered`` jobs whose hint is missing or old."""
+        async with self.db.transaction() as repos:
+            due = await repos.jobs.due_for_dispatch(
+                "rendered",
+                grace=timedelta(seconds=self.settings.reconcile_grace_sec),
+                republish_after=timedelta(seconds=max(self.settings.stream_lease_sec * 2, 60)),
+                limit=100,
+            )
+        for job in due:
+            await self.request_set(job.id)
+        return len(due)
+
+    # --- helpers ------------------------------------------------------------------------------------
+
+    async def _queue_link(self, repos: Any, ctx: JobContext) -> str:
+        command_id = f"job:{ctx.job.id}:link"
+        assert ctx.job.sticker_set_name is not None
+        await add_command(
+            repos,
+            command_id,
+            method="send_message",
+            reply_to=SERVICE,
+            params={
+                "chat_id": ctx.tg_chat_id,
+                "text": text("pack_ready", ctx.language, link=pack_link(ctx.job.sticker_set_name)),
+            },
+        )
+        return command_id
+
+    def _next_poll_at(self, job: Job) -> datetime:
+        now = datetime.now(UTC)
+        created = job.set_created_at or now
+        fast = (now - created).total_seconds() < self.settings.pack_poll_fast_window_sec
+        step = self.settings.pack_poll_fast_sec if fast else self.settings.pack_poll_slow_sec
+        return now + timedelta(seconds=step)
+
+    async def _fail(self, job_id: UUID, from_statuses: tuple[str, ...], error: str) -> None:
+        async with self.db.transaction() as repos:
+            job = await repos.jobs.get(job_id)
+            done = job is not None and await fail_job(
+                repos, job, error_class=ErrorClass.INTERNAL, error=error, from_statuses=from_statuses
+            )
+        if done:
+            await dispatch_commands(self.db, self.publisher, [failure_command_id(job_id)])
+
+
+def _poll_due(job: Job) -> bool:
+    return job.link_sent_at is None and (job.next_poll_at is None or job.next_poll_at <= datetime.now(UTC))

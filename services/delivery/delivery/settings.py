@@ -1,0 +1,23 @@
+"""Delivery settings (numbers of spec/000 "Delivery and messages" and DESIGN.md §6)."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from shared.settings import BotIdentitySettings, ServiceSettings
+
+
+class DeliverySettings(ServiceSettings, BotIdentitySettings):
+    """Env of the delivery service.
+
+    ``PACK_POLL_FAST_SEC`` (2 s) for the first ``PACK_POLL_FAST_WINDOW_SEC`` (90 s) after the set was
+    created, then ``PACK_POLL_SLOW_SEC`` (10 s): how often ``getStickerSet`` is asked whether all stickers
+    are in (spec/000 "Pack readiness poll"). ``SWEEP_INTERVAL_SEC``: how often due polls are looked for.
+    """
+
+    pack_poll_fast_sec: float = Field(2.0, gt=0, validation_alias="PACK_POLL_FAST_SEC")
+    pack_poll_fast_window_sec: float = Field(90.0, ge=0, validation_alias="PACK_POLL_FAST_WINDOW_SEC")
+    pack_poll_slow_sec: float = Field(10.0, gt=0, validation_alias="PACK_POLL_SLOW_SEC")
+    sweep_interval_sec: float = Field(1.0, gt=0, validation_alias="SWEEP_INTERVAL_SEC")
+    results_slots: int = Field(8, ge=1, validation_alias="RESULTS_SLOTS")
+    delivery_slots: int = Field(4, ge=1, validation_alias="DELIVERY_SLOTS")

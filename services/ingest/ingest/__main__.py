@@ -1,0 +1,3 @@
+from ingest.main import main
+
+main()

@@ -1,0 +1,30 @@
+"""``/healthz`` (process alive), ``/readyz`` (Postgres reachable), ``/metrics`` (Prometheus)."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Response
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+from ingest.api.errors import ApiError
+from ingest.context import Ctx
+
+router = APIRouter()
+
+
+@router.get("/healthz")
+async def healthz() -> dict[str, bool]:
+    return {"ok": True}
+
+
+@router.get("/readyz")
+async def readyz(ctx: Ctx) -> dict[str, bool]:
+    try:
+        await ctx.db.ping()
+    except Exception as exc:
+        raise ApiError(503, "database_unavailable", type(exc).__name__) from exc
+    return {"ok": True}
+
+
+@router.get("/metrics")
+async def metrics() -> Response:
+    return Response(generate_latest(), media_type=CONTENT_TYPE_LATEST)

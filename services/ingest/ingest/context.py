@@ -1,0 +1,32 @@
+"""What route handlers need, built once in :mod:`ingest.main` and reached through ``Depends``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Annotated
+
+from fastapi import Depends, Request
+
+from ingest.settings import IngestSettings
+from shared.outfits import Outfit
+from shared.repositories import Database
+from shared.streams import Publisher
+
+
+@dataclass
+class IngestContext:
+    settings: IngestSettings
+    db: Database
+    publisher: Publisher
+    catalog: dict[str, Outfit]
+    render_thumbnail: Callable[[Outfit], bytes] | None = None
+    thumbnails: dict[str, bytes] = field(default_factory=dict)
+
+
+def get_context(request: Request) -> IngestContext:
+    ctx: IngestContext = request.app.state.ctx
+    return ctx
+
+
+Ctx = Annotated[IngestContext, Depends(get_context)]

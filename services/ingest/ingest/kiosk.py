@@ -1,0 +1,140 @@
+"""Kiosk use cases: open a session, choose an outfit, accept a photo (DESIGN.md §4).
+
+Accepting a photo writes the job, the selfie and the "Generating…" command in ONE transaction, commits,
+then publishes the hints (``stk:jobs``, ``tg:outbox``). A Redis outage after the commit loses nothing: the
+rows stay undispatched and the reconcilers publish them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import secrets
+from dataclasses import dataclass
+from uuid import UUID
+
+import numpy as np
+import structlog
+from PIL import Image
+
+from ingest.context import IngestContext
+from ingest.photo import normalize_photo
+from shared import streams
+from shared.domain import Job, KioskSession
+from shared.errors import Conflict, NotFound, UploadRejected
+from shared.imaging.faces import detect_faces
+from shared.messages import JobQueued
+from shared.outbox import add_command, dispatch_commands
+from shared.texts import text
+
+log = structlog.get_logger(__name__)
+
+
+def deep_link(bot_username: str, token: str) -> str:
+    """``https://t.me/<bot>?start=<token>`` (core.telegram.org/bots/features#deep-linking)."""
+    return f"https://t.me/{bot_username}?start={token}"
+
+
+def new_token() -> str:
+    """A deep-link payload: 22 chars of ``A-Za-z0-9_-`` (the deep-link limit is 64)."""
+    return secrets.token_urlsafe(16)
+
+
+async def open_session(ctx: IngestContext, station: str) -> KioskSession:
+    async with ctx.db.transaction() as repos:
+        return await repos.sessions.create(station=station, token=new_token())
+
+
+async def get_session(ctx: IngestContext, session_id: UUID) -> tuple[KioskSession, list[Job]]:
+    """The session and its jobs. Raises NotFound."""
+    async with ctx.db.transaction() as repos:
+        session = await repos.sessions.get(session_id)
+        if session is None:
+            raise NotFound(f"session {session_id} does not exist")
+        return session, await repos.jobs.for_session(session_id)
+
+
+async def choose_outfit(ctx: IngestContext, session_id: UUID, outfit_id: str) -> KioskSession:
+    """Record the outfit. Raises NotFound, UploadRejected-like Conflict for an unknown outfit."""
+    if outfit_id not in ctx.catalog:
+        raise Conflict("unknown_outfit", f"outfit {outfit_id!r} is not in the catalog")
+    async with ctx.db.transaction() as repos:
+        session = await repos.sessions.set_outfit(session_id, outfit_id)
+    if session is None:
+        raise NotFound(f"session {session_id} does not exist")
+    return session
+
+
+@dataclass(frozen=True)
+class PhotoAccepted:
+    job: Job
+    created: bool
+
+
+def _check_photo(data: bytes, *, max_bytes: int, max_pixels: int, require_face: bool) -> bytes:
+    photo = normalize_photo(data, max_bytes=max_bytes, max_pixels=max_pixels)
+    if require_face:
+        rgb = np.asarray(Image.open(io.BytesIO(photo.jpeg)).convert("RGB"), dtype=np.uint8)
+        if not detect_faces(rgb):
+            raise UploadRejected("no_face", "No face was found in the photo; please take another selfie.")
+    return photo.jpeg
+
+
+async def accept_photo(ctx: IngestContext, session_id: UUID, capture_id: str, data: bytes) -> PhotoAccepted:
+    """Turn an uploaded photo into a ``queued`` job, idempotently per ``capture_id``.
+
+    Raises:
+        NotFound: no such session.
+        Conflict: ``telegram_not_linked``, ``outfit_not_chosen``, ``capture_limit`` (at most
+            ``MAX_CAPTURES_PER_SESSION`` captures, DESIGN.md §4).
+        UploadRejected: the image is unusable (codes in :func:`ingest.photo.normalize_photo`) or ``no_face``.
+        DatabaseUnavailable: Postgres is down (HTTP 503); nothing was stored.
+    """
+    settings = ctx.settings
+    session, jobs = await get_session(ctx, session_id)
+    existing = next((j for j in jobs if j.capture_id == capture_id), None)
+    if existing is not None:
+        return PhotoAccepted(existing, created=False)
+    _require_ready(session, settings.max_captures_per_session)
+    jpeg = await asyncio.to_thread(
+        _check_photo,
+        data,
+        max_bytes=settings.max_upload_bytes,
+        max_pixels=settings.max_upload_pixels,
+        require_face=settings.require_face,
+    )
+    async with ctx.db.transaction() as repos:
+        session_now = await repos.sessions.get(session_id, for_update=True)
+        assert session_now is not None  # sessions are never deleted
+        existing = await repos.jobs.for_capture(session_id, capture_id)
+        if existing is not None:
+            return PhotoAccepted(existing, created=False)
+        _require_ready(session_now, settings.max_captures_per_session)
+        assert session_now.outfit_id is not None and session_now.tg_chat_id is not None
+        job = await repos.jobs.insert_queued(
+            session_id=session_id, capture_id=capture_id, outfit_id=session_now.outfit_id
+        )
+        await repos.blobs.put(kind="selfie", data=jpeg, content_type="image/jpeg", job_id=job.id)
+        await repos.sessions.count_capture(session_id)
+        command_id = f"job:{job.id}:generating"
+        await add_command(
+            repos,
+            command_id,
+            method="send_message",
+            params={"chat_id": session_now.tg_chat_id, "text": text("generating", session_now.language)},
+        )
+    log.info("JOB_QUEUED", job_id=str(job.id), session_id=str(session_id), outfit=job.outfit_id)
+    if await ctx.publisher.try_publish(streams.JOBS, JobQueued(job_id=job.id)):
+        async with ctx.db.transaction() as repos:
+            await repos.jobs.mark_dispatched([job.id], "queued")
+    await dispatch_commands(ctx.db, ctx.publisher, [command_id])
+    return PhotoAccepted(job, created=True)
+
+
+def _require_ready(session: KioskSession, max_captures: int) -> None:
+    if not session.telegram_linked:
+        raise Conflict("telegram_not_linked", "Scan the QR code and press Start in Telegram first.")
+    if session.outfit_id is None:
+        raise Conflict("outfit_not_chosen", "Choose an outfit first.")
+    if session.captures >= max_captures:
+        raise Conflict("capture_limit", f"At most {max_captures} photos per session.")

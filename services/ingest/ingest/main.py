@@ -1,0 +1,87 @@
+"""Composition root of the ingest service: ``python -m ingest``.
+
+The only place clients are built; :func:`create_app` takes them as arguments so tests pass their own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+
+import structlog
+import uvicorn
+from fastapi import FastAPI, Request, Response
+from starlette.middleware.base import RequestResponseEndpoint
+
+from ingest.api import errors, kiosk, leads, ops
+from ingest.context import IngestContext
+from ingest.settings import IngestSettings
+from shared import metrics
+from shared.db import create_engine
+from shared.logging import configure_logging
+from shared.outfits import Outfit, load_catalog
+from shared.repositories import Database
+from shared.streams import Publisher, create_redis
+
+log = structlog.get_logger(__name__)
+
+
+def create_app(
+    settings: IngestSettings,
+    *,
+    db: Database | None = None,
+    publisher: Publisher | None = None,
+    render_thumbnail: Callable[[Outfit], bytes] | None = None,
+) -> FastAPI:
+    """Build the FastAPI app. Clients not given are built from ``settings`` and closed on shutdown."""
+    own_db = db is None
+    own_redis = publisher is None
+    database = db or Database(create_engine(settings.database_url))
+    pub = publisher or Publisher(create_redis(settings.redis_url), maxlen=settings.stream_maxlen)
+
+    @asynccontextmanager
+    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        log.info(
+            "STARTUP",
+            service="ingest",
+            leads_enabled=settings.leads_enabled,
+            maintenance_env=settings.maintenance_mode,
+        )
+        try:
+            yield
+        finally:
+            if own_redis:
+                await pub.redis.aclose()
+            if own_db:
+                await database.dispose()
+
+    app = FastAPI(title="Sticker Booth ingest", lifespan=lifespan)
+    app.state.ctx = IngestContext(
+        settings=settings,
+        db=database,
+        publisher=pub,
+        catalog=load_catalog(),
+        render_thumbnail=render_thumbnail,
+    )
+    errors.install_error_handlers(app)
+    app.include_router(ops.router)
+    app.include_router(kiosk.router)
+    if settings.leads_enabled:
+        app.include_router(leads.router)
+
+    @app.middleware("http")
+    async def count_requests(request: Request, call_next: RequestResponseEndpoint) -> Response:
+        response = await call_next(request)
+        route = request.scope.get("route")
+        path = getattr(route, "path", "unmatched")
+        metrics.HTTP_REQUESTS.labels(route=path, status=str(response.status_code)).inc()
+        return response
+
+    return app
+
+
+def main() -> None:
+    settings = IngestSettings()
+    configure_logging(service="ingest", level=settings.log_level, fmt=settings.log_format)
+    app = create_app(settings)
+    uvicorn.run(app, host=settings.host, port=settings.port, log_config=None, access_log=False)

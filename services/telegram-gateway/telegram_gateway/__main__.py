@@ -1,0 +1,3 @@
+from telegram_gateway.main import main
+
+main()

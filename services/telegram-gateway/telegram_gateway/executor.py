@@ -1,0 +1,218 @@
+"""Executes ``tg:outbox`` commands at most once each (DESIGN.md §7).
+
+For a command id the gateway takes the ``tg_commands`` row ``pending → sending``, calls Telegram, stores the
+outcome (``sent`` with the result, ``failed`` with Telegram's error) and publishes it to
+``tg:results:<reply_to>``. A redelivered command whose row is final gets the stored result again, never a
+second call. Transient failures (network, a 429 that outlasted the rate limiter's retries) put the row back
+to ``pending`` and raise, so the stream delivers the command again later.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+from uuid import UUID
+
+import structlog
+from telegram import Bot, InlineKeyboardMarkup, InputSticker
+from telegram.error import BadRequest, Forbidden, InvalidToken, NetworkError, RetryAfter, TelegramError
+
+from shared import metrics, streams
+from shared.domain import TelegramCommandRecord
+from shared.messages import TelegramCommand, TelegramErrorInfo, TelegramResult
+from shared.repositories import Database
+from shared.streams import Publisher
+
+log = structlog.get_logger(__name__)
+
+OCCUPIED = "sticker set name is already occupied"
+
+
+class TransientTelegramError(Exception):
+    """Telegram could not be reached or asked us to wait; the command will be tried again."""
+
+
+class CommandExecutor:
+    """Runs gateway commands with a python-telegram-bot ``Bot`` (whose rate limiter paces every call)."""
+
+    def __init__(
+        self, *, bot: Bot, db: Database, publisher: Publisher, sending_stale_s: float = 60.0
+    ) -> None:
+        self.bot = bot
+        self.db = db
+        self.publisher = publisher
+        self.sending_stale_s = sending_stale_s
+        self._methods: dict[str, Callable[[dict[str, Any]], Awaitable[Any]]] = {
+            "send_message": self._send_message,
+            "edit_message_text": self._edit_message_text,
+            "edit_message_reply_markup": self._edit_message_reply_markup,
+            "answer_callback_query": self._answer_callback_query,
+            "create_sticker_set": self._create_sticker_set,
+            "get_sticker_set": self._get_sticker_set,
+            "delete_sticker_set": self._delete_sticker_set,
+        }
+
+    async def handle(self, message: Any) -> None:
+        """Stream handler for ``tg:outbox``."""
+        if not isinstance(message, TelegramCommand):
+            log.warning("OUTBOX_UNEXPECTED_MESSAGE", type=getattr(message, "type", None))
+            return
+        await self.execute(message.command_id)
+
+    async def execute(self, command_id: str) -> None:
+        """Execute the command once, or re-announce its stored outcome.
+
+        Raises:
+            TransientTelegramError: try again later (the row is ``pending`` again).
+            DatabaseUnavailable: Postgres is down; nothing was sent.
+        """
+        from datetime import timedelta
+
+        async with self.db.transaction() as repos:
+            record = await repos.tg_commands.get(command_id)
+            if record is None:
+                log.warning("OUTBOX_UNKNOWN_COMMAND", command_id=command_id)
+                return
+            if record.status in ("sent", "failed"):
+                claimed = None
+            else:
+                claimed = await repos.tg_commands.start_sending(
+                    command_id, stale_after=timedelta(seconds=self.sending_stale_s)
+                )
+        if claimed is None:
+            if record.status in ("sent", "failed"):
+                await self._announce(record)
+            return
+        await self._run(claimed)
+
+    async def _run(self, record: TelegramCommandRecord) -> None:
+        method = self._methods.get(record.method)
+        ok, result, error = False, None, None
+        try:
+            if method is None:
+                raise BadRequest(f"unknown gateway command {record.method!r}")
+            result = await method(record.params)
+            ok = True
+        except RetryAfter as exc:
+            metrics.TELEGRAM_FLOOD_WAITS.labels(scope="command").inc()
+            metrics.TELEGRAM_CALLS.labels(method=record.method, outcome="retry_after").inc()
+            await self._release(record.command_id)
+            raise TransientTelegramError(f"flood control, retry after {exc.retry_after}") from exc
+        except (BadRequest, Forbidden, InvalidToken) as exc:
+            error = TelegramErrorInfo(error_code=_error_code(exc), description=exc.message)
+        except NetworkError as exc:
+            metrics.TELEGRAM_CALLS.labels(method=record.method, outcome="network_error").inc()
+            await self._release(record.command_id)
+            raise TransientTelegramError(f"network: {type(exc).__name__}") from exc
+        except TelegramError as exc:
+            error = TelegramErrorInfo(error_code=_error_code(exc), description=exc.message)
+        metrics.TELEGRAM_CALLS.labels(method=record.method, outcome="ok" if ok else "error").inc()
+        error_body = error.model_dump() if error else None
+        async with self.db.transaction() as repos:
+            await repos.tg_commands.finish(record.command_id, ok=ok, result=result, error=error_body)
+        if not ok:
+            log.warning(
+                "TELEGRAM_COMMAND_FAILED",
+                command_id=record.command_id,
+                method=record.method,
+                error=error_body,
+            )
+        await self._publish(
+            record.reply_to, TelegramResult(command_id=record.command_id, ok=ok, result=result, error=error)
+        )
+
+    async def _announce(self, record: TelegramCommandRecord) -> None:
+        error = TelegramErrorInfo(**record.error) if record.error else None
+        result = TelegramResult(
+            command_id=record.command_id, ok=record.status == "sent", result=record.result, error=error
+        )
+        await self._publish(record.reply_to, result)
+
+    async def _publish(self, reply_to: str | None, result: TelegramResult) -> None:
+        if reply_to:
+            await self.publisher.try_publish(streams.results_stream(reply_to), result)
+
+    async def _release(self, command_id: str) -> None:
+        async with self.db.transaction() as repos:
+            await repos.tg_commands.release(command_id)
+
+    # --- the commands -------------------------------------------------------------------------------
+
+    async def _send_message(self, p: dict[str, Any]) -> Any:
+        message = await self.bot.send_message(
+            chat_id=p["chat_id"],
+            text=p["text"],
+            reply_markup=_markup(p.get("reply_markup")),
+            reply_to_message_id=p.get("reply_to_message_id"),
+            parse_mode=p.get("parse_mode"),
+            disable_web_page_preview=p.get("disable_web_page_preview"),
+        )
+        return message.to_dict()
+
+    async def _edit_message_text(self, p: dict[str, Any]) -> Any:
+        result = await self.bot.edit_message_text(
+            chat_id=p["chat_id"],
+            message_id=p["message_id"],
+            text=p["text"],
+            reply_markup=_markup(p.get("reply_markup")),
+            parse_mode=p.get("parse_mode"),
+        )
+        return result if isinstance(result, bool) else result.to_dict()
+
+    async def _edit_message_reply_markup(self, p: dict[str, Any]) -> Any:
+        result = await self.bot.edit_message_reply_markup(
+            chat_id=p["chat_id"], message_id=p["message_id"], reply_markup=_markup(p.get("reply_markup"))
+        )
+        return result if isinstance(result, bool) else result.to_dict()
+
+    async def _answer_callback_query(self, p: dict[str, Any]) -> Any:
+        return await self.bot.answer_callback_query(p["callback_query_id"], text=p.get("text"))
+
+    async def _create_sticker_set(self, p: dict[str, Any]) -> Any:
+        """``createNewStickerSet`` from stored sticker blobs; an occupied name reads back the existing set.
+
+        Params: ``user_id``, ``name``, ``title``, ``stickers``: ``[{"blob_id": uuid, "emoji": "😀"}]``.
+        "Name occupied" with our name counts as success (DESIGN.md §6): names are deterministic per job.
+        """
+        async with self.db.transaction() as repos:
+            blobs = [await repos.blobs.get(UUID(s["blob_id"])) for s in p["stickers"]]
+        if any(b is None for b in blobs):
+            raise BadRequest("sticker blobs are missing")
+        stickers = [
+            InputSticker(sticker=b.data, emoji_list=[s["emoji"]], format="static")
+            for b, s in zip(blobs, p["stickers"], strict=True)
+            if b is not None
+        ]
+        try:
+            await self.bot.create_new_sticker_set(
+                user_id=p["user_id"], name=p["name"], title=p["title"], stickers=stickers
+            )
+        except BadRequest as exc:
+            if OCCUPIED not in exc.message.lower():
+                raise
+            existing = await self.bot.get_sticker_set(p["name"])
+            return {"name": p["name"], "created": False, "sticker_count": len(existing.stickers)}
+        return {"name": p["name"], "created": True, "sticker_count": len(stickers)}
+
+    async def _get_sticker_set(self, p: dict[str, Any]) -> Any:
+        sticker_set = await self.bot.get_sticker_set(p["name"])
+        return {
+            "name": sticker_set.name,
+            "title": sticker_set.title,
+            "sticker_count": len(sticker_set.stickers),
+        }
+
+    async def _delete_sticker_set(self, p: dict[str, Any]) -> Any:
+        return await self.bot.delete_sticker_set(p["name"])
+
+
+def _markup(data: dict[str, Any] | None) -> InlineKeyboardMarkup | None:
+    return InlineKeyboardMarkup.de_json(data, None) if data else None
+
+
+def _error_code(exc: TelegramError) -> int:
+    if isinstance(exc, Forbidden | InvalidToken):
+        return 403 if isinstance(exc, Forbidden) else 401
+    if isinstance(exc, BadRequest):
+        return 400
+    return 500

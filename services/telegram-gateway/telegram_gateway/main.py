@@ -1,0 +1,151 @@
+"""Composition root of the Telegram gateway: ``python -m telegram_gateway``.
+
+Takes the single-gateway lock (exit 1 if another gateway holds it), then runs python-telegram-bot's
+long polling, the ``tg:outbox`` consumer and the outbox reconciler until SIGTERM/SIGINT.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import socket
+import sys
+from datetime import timedelta
+
+import structlog
+from telegram.ext import AIORateLimiter, Application, ApplicationBuilder
+
+from shared import streams
+from shared.db import create_engine
+from shared.logging import configure_logging
+from shared.messages import TelegramCommand
+from shared.ops import start_ops_server
+from shared.repositories import Database
+from shared.streams import Publisher, build_consumer, create_redis
+from telegram_gateway.executor import CommandExecutor
+from telegram_gateway.handlers import GuestHandlers, log_error
+from telegram_gateway.lock import GatewayLock
+from telegram_gateway.settings import GatewaySettings
+
+log = structlog.get_logger(__name__)
+SERVICE = "telegram-gateway"
+
+
+def build_application(settings: GatewaySettings) -> Application:
+    """The python-telegram-bot application, rate-limited by ``AIORateLimiter`` (30/s overall, 20/min per
+    group; a 429's ``retry_after`` is waited out up to ``RATE_LIMIT_MAX_RETRIES`` times)."""
+    base = settings.telegram_api_base_url.rstrip("/")
+    return (
+        ApplicationBuilder()
+        .token(settings.telegram_bot_token.get_secret_value())
+        .base_url(f"{base}/bot")
+        .base_file_url(f"{base}/file/bot")
+        .rate_limiter(AIORateLimiter(max_retries=settings.rate_limit_max_retries))
+        .get_updates_read_timeout(settings.poll_timeout_sec + 10)
+        .build()
+    )
+
+
+async def reconcile_outbox(
+    db: Database, publisher: Publisher, settings: GatewaySettings, stop: asyncio.Event
+) -> None:
+    """Re-publish ``tg_commands`` rows still ``pending`` after the grace period (DESIGN.md §3)."""
+    grace = timedelta(seconds=settings.reconcile_grace_sec)
+    republish_after = timedelta(seconds=max(settings.stream_lease_sec * 2, 60))
+    while not stop.is_set():
+        try:
+            async with db.transaction() as repos:
+                due = await repos.tg_commands.due_for_dispatch(
+                    grace=grace, republish_after=republish_after, limit=200
+                )
+            published = [
+                r.command_id
+                for r in due
+                if await publisher.try_publish(streams.TG_OUTBOX, TelegramCommand(command_id=r.command_id))
+            ]
+            if published:
+                log.info("OUTBOX_REPUBLISHED", count=len(published))
+                async with db.transaction() as repos:
+                    await repos.tg_commands.mark_dispatched(published)
+        except Exception as exc:
+            log.warning("RECONCILE_FAILED", error=type(exc).__name__)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), timeout=settings.reconcile_interval_sec)
+
+
+async def run(settings: GatewaySettings) -> int:
+    lock = GatewayLock(settings.database_url)
+    if not await lock.acquire():
+        log.error("STARTUP_CANCELLED", reason="another telegram-gateway holds the lock")
+        return 1
+    db = Database(create_engine(settings.database_url))
+    redis = create_redis(settings.redis_url, block_ms=settings.stream_block_ms)
+    publisher = Publisher(redis, maxlen=settings.stream_maxlen)
+    application = build_application(settings)
+    GuestHandlers(db).register(application)
+    application.add_error_handler(log_error)
+    executor = CommandExecutor(
+        bot=application.bot, db=db, publisher=publisher, sending_stale_s=settings.sending_stale_sec
+    )
+    consumer = build_consumer(
+        redis,
+        settings,
+        stream=streams.TG_OUTBOX,
+        group=SERVICE,
+        consumer=settings.consumer_name or f"{SERVICE}-{socket.gethostname()}-{os.getpid()}",
+        handler=executor.handle,
+        slots=settings.outbox_slots,
+    )
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+
+    tasks: list[asyncio.Task[None]] = []
+    ops = await start_ops_server(
+        settings.ops_port, ready=db.ping, alive=lambda: all(not t.done() for t in tasks)
+    )
+    await application.initialize()
+    await application.start()
+    assert application.updater is not None
+    await application.updater.start_polling(timeout=settings.poll_timeout_sec, drop_pending_updates=False)
+    log.info("STARTUP", service=SERVICE, api=settings.telegram_api_base_url, bot=application.bot.username)
+    tasks = [
+        asyncio.create_task(consumer.run(stop), name="outbox"),
+        asyncio.create_task(reconcile_outbox(db, publisher, settings, stop), name="reconcile"),
+        asyncio.create_task(_watch_lock(lock, stop), name="lock"),
+    ]
+    await asyncio.wait([asyncio.create_task(stop.wait()), *tasks], return_when=asyncio.FIRST_COMPLETED)
+    stop.set()
+    log.info("SHUTDOWN", service=SERVICE)
+    await application.updater.stop()
+    await consumer.drain(timeout_s=10)
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
+    await application.stop()
+    await application.shutdown()
+    if ops is not None:
+        await ops.cleanup()
+    await redis.aclose()
+    await db.dispose()
+    await lock.release()
+    return 0
+
+
+async def _watch_lock(lock: GatewayLock, stop: asyncio.Event) -> None:
+    """End the process when the lock's connection is lost: another gateway may own Telegram now."""
+    while not stop.is_set():
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), timeout=10)
+        if not stop.is_set() and not await lock.still_held():
+            log.error("GATEWAY_LOCK_LOST")
+            stop.set()
+
+
+def main() -> None:
+    settings = GatewaySettings()
+    configure_logging(service=SERVICE, level=settings.log_level, fmt=settings.log_format)
+    sys.exit(asyncio.run(run(settings)))

@@ -1,0 +1,37 @@
+"""Telegram gateway settings. The bot token lives here and nowhere else (DESIGN.md §12)."""
+
+from __future__ import annotations
+
+from pydantic import Field, SecretStr, field_validator
+
+from shared.settings import ServiceSettings
+
+
+class GatewaySettings(ServiceSettings):
+    """Env of the gateway.
+
+    ``TELEGRAM_BOT_TOKEN`` (secret, required), ``TELEGRAM_API_BASE_URL`` (default Telegram; the simulator in
+    dev), ``ADMIN_USER_IDS`` (comma-separated Telegram user ids), ``OUTBOX_SLOTS`` (commands executed at
+    once), ``POLL_TIMEOUT_SEC`` (long-polling timeout, s), ``RATE_LIMIT_MAX_RETRIES`` (how often a 429 is
+    waited out with its ``retry_after`` before the command is handed back to the stream).
+    """
+
+    telegram_bot_token: SecretStr = Field(validation_alias="TELEGRAM_BOT_TOKEN")
+    telegram_api_base_url: str = Field("https://api.telegram.org", validation_alias="TELEGRAM_API_BASE_URL")
+    admin_user_ids: str = Field("", validation_alias="ADMIN_USER_IDS")
+    outbox_slots: int = Field(8, ge=1, validation_alias="OUTBOX_SLOTS")
+    poll_timeout_sec: int = Field(10, ge=0, validation_alias="POLL_TIMEOUT_SEC")
+    rate_limit_max_retries: int = Field(3, ge=0, validation_alias="RATE_LIMIT_MAX_RETRIES")
+    sending_stale_sec: float = Field(60.0, gt=0, validation_alias="SENDING_STALE_SEC")
+
+    @field_validator("telegram_bot_token")
+    @classmethod
+    def _token_shape(cls, value: SecretStr) -> SecretStr:
+        token = value.get_secret_value()
+        if ":" not in token or token.lower() in {"changeme", "change-me", "token"}:
+            raise ValueError("TELEGRAM_BOT_TOKEN must be a bot token (<id>:<secret>)")
+        return value
+
+    @property
+    def admin_ids(self) -> frozenset[int]:
+        return frozenset(int(x) for x in self.admin_user_ids.replace(" ", "").split(",") if x)

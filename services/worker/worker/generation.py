@@ -1,0 +1,154 @@
+"""The ``stk:jobs`` handler: claim a job, render its 12 stickers, store them, hand off to delivery.
+
+Idempotent: a redelivered hint finds the job already claimed or finished and does nothing. Rendering runs in
+a thread (CPU-bound image code); the job's heartbeat is refreshed meanwhile so crash recovery can tell a
+slow job from a dead one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Callable
+from typing import Any
+from uuid import UUID
+
+import structlog
+
+from shared import metrics, streams
+from shared.domain import Job
+from shared.errors import ErrorClass, JobError, PermanentJobError
+from shared.messages import JobQueued, JobRendered
+from shared.outfits import Outfit
+from shared.repositories import Database
+from shared.streams import Publisher
+from worker import outcomes
+from worker.pipeline import Pack
+from worker.settings import WorkerSettings
+
+log = structlog.get_logger(__name__)
+
+RenderFn = Callable[[bytes, Outfit, str], Pack]
+
+
+class Generator:
+    """Processes jobs for one worker replica (``owner`` = its consumer name)."""
+
+    def __init__(
+        self,
+        *,
+        db: Database,
+        publisher: Publisher,
+        settings: WorkerSettings,
+        catalog: dict[str, Outfit],
+        render: RenderFn,
+        owner: str,
+    ) -> None:
+        self.db = db
+        self.publisher = publisher
+        self.settings = settings
+        self.catalog = catalog
+        self.render = render
+        self.owner = owner
+
+    async def handle(self, message: Any) -> None:
+        """Stream handler for ``stk:jobs``."""
+        if isinstance(message, JobQueued):
+            await self.process(message.job_id)
+
+    async def process(self, job_id: UUID) -> None:
+        """Claim and render ``job_id``; every outcome is written to Postgres before this returns.
+
+        Raises:
+            DatabaseUnavailable: Postgres is down (the hint stays pending and is retried).
+            asyncio.CancelledError: shutdown; the job was requeued first.
+        """
+        async with self.db.transaction() as repos:
+            job = await repos.jobs.claim(job_id, owner=self.owner)
+        if job is None:
+            return
+        log.info("JOB_RENDER_MODE", job_id=str(job.id), mode="local", attempt=job.attempts + 1)
+        heartbeat = asyncio.create_task(self._heartbeat(job.id))
+        try:
+            pack = await self._render(job)
+        except asyncio.CancelledError:
+            with contextlib.suppress(Exception):
+                await asyncio.shield(
+                    outcomes.requeue_on_shutdown(self.db, job, owner=self.owner, free_requeues=2)
+                )
+            raise
+        except PermanentJobError as exc:
+            await outcomes.fail_permanently(self.db, self.publisher, job, owner=self.owner, exc=exc)
+            return
+        except Exception as exc:
+            error_class = exc.error_class if isinstance(exc, JobError) else ErrorClass.INTERNAL
+            log.exception("JOB_ATTEMPT_FAILED", job_id=str(job.id), error_class=str(error_class))
+            await outcomes.retry_or_fail(
+                self.db,
+                self.publisher,
+                job,
+                owner=self.owner,
+                error_class=error_class,
+                error=f"{type(exc).__name__}: {exc}",
+                max_attempts=self.settings.max_attempts,
+                retry_delay_s=self.settings.retry_delay_sec,
+            )
+            return
+        finally:
+            heartbeat.cancel()
+        await self._store(job, pack)
+
+    async def _render(self, job: Job) -> Pack:
+        async with self.db.transaction() as repos:
+            selfies = await repos.blobs.for_job(job.id, "selfie")
+        if not selfies:
+            raise PermanentJobError("the selfie is missing")
+        outfit = self.catalog.get(job.outfit_id)
+        if outfit is None:
+            raise PermanentJobError(f"unknown outfit {job.outfit_id!r}")
+        started = time.perf_counter()
+        pack = await asyncio.to_thread(self.render, selfies[0].data, outfit, self.settings.sheet_layout)
+        metrics.STAGE_SECONDS.labels(stage="render_pack").observe(time.perf_counter() - started)
+        return pack
+
+    async def _store(self, job: Job, pack: Pack) -> None:
+        async with self.db.transaction() as repos:
+            await repos.blobs.delete_for_job(job.id, "sticker")
+            for position, sticker in enumerate(pack.stickers):
+                await repos.blobs.put(
+                    kind="sticker",
+                    data=sticker.png,
+                    content_type="image/png",
+                    job_id=job.id,
+                    position=position,
+                    meta={"emoji": sticker.emoji, "width": sticker.width, "height": sticker.height},
+                )
+            rendered = await repos.jobs.transition(
+                job.id,
+                from_statuses=("processing",),
+                to_status="rendered",
+                owner=self.owner,
+                note=f"{len(pack.stickers)} stickers",
+                values={"owner": None, "dispatched_at": None, "error_class": None, "error": None},
+            )
+            if rendered is None:
+                # Lost the job meanwhile (recovered as crashed, or failed by a deadline): keep nothing.
+                await repos.conn.rollback()
+                log.warning("JOB_OWNERSHIP_LOST", job_id=str(job.id))
+                return
+        timings = " ".join(f"{k}={v:.2f}s" for k, v in pack.timings.items())
+        log.info("JOB_RENDERED", job_id=str(job.id), stickers=len(pack.stickers), timings=timings)
+        metrics.JOBS.labels(outcome="rendered", error_class="").inc()
+        if await self.publisher.try_publish(streams.DELIVERY, JobRendered(job_id=job.id)):
+            async with self.db.transaction() as repos:
+                await repos.jobs.mark_dispatched([job.id], "rendered")
+
+    async def _heartbeat(self, job_id: UUID) -> None:
+        while True:
+            await asyncio.sleep(self.settings.heartbeat_sec)
+            try:
+                async with self.db.transaction() as repos:
+                    await repos.jobs.heartbeat(job_id, owner=self.owner)
+            except Exception as exc:
+                log.warning("HEARTBEAT_FAILED", job_id=str(job_id), error=type(exc).__name__)
