@@ -1,0 +1,3 @@
+from leads.main import main
+
+main()
