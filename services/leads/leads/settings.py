@@ -8,7 +8,7 @@ from shared.settings import ServiceSettings
 
 
 class LeadsSettings(ServiceSettings):
-    """Env of the leads service: ``LEADS_CHAT_ID`` (the staff group, a negative chat id), ``LEADS_ENABLED``."""
+    """Env of the leads service: ``LEADS_CHAT_ID`` (staff group, a negative chat id), ``LEADS_ENABLED``."""
 
     leads_chat_id: int = Field(validation_alias="LEADS_CHAT_ID")
     leads_enabled: bool = Field(True, validation_alias="LEADS_ENABLED")
