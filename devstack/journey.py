@@ -1,0 +1,144 @@
+"""A guest's journey, played against a running stack: kiosk API calls plus a guest in the Telegram simulator.
+
+1. the kiosk lists outfits and opens a session (deep link + QR);
+2. the guest "scans" it: sends ``/start <token>`` to the bot through the simulator's control API;
+3. the kiosk waits for the link, chooses an outfit and uploads the photo;
+4. we wait for the bot's message with ``https://t.me/addstickers/<name>`` in the guest's chat.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+
+LINK = re.compile(r"https://t\.me/addstickers/(?P<name>[A-Za-z0-9_]+)")
+
+
+@dataclass
+class JourneyResult:
+    session_id: str
+    job_id: str | None
+    status: str
+    link: str | None = None
+    set_name: str | None = None
+    upload_status: int = 0
+    upload_error: dict[str, Any] | None = None
+    chat: list[dict[str, Any]] = field(default_factory=list)
+
+
+class JourneyError(RuntimeError):
+    """The stack did not do its part in time (carries what was seen)."""
+
+
+def _wait(predicate: Any, timeout_s: float, what: str, interval_s: float = 0.5) -> Any:
+    deadline = time.monotonic() + timeout_s
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise JourneyError(f"timed out after {timeout_s:.0f}s waiting for {what}")
+        time.sleep(interval_s)
+
+
+def chat_messages(sim: httpx.Client, chat_id: int) -> list[dict[str, Any]]:
+    response = sim.get(f"/sim/chats/{chat_id}/messages")
+    if response.status_code == 404:
+        return []
+    response.raise_for_status()
+    body = response.json()
+    messages: list[dict[str, Any]] = body["messages"] if isinstance(body, dict) else body
+    return messages
+
+
+def bot_texts(messages: list[dict[str, Any]]) -> list[str]:
+    return [m.get("text") or "" for m in messages if (m.get("from") or {}).get("is_bot")]
+
+
+def start_session(
+    kiosk: httpx.Client, sim: httpx.Client, *, user_id: int, language: str = "en"
+) -> dict[str, Any]:
+    """Open a session and link the guest's Telegram account; returns the session body."""
+    session = kiosk.post("/sessions", json={"station": "demo"}).raise_for_status().json()
+    token = session["deep_link"].split("start=", 1)[1]
+    sim.post(
+        f"/sim/users/{user_id}/messages",
+        json={
+            "text": f"/start {token}",
+            "first_name": "Guest",
+            "username": f"guest{user_id}",
+            "language_code": language,
+        },
+    ).raise_for_status()
+    _wait(
+        lambda: kiosk.get(f"/sessions/{session['id']}").json().get("telegram_linked"),
+        30,
+        "the gateway to bind the guest's Telegram account",
+    )
+    return dict(session)
+
+
+def play(
+    ingest_url: str,
+    sim_url: str,
+    photo: bytes,
+    *,
+    user_id: int,
+    outfit_id: str | None = None,
+    timeout_s: float = 300.0,
+    filename: str = "selfie.jpg",
+) -> JourneyResult:
+    """Play one journey; returns when the guest got a link, a failure text, or the upload was refused.
+
+    Raises:
+        JourneyError: the stack did not answer in time.
+    """
+    with (
+        httpx.Client(base_url=ingest_url, timeout=60) as kiosk,
+        httpx.Client(base_url=sim_url, timeout=30) as sim,
+    ):
+        outfits = kiosk.get("/outfits").raise_for_status().json()
+        chosen = outfit_id or outfits[0]["id"]
+        session = start_session(kiosk, sim, user_id=user_id)
+        sid = session["id"]
+        kiosk.put(f"/sessions/{sid}/outfit", json={"outfit_id": chosen}).raise_for_status()
+        upload = kiosk.post(
+            f"/sessions/{sid}/photo",
+            files={"photo": (filename, photo)},
+            data={"capture_id": uuid.uuid4().hex},
+        )
+        if upload.status_code >= 400:
+            return JourneyResult(
+                sid, None, "rejected", upload_status=upload.status_code, upload_error=upload.json()
+            )
+        job_id = upload.json()["job_id"]
+
+        def finished() -> dict[str, Any] | None:
+            body: dict[str, Any] = kiosk.get(f"/sessions/{sid}").json()
+            return body if body["status"] in ("delivered", "failed") else None
+
+        final = _wait(finished, timeout_s, "the job to be delivered or failed", interval_s=1.0)
+        chat = chat_messages(sim, user_id)
+        link_match = next((m for t in bot_texts(chat) if (m := LINK.search(t))), None)
+        return JourneyResult(
+            session_id=sid,
+            job_id=job_id,
+            status=final["status"],
+            link=link_match.group(0) if link_match else None,
+            set_name=link_match["name"] if link_match else None,
+            upload_status=upload.status_code,
+            chat=chat,
+        )
+
+
+def download_set(sim_url: str, name: str) -> list[bytes]:
+    """The sticker files of set ``name`` as stored by the simulator, in order."""
+    with httpx.Client(base_url=sim_url, timeout=30) as sim:
+        body = sim.get(f"/sim/sticker-sets/{name}").raise_for_status().json()
+        stickers = body["stickers"]
+        return [sim.get(f"/sim/files/{s['file_id']}").raise_for_status().content for s in stickers]

@@ -1,0 +1,188 @@
+"""The stack's processes: the Telegram simulator and the five services, each a separate OS process.
+
+The services exchange work only through Redis Streams and Postgres, exactly as in containers; this module
+only starts, watches and stops them (and can SIGKILL one, for the crash tests).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+
+from devstack.infra import free_port
+
+REPO = Path(__file__).resolve().parent.parent
+SERVICES = ("ingest", "worker", "delivery", "leads", "telegram-gateway")
+MODULES = {
+    "telegram-sim": "simulators.telegram",
+    "ingest": "ingest",
+    "worker": "worker",
+    "delivery": "delivery",
+    "leads": "leads",
+    "telegram-gateway": "telegram_gateway",
+}
+DEV_BOT_TOKEN = "123456789:SIMULATOR-dev-token-not-a-secret-000000"
+
+
+@dataclass
+class StackConfig:
+    """Where the stack's stores are and how its processes are configured.
+
+    ``extra_env`` overrides any service setting (e.g. ``STREAM_LEASE_SEC`` in tests).
+    """
+
+    database_url: str
+    redis_url: str
+    log_dir: Path
+    bot_username: str = "stickerbooth_bot"
+    bot_token: str = DEV_BOT_TOKEN
+    leads_chat_id: int = -1001234567890
+    admin_user_ids: str = "1000"
+    extra_env: dict[str, str] = field(default_factory=dict)
+    ingest_port: int = field(default_factory=free_port)
+    sim_port: int = field(default_factory=free_port)
+    ops_ports: dict[str, int] = field(
+        default_factory=lambda: {s: free_port() for s in SERVICES if s != "ingest"}
+    )
+
+
+class Stack:
+    """Starts and stops the processes of one local stack."""
+
+    def __init__(self, config: StackConfig) -> None:
+        self.config = config
+        self.procs: dict[str, subprocess.Popen[bytes]] = {}
+        config.log_dir.mkdir(parents=True, exist_ok=True)
+
+    @property
+    def ingest_url(self) -> str:
+        return f"http://127.0.0.1:{self.config.ingest_port}"
+
+    @property
+    def sim_url(self) -> str:
+        return f"http://127.0.0.1:{self.config.sim_port}"
+
+    def env(self, name: str) -> dict[str, str]:
+        c = self.config
+        env = {
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join(
+                [str(REPO), *(str(REPO / "services" / s) for s in SERVICES), os.environ.get("PYTHONPATH", "")]
+            ),
+            "DATABASE_URL": c.database_url,
+            "REDIS_URL": c.redis_url,
+            "BOT_USERNAME": c.bot_username,
+            "LEADS_CHAT_ID": str(c.leads_chat_id),
+            "ADMIN_USER_IDS": c.admin_user_ids,
+            "LOG_FORMAT": "json",
+            "CONSUMER_NAME": f"{name}-{int(time.time() * 1000) % 10_000_000}",
+        }
+        if name == "telegram-gateway":
+            env["TELEGRAM_BOT_TOKEN"] = c.bot_token
+            env["TELEGRAM_API_BASE_URL"] = self.sim_url
+            env["POLL_TIMEOUT_SEC"] = "2"
+        if name == "ingest":
+            env["PORT"] = str(c.ingest_port)
+            env["HOST"] = "127.0.0.1"
+        if name in c.ops_ports:
+            env["OPS_PORT"] = str(c.ops_ports[name])
+        env.update(c.extra_env)
+        return env
+
+    def command(self, name: str) -> list[str]:
+        cmd = [sys.executable, "-m", MODULES[name]]
+        if name == "telegram-sim":
+            c = self.config
+            cmd += ["--host", "127.0.0.1", "--port", str(c.sim_port), "--token", c.bot_token]
+            cmd += ["--bot-username", c.bot_username]
+        return cmd
+
+    def migrate(self) -> None:
+        """Run ``python -m shared.migrate`` (raises CalledProcessError on failure)."""
+        subprocess.run(
+            [sys.executable, "-m", "shared.migrate"],
+            env=self.env("migrate"),
+            check=True,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
+
+    def start(self, name: str) -> None:
+        log = open(self.config.log_dir / f"{name}.log", "ab")  # noqa: SIM115 - owned by the child
+        self.procs[name] = subprocess.Popen(
+            self.command(name), env=self.env(name), stdout=log, stderr=subprocess.STDOUT, cwd=REPO
+        )
+        log.close()
+
+    def start_all(self) -> None:
+        self.start("telegram-sim")
+        self.wait_http(f"{self.sim_url}/healthz", "telegram-sim")
+        for name in SERVICES:
+            self.start(name)
+        self.wait_healthy()
+
+    def wait_healthy(self, timeout_s: float = 60.0) -> None:
+        """Wait until every running service answers its health check.
+
+        Raises:
+            RuntimeError: a process exited or did not get healthy in ``timeout_s``.
+        """
+        for name in self.procs:
+            if name == "telegram-sim":
+                continue
+            url = (
+                f"{self.ingest_url}/healthz"
+                if name == "ingest"
+                else f"http://127.0.0.1:{self.config.ops_ports[name]}/healthz"
+            )
+            self.wait_http(url, name, timeout_s)
+
+    def wait_http(self, url: str, name: str, timeout_s: float = 60.0) -> None:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            proc = self.procs.get(name)
+            if proc is not None and proc.poll() is not None:
+                raise RuntimeError(
+                    f"{name} exited with {proc.returncode}; see {self.config.log_dir / name}.log"
+                )
+            try:
+                if httpx.get(url, timeout=1.0).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError(
+                    f"{name} not healthy after {timeout_s:.0f}s; see {self.config.log_dir / name}.log"
+                )
+            time.sleep(0.2)
+
+    def kill(self, name: str) -> None:
+        """SIGKILL ``name`` (no cleanup at all, like an OOM kill)."""
+        proc = self.procs.pop(name)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=10)
+
+    def stop(self, name: str, timeout_s: float = 30.0) -> int:
+        """SIGTERM ``name`` and wait for its graceful exit (SIGKILL after ``timeout_s``); returns its code."""
+        proc = self.procs.pop(name)
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout=timeout_s)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=10)
+        return int(proc.returncode)
+
+    def stop_all(self) -> None:
+        for name in [n for n in reversed(list(self.procs)) if n != "telegram-sim"]:
+            self.stop(name)
+        if "telegram-sim" in self.procs:
+            self.stop("telegram-sim")
