@@ -15,7 +15,7 @@ from typing import Any
 import structlog
 
 _SECRET_PATTERNS = (
-    re.compile(r"\b\d{6,12}:[A-Za-z0-9_-]{30,}\b"),  # Telegram bot token
+    re.compile(r"(?<!\d)\d{6,12}:[A-Za-z0-9_-]{30,}"),  # Telegram bot token, also inside .../bot<token>/
     re.compile(r"\bsk-[A-Za-z0-9_-]{16,}\b"),  # OpenAI key
     re.compile(r"\bAIza[0-9A-Za-z_-]{30,}\b"),  # Google API key
     re.compile(r"(?i)(api[_-]?key|token|secret|password)=([^&\s]+)"),

@@ -192,7 +192,7 @@ class StreamConsumer:
                 await self._step(stop)
                 self._backoff.reset()
             except redis.exceptions.ResponseError as exc:
-                if "NOGROUP" not in str(exc):
+                if not _group_lost(exc):
                     raise
                 group_ready = False
                 delay = self._backoff.next_delay()
@@ -335,6 +335,11 @@ class StreamConsumer:
             await self._dead_letter(entry_id, fields, reason)
         except REDIS_ERRORS:
             log.warning("STREAM_DEAD_LETTER_FAILED", stream=self.stream, entry_id=entry_id)
+
+
+def _group_lost(exc: redis.exceptions.ResponseError) -> bool:
+    """``NOGROUP`` (Redis restarted empty) or ``UNBLOCKED`` (the stream was deleted under a blocking read)."""
+    return str(exc).startswith(("NOGROUP", "UNBLOCKED"))
 
 
 async def _sleep_or_stop(stop: asyncio.Event, delay_s: float) -> None:

@@ -1,0 +1,111 @@
+"""Repositories on real Postgres with the real migrations: conditional transitions and idempotent inserts."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+
+import pytest
+
+from shared.domain import Job
+from shared.repositories import Database
+
+pytestmark = pytest.mark.integration
+
+
+async def new_job(db: Database, capture: str = "c1") -> tuple[str, Job]:
+    async with db.transaction() as repos:
+        session = await repos.sessions.create(station="s1", token=f"tok-{capture}")
+        await repos.sessions.bind_telegram(session.token, user_id=5, chat_id=5, name="Ann", language="en")
+        job = await repos.jobs.insert_queued(session_id=session.id, capture_id=capture, outfit_id="astronaut")
+    return session.token, job
+
+
+async def test_two_workers_claiming_one_job_produce_one_winner(db: Database) -> None:
+    _token, job = await new_job(db)
+
+    async def claim(owner: str) -> Job | None:
+        async with db.transaction() as repos:
+            return await repos.jobs.claim(job.id, owner=owner)
+
+    results = await asyncio.gather(*(claim(f"w{i}") for i in range(8)))
+    winners = [r for r in results if r is not None]
+    assert len(winners) == 1
+    async with db.transaction() as repos:
+        events = await repos.jobs.events(job.id)
+    assert [(e[0], e[1]) for e in events] == [(None, "queued"), ("queued", "processing")]
+
+
+async def test_a_transition_from_the_wrong_state_changes_nothing(db: Database) -> None:
+    _token, job = await new_job(db)
+    async with db.transaction() as repos:
+        assert (
+            await repos.jobs.transition(job.id, from_statuses=("processing",), to_status="rendered") is None
+        )
+        current = await repos.jobs.get(job.id)
+        events = await repos.jobs.events(job.id)
+    assert current is not None and current.status == "queued"
+    assert len(events) == 1
+
+
+async def test_a_job_that_is_not_due_yet_cannot_be_claimed(db: Database) -> None:
+    from datetime import UTC, datetime
+
+    _token, job = await new_job(db)
+    async with db.transaction() as repos:
+        await repos.jobs.update_fields(job.id, {"not_before": datetime.now(UTC) + timedelta(minutes=1)})
+        assert await repos.jobs.claim(job.id, owner="w") is None
+
+
+async def test_binding_a_token_twice_by_the_same_user_works_but_another_user_is_refused(db: Database) -> None:
+    token, _job = await new_job(db)
+    async with db.transaction() as repos:
+        again = await repos.sessions.bind_telegram(token, user_id=5, chat_id=5, name="Ann", language="en")
+        other = await repos.sessions.bind_telegram(token, user_id=6, chat_id=6, name="Bob", language="en")
+        unknown = await repos.sessions.bind_telegram("nope", user_id=6, chat_id=6, name="Bob", language="en")
+    assert again is not None and again.tg_user_id == 5
+    assert other is None and unknown is None
+
+
+async def test_a_lead_submitted_twice_at_once_is_stored_once(db: Database) -> None:
+    async def submit() -> tuple[int, bool]:
+        async with db.transaction() as repos:
+            lead, created = await repos.leads.add(
+                request_id="req-123456", name="Ann", contact="+100", message="hi", source_page=None, utm={}
+            )
+            return lead.id, created
+
+    results = await asyncio.gather(*(submit() for _ in range(5)))
+    assert len({lead_id for lead_id, _ in results}) == 1
+    assert sum(created for _, created in results) == 1
+
+
+async def test_a_telegram_command_is_recorded_once_and_sent_at_most_once(db: Database) -> None:
+    async with db.transaction() as repos:
+        assert await repos.tg_commands.add(
+            "cmd-1", method="send_message", params={"chat_id": 1}, reply_to=None
+        )
+        assert not await repos.tg_commands.add(
+            "cmd-1", method="send_message", params={"chat_id": 2}, reply_to=None
+        )
+    stale = timedelta(seconds=60)
+    async with db.transaction() as repos:
+        first = await repos.tg_commands.start_sending("cmd-1", stale_after=stale)
+        second = await repos.tg_commands.start_sending("cmd-1", stale_after=stale)
+    assert first is not None and first.params == {"chat_id": 1}
+    assert second is None
+    async with db.transaction() as repos:
+        await repos.tg_commands.finish("cmd-1", ok=True, result={"message_id": 9})
+        assert await repos.tg_commands.start_sending("cmd-1", stale_after=timedelta(0)) is None
+        record = await repos.tg_commands.get("cmd-1")
+    assert record is not None and record.status == "sent" and record.result == {"message_id": 9}
+
+
+async def test_unreachable_postgres_raises_database_unavailable() -> None:
+    from shared.db import create_engine
+    from shared.errors import DatabaseUnavailable
+
+    dead = Database(create_engine("postgresql://postgres@127.0.0.1:1/nothing", connect_timeout_s=1))
+    with pytest.raises(DatabaseUnavailable):
+        await dead.ping()
+    await dead.dispose()

@@ -1,0 +1,185 @@
+"""The consumer base against a real Redis: ack after the handler, lease takeover, dead letters,
+NOGROUP self-heal, free-slot reads."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import pytest
+import redis.asyncio as aioredis
+
+from shared.messages import JobQueued, Message
+from shared.streams import Publisher, StreamConsumer, dead_letter_stream
+
+pytestmark = pytest.mark.integration
+STREAM = "test:jobs"
+
+
+def consumer(
+    redis: aioredis.Redis, handler: Callable[[Message], Awaitable[None]], *, name: str = "c1", **kw: Any
+) -> StreamConsumer:
+    options: dict[str, Any] = {"slots": 1, "lease_s": 0.5, "max_deliveries": 3, "block_ms": 100, **kw}
+    return StreamConsumer(redis, stream=STREAM, group="g", consumer=name, handler=handler, **options)
+
+
+async def run_until(
+    stop: asyncio.Event, *consumers: StreamConsumer, predicate: Callable[[], bool], timeout: float = 10
+) -> None:
+    tasks = [asyncio.create_task(c.run(stop)) for c in consumers]
+    try:
+        async with asyncio.timeout(timeout):
+            while not predicate():
+                await asyncio.sleep(0.05)
+    finally:
+        stop.set()
+        await asyncio.gather(*tasks)
+
+
+async def pending(redis: aioredis.Redis) -> int:
+    info = await redis.xpending(STREAM, "g")
+    return int(info["pending"])
+
+
+async def test_entries_are_acked_after_the_handler_returns(redis: aioredis.Redis) -> None:
+    seen: list[uuid.UUID] = []
+
+    async def handler(message: Message) -> None:
+        assert isinstance(message, JobQueued)
+        seen.append(message.job_id)
+
+    ids = [uuid.uuid4() for _ in range(5)]
+    publisher = Publisher(redis)
+    for job_id in ids:
+        await publisher.publish(STREAM, JobQueued(job_id=job_id))
+    await run_until(asyncio.Event(), consumer(redis, handler, slots=2), predicate=lambda: len(seen) == 5)
+    assert seen == ids
+    assert await pending(redis) == 0
+
+
+async def test_a_failing_entry_is_retried_after_the_lease_then_dead_lettered(redis: aioredis.Redis) -> None:
+    attempts = 0
+    dead_reasons: list[str] = []
+
+    async def handler(_message: Message) -> None:
+        nonlocal attempts
+        attempts += 1
+        raise RuntimeError("poison")
+
+    async def on_dead(_stream: str, _entry: str, reason: str) -> None:
+        dead_reasons.append(reason)
+
+    await Publisher(redis).publish(STREAM, JobQueued(job_id=uuid.uuid4()))
+    c = consumer(redis, handler, on_dead=on_dead)
+    await run_until(asyncio.Event(), c, predicate=lambda: bool(dead_reasons), timeout=15)
+    assert attempts == 3  # max_deliveries
+    assert await redis.xlen(dead_letter_stream(STREAM)) == 1
+    assert await pending(redis) == 0
+    assert "delivered 4 times" in dead_reasons[0]
+
+
+async def test_undecodable_entries_go_straight_to_the_dead_letter_stream(redis: aioredis.Redis) -> None:
+    async def handler(_message: Message) -> None:
+        raise AssertionError("must not be called")
+
+    await redis.xadd(STREAM, {"data": '{"type": "nonsense"}'})
+    stop = asyncio.Event()
+    task = asyncio.create_task(consumer(redis, handler).run(stop))
+    async with asyncio.timeout(5):
+        while await redis.xlen(dead_letter_stream(STREAM)) == 0:
+            await asyncio.sleep(0.05)
+    stop.set()
+    await task
+    assert await pending(redis) == 0
+
+
+async def test_a_dead_consumers_entries_are_taken_over(redis: aioredis.Redis) -> None:
+    await Publisher(redis).publish(STREAM, JobQueued(job_id=uuid.uuid4()))
+    await redis.xgroup_create(STREAM, "g", id="0")
+    # consumer "dead" reads the entry and never acks it (killed mid-handler)
+    await redis.xreadgroup("g", "dead", {STREAM: ">"}, count=1)
+    handled: list[Message] = []
+
+    async def handler(message: Message) -> None:
+        handled.append(message)
+
+    await run_until(asyncio.Event(), consumer(redis, handler, name="alive"), predicate=lambda: bool(handled))
+    assert len(handled) == 1
+    assert await pending(redis) == 0
+
+
+async def test_a_long_handler_keeps_its_lease(redis: aioredis.Redis) -> None:
+    """A job running longer than the lease is not handed to a second consumer."""
+    calls: list[str] = []
+
+    def handler_for(name: str) -> Callable[[Message], Awaitable[None]]:
+        async def handler(_message: Message) -> None:
+            calls.append(name)
+            await asyncio.sleep(2.0)  # four leases long
+
+        return handler
+
+    await Publisher(redis).publish(STREAM, JobQueued(job_id=uuid.uuid4()))
+    first = consumer(redis, handler_for("first"), name="first")
+    stop = asyncio.Event()
+    t1 = asyncio.create_task(first.run(stop))
+    async with asyncio.timeout(5):
+        while not calls:
+            await asyncio.sleep(0.02)
+    second = consumer(redis, handler_for("second"), name="second")
+    t2 = asyncio.create_task(second.run(stop))
+    async with asyncio.timeout(10):
+        while await pending(redis):
+            await asyncio.sleep(0.1)
+    stop.set()
+    await asyncio.gather(t1, t2)
+    assert calls == ["first"]
+
+
+async def test_the_group_is_recreated_when_redis_loses_it(redis: aioredis.Redis) -> None:
+    handled: list[Message] = []
+
+    async def handler(message: Message) -> None:
+        handled.append(message)
+
+    stop = asyncio.Event()
+    task = asyncio.create_task(consumer(redis, handler).run(stop))
+    await Publisher(redis).publish(STREAM, JobQueued(job_id=uuid.uuid4()))
+    async with asyncio.timeout(5):
+        while len(handled) < 1:
+            await asyncio.sleep(0.05)
+    await redis.flushdb()  # as if Redis restarted without persistence: stream and group are gone
+    await Publisher(redis).publish(STREAM, JobQueued(job_id=uuid.uuid4()))
+    async with asyncio.timeout(10):
+        while len(handled) < 2:
+            await asyncio.sleep(0.05)
+    stop.set()
+    await task
+
+
+async def test_only_as_many_entries_as_free_slots_are_read(redis: aioredis.Redis) -> None:
+    release = asyncio.Event()
+
+    async def handler(_message: Message) -> None:
+        await release.wait()
+
+    publisher = Publisher(redis)
+    for _ in range(6):
+        await publisher.publish(STREAM, JobQueued(job_id=uuid.uuid4()))
+    c = consumer(redis, handler, slots=2, lease_s=30)
+    stop = asyncio.Event()
+    task = asyncio.create_task(c.run(stop))
+    async with asyncio.timeout(5):
+        while c.busy < 2:
+            await asyncio.sleep(0.02)
+    await asyncio.sleep(0.3)
+    assert c.busy == 2
+    assert await pending(redis) == 2  # the other 4 stay undelivered, visible as lag, not hidden in the PEL
+    release.set()
+    async with asyncio.timeout(5):
+        while (await redis.xlen(STREAM) and (await redis.xinfo_groups(STREAM))[0]["lag"] > 0) or c.busy:
+            await asyncio.sleep(0.05)
+    stop.set()
+    await task
