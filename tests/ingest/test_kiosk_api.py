@@ -1,0 +1,229 @@
+"""The kiosk API against real Postgres and Redis: the guest journey's HTTP half and its refusals."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import AsyncIterator
+from pathlib import Path
+from uuid import UUID
+
+import httpx
+import pytest
+import redis.asyncio as aioredis
+from PIL import Image
+
+from ingest.main import create_app
+from ingest.settings import IngestSettings
+from shared import streams
+from shared.messages import JobQueued, TelegramCommand, decode
+from shared.repositories import Database
+from shared.streams import Publisher
+
+pytestmark = pytest.mark.integration
+PHOTOS = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "photos"
+
+
+def settings(database_url: str, redis_url: str, **overrides: object) -> IngestSettings:
+    env = {"DATABASE_URL": database_url, "REDIS_URL": redis_url, "BOT_USERNAME": "stickerbooth_bot"}
+    return IngestSettings(**env, **overrides)  # type: ignore[arg-type]
+
+
+@pytest.fixture
+async def client(
+    db: Database, redis: aioredis.Redis, database_url: str, redis_url: str
+) -> AsyncIterator[httpx.AsyncClient]:
+    app = create_app(settings(database_url, redis_url), db=db, publisher=Publisher(redis))
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://kiosk") as c:
+        yield c
+
+
+async def linked_session(client: httpx.AsyncClient, db: Database, *, outfit: str | None = "astronaut") -> str:
+    body = (await client.post("/sessions", json={"station": "hall-a"})).json()
+    token = body["deep_link"].split("start=")[1]
+    async with db.transaction() as repos:
+        await repos.sessions.bind_telegram(token, user_id=77, chat_id=77, name="Ann", language="ru")
+    if outfit:
+        assert (
+            await client.put(f"/sessions/{body['id']}/outfit", json={"outfit_id": outfit})
+        ).status_code == 200
+    return str(body["id"])
+
+
+def photo_bytes(name: str = "face-woman-red-hat.png") -> bytes:
+    return (PHOTOS / name).read_bytes()
+
+
+async def upload(client: httpx.AsyncClient, sid: str, data: bytes, capture: str = "cap-1") -> httpx.Response:
+    return await client.post(
+        f"/sessions/{sid}/photo", files={"photo": ("x.bin", data)}, data={"capture_id": capture}
+    )
+
+
+async def test_a_session_carries_a_deep_link_and_a_qr_code(client: httpx.AsyncClient) -> None:
+    response = await client.post("/sessions", json={"station": "hall-a"})
+    assert response.status_code == 201
+    body = response.json()
+    token = body["deep_link"].removeprefix("https://t.me/stickerbooth_bot?start=")
+    assert 1 <= len(token) <= 64 and all(c.isalnum() or c in "_-" for c in token)
+    assert body["qr_svg"].startswith("data:image/svg+xml")
+    assert body["status"] == "waiting_for_telegram"
+
+
+async def test_outfits_list_the_catalog(client: httpx.AsyncClient) -> None:
+    outfits = (await client.get("/outfits")).json()
+    assert len(outfits) >= 4
+    assert {"id", "title", "prompt", "body_template", "thumbnail_url"} <= set(outfits[0])
+
+
+async def test_an_accepted_photo_queues_the_job_and_the_generating_message(
+    client: httpx.AsyncClient, db: Database, redis: aioredis.Redis
+) -> None:
+    sid = await linked_session(client, db)
+    response = await upload(client, sid, photo_bytes())
+    assert response.status_code == 202, response.text
+    job_id = UUID(response.json()["job_id"])
+    jobs = await redis.xrange(streams.JOBS)
+    assert [decode(fields) for _id, fields in jobs] == [JobQueued(job_id=job_id)]
+    commands = [decode(fields) for _id, fields in await redis.xrange(streams.TG_OUTBOX)]
+    assert commands == [TelegramCommand(command_id=f"job:{job_id}:generating")]
+    async with db.transaction() as repos:
+        record = await repos.tg_commands.get(f"job:{job_id}:generating")
+        selfie = await repos.blobs.for_job(job_id, "selfie")
+        job = await repos.jobs.get(job_id)
+    assert record is not None and record.params["chat_id"] == 77 and "Генерируем" in record.params["text"]
+    assert len(selfie) == 1 and selfie[0].data[:2] == b"\xff\xd8"
+    assert job is not None and job.status == "queued"
+    status = (await client.get(f"/sessions/{sid}")).json()
+    assert status["status"] == "generating" and status["captures_left"] == 1
+
+
+async def test_the_same_capture_uploaded_twice_makes_one_job(client: httpx.AsyncClient, db: Database) -> None:
+    sid = await linked_session(client, db)
+    first = await upload(client, sid, photo_bytes())
+    second = await upload(client, sid, photo_bytes())
+    assert (first.status_code, second.status_code) == (202, 200)
+    assert first.json()["job_id"] == second.json()["job_id"]
+    assert (await client.get(f"/sessions/{sid}")).json()["captures"] == 1
+
+
+async def test_a_third_capture_is_refused(client: httpx.AsyncClient, db: Database) -> None:
+    sid = await linked_session(client, db)
+    assert (await upload(client, sid, photo_bytes(), "a")).status_code == 202
+    assert (await upload(client, sid, photo_bytes(), "b")).status_code == 202
+    third = await upload(client, sid, photo_bytes(), "c")
+    assert third.status_code == 409 and third.json()["error"]["code"] == "capture_limit"
+
+
+async def test_upload_before_telegram_or_outfit_is_refused(client: httpx.AsyncClient, db: Database) -> None:
+    unlinked = (await client.post("/sessions", json={})).json()["id"]
+    response = await upload(client, unlinked, photo_bytes())
+    assert response.status_code == 409 and response.json()["error"]["code"] == "telegram_not_linked"
+    no_outfit = await linked_session(client, db, outfit=None)
+    response = await upload(client, no_outfit, photo_bytes())
+    assert response.status_code == 409 and response.json()["error"]["code"] == "outfit_not_chosen"
+
+
+def _png_header_claiming(width: int, height: int) -> bytes:
+    import struct
+    import zlib
+
+    ihdr = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    chunk = b"IHDR" + ihdr
+    return b"\x89PNG\r\n\x1a\n" + struct.pack(">I", len(ihdr)) + chunk + struct.pack(">I", zlib.crc32(chunk))
+
+
+@pytest.mark.parametrize(
+    ("data", "status", "code"),
+    [
+        (b"", 422, "empty_file"),
+        (b"%PDF-1.4 not an image at all" * 10, 415, "unsupported_format"),
+        ("truncated-jpeg.jpg", 422, "corrupt_image"),
+        (_png_header_claiming(60_000, 60_000), 413, "too_many_pixels"),
+        ("heic-iphone-pug.heic", 422, "no_face"),
+    ],
+)
+async def test_bad_photos_get_a_coded_4xx_and_nothing_is_stored(
+    client: httpx.AsyncClient, db: Database, redis: aioredis.Redis, data: bytes | str, status: int, code: str
+) -> None:
+    sid = await linked_session(client, db)
+    payload = photo_bytes(data) if isinstance(data, str) else data
+    response = await upload(client, sid, payload)
+    assert response.status_code == status, response.text
+    assert response.json()["error"]["code"] == code
+    async with db.transaction() as repos:
+        assert await repos.jobs.for_session(UUID(sid)) == []
+    assert await redis.xlen(streams.JOBS) == 0
+    assert (await client.get(f"/sessions/{sid}")).json()["captures"] == 0
+
+
+async def test_an_oversized_upload_is_refused_before_decoding(
+    db: Database, redis: aioredis.Redis, database_url: str, redis_url: str
+) -> None:
+    app = create_app(
+        settings(database_url, redis_url, MAX_UPLOAD_BYTES=1000), db=db, publisher=Publisher(redis)
+    )
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://kiosk") as client:
+        sid = await linked_session(client, db)
+        response = await upload(client, sid, photo_bytes())
+    assert response.status_code == 413 and response.json()["error"]["code"] == "file_too_large"
+
+
+async def test_exif_rotated_photos_are_stored_upright(client: httpx.AsyncClient, db: Database) -> None:
+    sid = await linked_session(client, db)
+    response = await upload(client, sid, photo_bytes("exif-orient-6-face.jpg"))
+    assert response.status_code == 202, response.text
+    async with db.transaction() as repos:
+        selfie = (await repos.blobs.for_job(UUID(response.json()["job_id"]), "selfie"))[0]
+    import numpy as np
+    from PIL import ImageOps
+
+    stored = np.asarray(Image.open(io.BytesIO(selfie.data)).convert("RGB"), dtype=np.float32)
+    original = Image.open(PHOTOS / "exif-orient-6-face.jpg")
+    upright = np.asarray(ImageOps.exif_transpose(original).convert("RGB").resize(stored.shape[1::-1]), np.float32)
+    raw = np.asarray(original.convert("RGB").resize(stored.shape[1::-1]), np.float32)
+    assert np.abs(stored - upright).mean() < np.abs(stored - raw).mean() / 2  # EXIF orientation 6 applied
+
+
+async def test_maintenance_mode_answers_503(
+    db: Database, redis: aioredis.Redis, database_url: str, redis_url: str
+) -> None:
+    app = create_app(
+        settings(database_url, redis_url, MAINTENANCE_MODE=True), db=db, publisher=Publisher(redis)
+    )
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://kiosk") as client:
+        response = await client.post("/sessions", json={})
+    assert response.status_code == 503 and response.json()["error"]["code"] == "maintenance"
+
+
+async def test_postgres_down_answers_503_not_500(redis: aioredis.Redis, redis_url: str) -> None:
+    from shared.db import create_engine
+
+    dead = Database(create_engine("postgresql://postgres@127.0.0.1:1/x", connect_timeout_s=1))
+    app = create_app(
+        settings("postgresql://postgres@127.0.0.1:1/x", redis_url), db=dead, publisher=Publisher(redis)
+    )
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://kiosk") as client:
+        response = await client.post("/sessions", json={})
+        ready = await client.get("/readyz")
+    await dead.dispose()
+    assert response.status_code == 503 and response.json()["error"]["code"] == "database_unavailable"
+    assert ready.status_code == 503
+
+
+async def test_redis_down_still_accepts_the_photo_and_leaves_the_hint_for_the_reconciler(
+    db: Database, database_url: str
+) -> None:
+    from shared.streams import create_redis
+
+    dead_redis = create_redis("redis://127.0.0.1:1/0")
+    app = create_app(settings(database_url, "redis://127.0.0.1:1/0"), db=db, publisher=Publisher(dead_redis))
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://kiosk") as client:
+        sid = await linked_session(client, db)
+        response = await upload(client, sid, photo_bytes())
+    await dead_redis.aclose()
+    assert response.status_code == 202
+    async with db.transaction() as repos:
+        job = await repos.jobs.get(UUID(response.json()["job_id"]))
+        record = await repos.tg_commands.get(f"job:{response.json()['job_id']}:generating")
+    assert job is not None and job.status == "queued"
+    assert record is not None and record.status == "pending"
