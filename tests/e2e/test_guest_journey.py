@@ -1,0 +1,173 @@
+"""The whole product across separate processes: simulator + five services on real Postgres and Redis.
+
+A guest plays the journey with a real photo and receives one link to a set of 12 valid stickers; a worker
+killed with SIGKILL mid-job is restarted and the guest still gets exactly one pack and one link; a second
+gateway refuses to start; a lead becomes one card in the staff group.
+"""
+
+from __future__ import annotations
+
+import io
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import numpy as np
+import pytest
+import redis
+from PIL import Image
+
+from devstack.infra import Infra, drop_database, recreate_database, with_redis_db
+from devstack.journey import LINK, bot_texts, chat_messages, download_set, play, start_session
+from devstack.processes import Stack, StackConfig
+
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
+PHOTOS = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "photos"
+REPO = Path(__file__).resolve().parents[2]
+FAST = {
+    "STREAM_LEASE_SEC": "5",
+    "RECONCILE_GRACE_SEC": "1",
+    "RECONCILE_INTERVAL_SEC": "1",
+    "HEARTBEAT_SEC": "1",
+    "HEARTBEAT_TIMEOUT_SEC": "4",
+    "RETRY_DELAY_SEC": "1",
+    "PACK_POLL_FAST_SEC": "0.5",
+    "SWEEP_INTERVAL_SEC": "0.5",
+    "STREAM_BLOCK_MS": "500",
+    "LOG_LEVEL": "INFO",
+}
+
+
+@pytest.fixture(scope="module")
+def stack(infra: Infra) -> Iterator[Stack]:
+    name = "sb_e2e"
+    db_url = recreate_database(infra.postgres_url, name)
+    redis_url = with_redis_db(infra.redis_url, 10)
+    redis.Redis.from_url(redis_url).flushdb()
+    s = Stack(
+        StackConfig(
+            database_url=db_url, redis_url=redis_url, log_dir=REPO / "var" / "logs" / name, extra_env=FAST
+        )
+    )
+    s.migrate()
+    s.start_all()
+    try:
+        yield s
+    finally:
+        s.stop_all()
+        drop_database(infra.postgres_url, name)
+
+
+def assert_valid_sticker(png: bytes) -> None:
+    """Telegram's static sticker rules (core.telegram.org/stickers) and our look: transparent, outlined."""
+    assert len(png) <= 512 * 1024
+    image = Image.open(io.BytesIO(png))
+    assert image.format == "PNG"
+    assert max(image.size) == 512 and min(image.size) <= 512
+    rgba = np.asarray(image.convert("RGBA"))
+    assert rgba[0, 0, 3] == 0 and rgba[-1, -1, 3] == 0  # transparent background
+    opaque = rgba[..., 3] > 200
+    assert 0.1 < opaque.mean() < 0.9
+    white = opaque & (rgba[..., :3].min(axis=2) > 235)
+    assert white.sum() > 0.02 * opaque.sum()  # the white die-cut outline
+
+
+def test_a_selfie_becomes_one_link_to_twelve_valid_stickers(stack: Stack) -> None:
+    photo = (PHOTOS / "face-woman-red-hat.png").read_bytes()
+    result = play(stack.ingest_url, stack.sim_url, photo, user_id=5001, timeout_s=180)
+    assert result.status == "delivered", result
+    assert result.set_name is not None and result.set_name.endswith("_by_stickerbooth_bot")
+    texts = bot_texts(result.chat)
+    assert sum(bool(LINK.search(t)) for t in texts) == 1
+    assert any("Generating" in t for t in texts)
+    stickers = download_set(stack.sim_url, result.set_name)
+    assert len(stickers) == 12
+    for png in stickers:
+        assert_valid_sticker(png)
+
+
+def _job_status(stack: Stack, session_id: str) -> dict[str, Any]:
+    body: dict[str, Any] = httpx.get(f"{stack.ingest_url}/sessions/{session_id}", timeout=10).json()
+    return body
+
+
+def test_a_worker_killed_mid_job_still_gives_one_pack_and_one_link(stack: Stack) -> None:
+    user_id = 5002
+    with (
+        httpx.Client(base_url=stack.ingest_url, timeout=60) as kiosk,
+        httpx.Client(base_url=stack.sim_url) as sim,
+    ):
+        session = start_session(kiosk, sim, user_id=user_id)
+        sid = session["id"]
+        kiosk.put(f"/sessions/{sid}/outfit", json={"outfit_id": "pirate"}).raise_for_status()
+        photo = (PHOTOS / "face-older-man-white-hair.jpg").read_bytes()
+        kiosk.post(
+            f"/sessions/{sid}/photo", files={"photo": ("p.jpg", photo)}, data={"capture_id": "k1"}
+        ).raise_for_status()
+        deadline = time.monotonic() + 60
+        while _job_status(stack, sid)["jobs"][0]["status"] != "processing":
+            assert time.monotonic() < deadline, "the job was never claimed"
+            time.sleep(0.05)
+        stack.kill("worker")
+        time.sleep(1)
+        assert _job_status(stack, sid)["jobs"][0]["status"] == "processing"  # the owner is dead, not done
+        stack.start("worker")
+        deadline = time.monotonic() + 180
+        while (status := _job_status(stack, sid))["status"] not in ("delivered", "failed"):
+            assert time.monotonic() < deadline, f"job stuck: {status}"
+            time.sleep(0.5)
+        assert status["status"] == "delivered"
+        texts = bot_texts(chat_messages(sim, user_id))
+        links = [m for t in texts if (m := LINK.search(t))]
+        assert len(links) == 1
+        sets = sim.get("/sim/sticker-sets").json()
+        names = [s["name"] for s in (sets["sticker_sets"] if isinstance(sets, dict) else sets)]
+        assert names.count(links[0]["name"]) == 1
+    assert len(download_set(stack.sim_url, links[0]["name"])) == 12
+
+
+def test_a_second_gateway_refuses_to_start(stack: Stack) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "telegram_gateway"],
+        env={**stack.env("telegram-gateway"), "OPS_PORT": "0"},
+        capture_output=True,
+        timeout=60,
+    )
+    assert result.returncode == 1
+    assert b"STARTUP_CANCELLED" in result.stderr
+
+
+def test_a_lead_becomes_one_card_in_the_staff_group(stack: Stack) -> None:
+    lead = {
+        "requestId": "landing-req-0001",
+        "name": "Maria",
+        "contact": "+7 999 000-00-00",
+        "message": "Booth for 300",
+    }
+    first = httpx.post(f"{stack.ingest_url}/leads", json=lead, timeout=10)
+    again = httpx.post(f"{stack.ingest_url}/leads", json=lead, timeout=10)
+    assert (first.status_code, again.status_code) == (201, 200)
+    assert first.json()["lead_number"] == again.json()["lead_number"]
+    number = first.json()["lead_number"]
+    with httpx.Client(base_url=stack.sim_url) as sim:
+        deadline = time.monotonic() + 30
+        while not (
+            cards := [
+                m
+                for m in chat_messages(sim, stack.config.leads_chat_id)
+                if f"#{number}" in (m.get("text") or "")
+            ]
+        ):
+            assert time.monotonic() < deadline, "no lead card"
+            time.sleep(0.3)
+        time.sleep(2)
+        cards = [
+            m for m in chat_messages(sim, stack.config.leads_chat_id) if f"#{number}" in (m.get("text") or "")
+        ]
+    assert len(cards) == 1
+    buttons = [b["callback_data"] for row in cards[0]["reply_markup"]["inline_keyboard"] for b in row]
+    assert all(b.startswith("stickers_") for b in buttons)
