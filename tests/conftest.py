@@ -30,6 +30,8 @@ from shared.migrate import migrate
 from shared.repositories import Database
 
 REPO = Path(__file__).resolve().parent.parent
+# As the gateway's main() does: python-telegram-bot's timedelta ``retry_after`` (no deprecation warnings).
+os.environ.setdefault("PTB_TIMEDELTA", "1")
 TEST_REDIS_DB = 9
 
 

@@ -97,7 +97,7 @@ class CommandExecutor:
             metrics.TELEGRAM_FLOOD_WAITS.labels(scope="command").inc()
             metrics.TELEGRAM_CALLS.labels(method=record.method, outcome="retry_after").inc()
             await self._release(record.command_id)
-            raise TransientTelegramError(f"flood control, retry after {exc.retry_after}") from exc
+            raise TransientTelegramError(f"flood control: {exc.message}") from exc
         except (BadRequest, Forbidden, InvalidToken) as exc:
             error = TelegramErrorInfo(error_code=_error_code(exc), description=exc.message)
         except NetworkError as exc:

@@ -146,6 +146,9 @@ async def _watch_lock(lock: GatewayLock, stop: asyncio.Event) -> None:
 
 
 def main() -> None:
+    # python-telegram-bot 22: opt in to timedelta-valued ``retry_after`` (the next major's behaviour);
+    # without it every flood-control answer raises a deprecation warning inside the rate limiter.
+    os.environ.setdefault("PTB_TIMEDELTA", "1")
     settings = GatewaySettings()
     configure_logging(service=SERVICE, level=settings.log_level, fmt=settings.log_format)
     sys.exit(asyncio.run(run(settings)))

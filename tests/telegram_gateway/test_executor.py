@@ -1,0 +1,149 @@
+"""The gateway's command executor with the real python-telegram-bot against the Telegram simulator."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+import pytest
+import redis.asyncio as aioredis
+from aiohttp import web
+from PIL import Image
+from telegram.ext import AIORateLimiter, ExtBot
+
+from shared import streams
+from shared.messages import TelegramResult, decode
+from shared.repositories import Database
+from shared.streams import Publisher
+from simulators.telegram.app import create_app
+from simulators.telegram.config import SimConfig
+from telegram_gateway.executor import CommandExecutor, TransientTelegramError
+
+pytestmark = pytest.mark.integration
+TOKEN = "123456789:TEST-token-for-the-simulator-000000000"
+GUEST = 4242
+
+
+@pytest.fixture
+async def sim_url() -> AsyncIterator[str]:
+    app = create_app(
+        SimConfig(token=TOKEN, bot_username="stickerbooth_bot", private_per_second=0, global_per_second=0)
+    )
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    yield f"http://127.0.0.1:{port}"
+    await runner.cleanup()
+
+
+@pytest.fixture
+async def executor(sim_url: str, db: Database, redis: aioredis.Redis) -> AsyncIterator[CommandExecutor]:
+    bot: ExtBot[None] = ExtBot(
+        TOKEN,
+        base_url=f"{sim_url}/bot",
+        base_file_url=f"{sim_url}/file/bot",
+        rate_limiter=AIORateLimiter(max_retries=0),
+    )
+    await bot.initialize()
+    async with httpx.AsyncClient(base_url=sim_url) as sim:
+        (
+            await sim.post(f"/sim/users/{GUEST}/messages", json={"text": "/start", "first_name": "Ann"})
+        ).raise_for_status()
+    yield CommandExecutor(bot=bot, db=db, publisher=Publisher(redis))
+    await bot.shutdown()
+
+
+async def add(
+    db: Database, command_id: str, method: str, params: dict[str, Any], reply_to: str | None = "tests"
+) -> None:
+    async with db.transaction() as repos:
+        await repos.tg_commands.add(command_id, method=method, params=params, reply_to=reply_to)
+
+
+async def results(redis: aioredis.Redis) -> list[TelegramResult]:
+    return [decode(fields) for _id, fields in await redis.xrange(streams.results_stream("tests"))]  # type: ignore[misc]
+
+
+async def bot_messages(sim_url: str, chat_id: int) -> list[dict[str, Any]]:
+    async with httpx.AsyncClient(base_url=sim_url) as sim:
+        body = (await sim.get(f"/sim/chats/{chat_id}/messages")).json()
+    messages = body["messages"] if isinstance(body, dict) else body
+    return [m for m in messages if (m.get("from") or {}).get("is_bot")]
+
+
+async def test_a_redelivered_command_sends_one_message_and_repeats_the_stored_result(
+    executor: CommandExecutor, db: Database, redis: aioredis.Redis, sim_url: str
+) -> None:
+    await add(db, "cmd:hello", "send_message", {"chat_id": GUEST, "text": "hello"})
+    await executor.execute("cmd:hello")
+    await executor.execute("cmd:hello")
+    assert [m["text"] for m in await bot_messages(sim_url, GUEST)] == ["hello"]
+    first, second = await results(redis)
+    assert first.ok and second == first
+    assert first.result["text"] == "hello"
+
+
+def sticker_png(color: tuple[int, int, int]) -> bytes:
+    buffer = io.BytesIO()
+    Image.new("RGBA", (512, 512), (*color, 255)).save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
+async def test_an_occupied_set_name_reads_back_the_existing_set(
+    executor: CommandExecutor, db: Database, redis: aioredis.Redis
+) -> None:
+    async with db.transaction() as repos:
+        blob_ids = [
+            str(
+                await repos.blobs.put(
+                    kind="sticker", data=sticker_png((i * 20, 0, 0)), content_type="image/png"
+                )
+            )
+            for i in range(12)
+        ]
+    params = {
+        "user_id": GUEST,
+        "name": "sbtest_by_stickerbooth_bot",
+        "title": "Test pack",
+        "stickers": [{"blob_id": b, "emoji": "😀"} for b in blob_ids],
+    }
+    await add(db, "set:1", "create_sticker_set", params)
+    await add(db, "set:2", "create_sticker_set", params)
+    await executor.execute("set:1")
+    await executor.execute("set:2")
+    created, again = await results(redis)
+    assert created.ok and created.result == {"name": params["name"], "created": True, "sticker_count": 12}
+    assert again.ok and again.result == {"name": params["name"], "created": False, "sticker_count": 12}
+
+
+async def test_a_permanent_telegram_error_is_stored_and_answered(
+    executor: CommandExecutor, db: Database, redis: aioredis.Redis
+) -> None:
+    await add(db, "cmd:stranger", "send_message", {"chat_id": 999_999, "text": "hi"})
+    await executor.execute("cmd:stranger")
+    (result,) = await results(redis)
+    assert not result.ok and result.error is not None and result.error.error_code in (400, 403)
+    async with db.transaction() as repos:
+        record = await repos.tg_commands.get("cmd:stranger")
+    assert record is not None and record.status == "failed"
+
+
+async def test_flood_control_hands_the_command_back_without_sending(
+    executor: CommandExecutor, db: Database, redis: aioredis.Redis, sim_url: str
+) -> None:
+    async with httpx.AsyncClient(base_url=sim_url) as sim:
+        fault = {"method": "sendMessage", "error_code": 429, "retry_after": 7}
+        (await sim.post("/sim/faults", json=fault)).raise_for_status()
+    await add(db, "cmd:busy", "send_message", {"chat_id": GUEST, "text": "later"})
+    with pytest.raises(TransientTelegramError):
+        await executor.execute("cmd:busy")
+    async with db.transaction() as repos:
+        record = await repos.tg_commands.get("cmd:busy")
+    assert record is not None and record.status == "pending"
+    assert await results(redis) == []
+    await executor.execute("cmd:busy")
+    assert [m["text"] for m in await bot_messages(sim_url, GUEST)] == ["later"]
