@@ -124,9 +124,20 @@ class Stack:
     def start_all(self) -> None:
         self.start("telegram-sim")
         self.wait_http(f"{self.sim_url}/healthz", "telegram-sim")
+        self.seed_simulator()
         for name in SERVICES:
             self.start(name)
         self.wait_healthy()
+
+    def seed_simulator(self) -> None:
+        """Create the staff group the lead cards go to: an admin posts in it, so the bot is a member."""
+        c = self.config
+        admin = int(c.admin_user_ids.split(",")[0])
+        httpx.post(
+            f"{self.sim_url}/sim/users/{admin}/messages",
+            json={"chat_id": c.leads_chat_id, "chat_title": "Sticker Booth leads", "text": "Lead cards go here"},
+            timeout=10,
+        ).raise_for_status()
 
     def wait_healthy(self, timeout_s: float = 60.0) -> None:
         """Wait until every running service answers its health check.
