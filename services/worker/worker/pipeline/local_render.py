@@ -1,0 +1,154 @@
+"""The offline ``local`` provider: draws the sticker sheets from the selfie with OpenCV, no AI call.
+
+It produces the same artefact an AI provider returns, sheets of figures on green ``#00FF00``
+(spec/002 "Sheets": layout ``3x4`` = 3 sheets of 4 figures in a 2×2 grid, 1:1; ``2x6`` = 2 sheets of
+6 figures in a 3×2 grid), so the rest of the pipeline (cut, outline, export) cannot tell them apart.
+"""
+
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+from PIL import Image, ImageOps
+
+from shared.errors import NoFaceError, PermanentJobError
+from shared.imaging.faces import detect_faces, largest_face
+from shared.outfits import Outfit
+from worker.pipeline.body import CELL
+from worker.pipeline.face_cartoon import CartoonFace, cartoonize_face
+from worker.pipeline.figure import draw_figure, face_size_px
+from worker.pipeline.poses import POSES, Pose
+from worker.pipeline.resample import resize_rgba
+
+__all__ = [
+    "CHROMA_GREEN",
+    "LAYOUTS",
+    "SheetLayout",
+    "decode_rgb",
+    "draw_sheets",
+    "prepare_face",
+    "render_outfit_thumbnail",
+    "render_sheets",
+    "sheet_layout",
+]
+
+CHROMA_GREEN = (0, 255, 0)
+THUMBNAIL_PX = 256
+
+
+@dataclass(frozen=True, slots=True)
+class SheetLayout:
+    """How the 12 figures of a pack are spread over sheets (spec/002 "Sheets")."""
+
+    sheets: int
+    cols: int
+    rows: int
+
+    @property
+    def per_sheet(self) -> int:
+        """Figures on one sheet."""
+        return self.cols * self.rows
+
+    @property
+    def sheet_size(self) -> tuple[int, int]:
+        """Sheet (width, height) px: one 512 px cell per figure."""
+        return (self.cols * CELL, self.rows * CELL)
+
+
+LAYOUTS: dict[str, SheetLayout] = {"3x4": SheetLayout(3, 2, 2), "2x6": SheetLayout(2, 3, 2)}
+
+
+def sheet_layout(layout: str) -> SheetLayout:
+    """The layout named ``3x4`` or ``2x6`` (``SHEET_LAYOUT``).
+
+    Raises:
+        ValueError: any other name.
+    """
+    try:
+        return LAYOUTS[layout]
+    except KeyError:
+        raise ValueError(f"unknown sheet layout {layout!r}; expected one of {sorted(LAYOUTS)}") from None
+
+
+def decode_rgb(image_bytes: bytes) -> npt.NDArray[np.uint8]:
+    """Decode a stored selfie (JPEG from ingest, or any format Pillow reads) to H×W×3 uint8 RGB, upright.
+
+    Raises:
+        PermanentJobError: the bytes are not a readable image.
+    """
+    try:
+        with Image.open(io.BytesIO(image_bytes)) as image:
+            upright = ImageOps.exif_transpose(image)
+            return np.asarray(upright.convert("RGB"), dtype=np.uint8).copy()
+    except (OSError, SyntaxError, ValueError) as exc:
+        raise PermanentJobError(f"selfie cannot be decoded: {exc}") from exc
+
+
+def prepare_face(selfie: npt.NDArray[np.uint8]) -> CartoonFace:
+    """Find the guest's face (the largest) and draw it as a cartoon head.
+
+    Args:
+        selfie: H×W×3 uint8 RGB photo.
+
+    Raises:
+        NoFaceError: no human face in the photo.
+    """
+    face = largest_face(detect_faces(selfie))
+    if face is None:
+        raise NoFaceError("no face found in the selfie")
+    return cartoonize_face(selfie, face, face_size_px())
+
+
+def draw_sheets(
+    face: CartoonFace | None, outfit: Outfit, layout: SheetLayout, poses: tuple[Pose, ...] = POSES
+) -> list[npt.NDArray[np.uint8]]:
+    """Draw the figures of ``poses`` row by row into sheets on pure green.
+
+    Returns:
+        ``layout.sheets`` images, each H×W×3 uint8 RGB of ``layout.sheet_size``.
+    """
+    width, height = layout.sheet_size
+    sheets = []
+    for s in range(layout.sheets):
+        sheet = np.empty((height, width, 3), np.uint8)
+        sheet[:] = CHROMA_GREEN
+        for k in range(layout.per_sheet):
+            index = s * layout.per_sheet + k
+            if index >= len(poses):
+                break
+            figure = draw_figure(face, outfit, poses[index], seed=index)
+            row, col = divmod(k, layout.cols)
+            cell = sheet[row * CELL : (row + 1) * CELL, col * CELL : (col + 1) * CELL]
+            alpha = figure[..., 3:4].astype(np.float32) / 255.0
+            blended = figure[..., :3].astype(np.float32) * alpha + cell.astype(np.float32) * (1.0 - alpha)
+            cell[:] = np.clip(blended + 0.5, 0, 255).astype(np.uint8)
+        sheets.append(sheet)
+    return sheets
+
+
+def render_sheets(
+    selfie: npt.NDArray[np.uint8], outfit: Outfit, layout: str = "3x4"
+) -> list[npt.NDArray[np.uint8]]:
+    """The ``local`` provider: the 12 poses of a pack as green-screen sheets, from the selfie alone.
+
+    Args:
+        selfie: H×W×3 uint8 RGB photo with the guest's face.
+        outfit: the costume.
+        layout: ``3x4`` (3 sheets 1024×1024 px) or ``2x6`` (2 sheets 1536×1024 px).
+
+    Raises:
+        NoFaceError: no face in the selfie.
+    """
+    return draw_sheets(prepare_face(selfie), outfit, sheet_layout(layout))
+
+
+def render_outfit_thumbnail(outfit: Outfit) -> bytes:
+    """The outfit on a faceless mannequin, waving: a 256×256 px RGBA PNG for the kiosk catalog."""
+    figure = draw_figure(None, outfit, POSES[0])
+    small = resize_rgba(figure, (THUMBNAIL_PX, THUMBNAIL_PX))
+    out = io.BytesIO()
+    Image.fromarray(small).save(out, format="PNG", optimize=True)
+    return out.getvalue()

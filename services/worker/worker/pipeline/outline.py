@@ -1,0 +1,80 @@
+"""The white die-cut border of a sticker (spec/002 "Export": ``finish_figure`` adds the white outline).
+
+Like a printed die-cut sticker (and the Telegram sticker packs guests know), the figure sits on a white
+backing that follows its silhouette at a fixed distance: the figure's alpha is grown by ``radius_px``
+with an exact Euclidean distance transform (so the border is anti-aliased and equally thick
+everywhere), small notches are rounded off by a closing, holes are filled, and an optional soft drop
+shadow goes underneath.
+"""
+
+from __future__ import annotations
+
+import cv2
+import numpy as np
+import numpy.typing as npt
+
+__all__ = ["OUTLINE_PX", "SHADOW_PX", "add_die_cut_outline", "outline_margin"]
+
+OUTLINE_PX = 10.0  # at 512 px sticker scale
+SHADOW_PX = 6.0  # blur radius of the drop shadow
+_SHADOW_OFFSET = (0.0, 3.0)
+_SHADOW_OPACITY = 0.28
+
+
+def outline_margin(radius_px: float = OUTLINE_PX, shadow: bool = True) -> int:
+    """Pixels the outline (and shadow) add on each side of the figure."""
+    return int(np.ceil(radius_px + (2 * SHADOW_PX + abs(_SHADOW_OFFSET[1]) if shadow else 1)))
+
+
+def _fill_holes(mask: npt.NDArray[np.uint8]) -> npt.NDArray[np.uint8]:
+    contours, _ = cv2.findContours(mask, cv2.RETR_EXTERNAL, cv2.CHAIN_APPROX_NONE)
+    filled = np.zeros_like(mask)
+    cv2.drawContours(filled, contours, -1, 255, -1)
+    return filled
+
+
+def add_die_cut_outline(
+    rgba: npt.NDArray[np.uint8], *, radius_px: float = OUTLINE_PX, shadow: bool = True
+) -> npt.NDArray[np.uint8]:
+    """Put a figure on a white die-cut backing.
+
+    Args:
+        rgba: h×w×4 uint8 RGBA figure on transparency.
+        radius_px: border width (px) around the figure; 8–12 px suits a 512 px sticker.
+        shadow: add a soft grey drop shadow below the backing.
+
+    Returns:
+        (h + 2m)×(w + 2m)×4 uint8 RGBA with m = :func:`outline_margin`; straight alpha.
+    """
+    margin = outline_margin(radius_px, shadow)
+    padded = cv2.copyMakeBorder(rgba, margin, margin, margin, margin, cv2.BORDER_CONSTANT, value=(0, 0, 0, 0))
+    alpha = padded[..., 3].astype(np.float32) / 255.0
+    solid = (alpha >= 0.5).astype(np.uint8) * 255
+    closing = max(3, int(radius_px * 0.8) | 1)
+    kernel = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (closing, closing))
+    solid = _fill_holes(np.asarray(cv2.morphologyEx(solid, cv2.MORPH_CLOSE, kernel), np.uint8))
+    distance = cv2.distanceTransform(255 - solid, cv2.DIST_L2, cv2.DIST_MASK_PRECISE)
+    backing = np.clip(radius_px + 0.5 - distance, 0.0, 1.0)
+    backing = np.maximum(backing, alpha)
+
+    out_rgb = np.empty((*backing.shape, 3), np.float32)
+    out_alpha = backing.copy()
+    out_rgb[:] = 255.0
+    if shadow:
+        shift = np.array([[1, 0, _SHADOW_OFFSET[0]], [0, 1, _SHADOW_OFFSET[1]]], np.float32)
+        moved = cv2.warpAffine(backing, shift, (backing.shape[1], backing.shape[0]))
+        soft = np.asarray(cv2.GaussianBlur(moved, (0, 0), SHADOW_PX / 2), np.float32) * _SHADOW_OPACITY
+        # white backing over the dark shadow
+        out_alpha = backing + soft * (1.0 - backing)
+        safe = np.where(out_alpha > 0, out_alpha, 1.0)
+        out_rgb = (255.0 * backing / safe)[..., None] * np.ones(3, np.float32)
+    figure_rgb = padded[..., :3].astype(np.float32)
+    a = alpha[..., None]
+    composite_alpha = a + out_alpha[..., None] * (1.0 - a)
+    safe = np.where(composite_alpha > 0, composite_alpha, 1.0)
+    rgb = (figure_rgb * a + out_rgb * out_alpha[..., None] * (1.0 - a)) / safe
+    result = np.empty(padded.shape, np.uint8)
+    result[..., :3] = np.clip(rgb + 0.5, 0, 255).astype(np.uint8)
+    result[..., 3] = np.clip(composite_alpha[..., 0] * 255.0 + 0.5, 0, 255).astype(np.uint8)
+    result[result[..., 3] == 0, :3] = 0
+    return result

@@ -1,0 +1,170 @@
+"""A sticker pack from sheets: cut → outline → export, shared by every provider.
+
+The ``local`` provider feeds :func:`render_pack`; AI providers hand their green-screen sheets to
+:func:`stickers_from_sheets` (or :func:`cut_sheets` first, when they want to regenerate single figures
+before finishing), so all sheets go through the same keying, cutting, outline and export code.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+from shared.errors import ErrorClass, RetryableJobError
+from shared.outfits import Outfit
+from worker.pipeline.cut import SheetCut, cut_sheet
+from worker.pipeline.export import STICKER_SIDE_PX, export_sticker
+from worker.pipeline.local_render import decode_rgb, draw_sheets, prepare_face, sheet_layout
+from worker.pipeline.outline import OUTLINE_PX, add_die_cut_outline, outline_margin
+from worker.pipeline.poses import POSES
+from worker.pipeline.resample import resize_rgba
+
+__all__ = [
+    "PACK_SIZE",
+    "Pack",
+    "Sticker",
+    "cut_sheets",
+    "finish_figure",
+    "render_pack",
+    "stickers_from_cuts",
+    "stickers_from_sheets",
+]
+
+PACK_SIZE = 12  # stickers per pack (DESIGN.md §1)
+
+
+@dataclass(frozen=True, slots=True)
+class Sticker:
+    """One finished sticker: PNG bytes (see :mod:`worker.pipeline.export`), its emoji and size in px."""
+
+    png: bytes
+    emoji: str
+    width: int
+    height: int
+
+
+@dataclass(frozen=True, slots=True)
+class Pack:
+    """The 12 stickers of a job and the seconds spent per stage
+    (``face``, ``render_sheets``, ``cut``, ``outline``, ``export``)."""
+
+    stickers: list[Sticker]
+    timings: dict[str, float] = field(default_factory=dict)
+
+
+class _Stopwatch:
+    def __init__(self, timings: dict[str, float] | None) -> None:
+        self.timings = timings if timings is not None else {}
+        self.started = time.perf_counter()
+
+    def lap(self, stage: str) -> None:
+        now = time.perf_counter()
+        self.timings[stage] = self.timings.get(stage, 0.0) + (now - self.started)
+        self.started = now
+
+
+def cut_sheets(sheets: Sequence[npt.NDArray[np.uint8]], figures_per_sheet: int) -> list[SheetCut]:
+    """Key and cut every sheet (H×W×3 uint8 RGB on green); see :func:`worker.pipeline.cut.cut_sheet`."""
+    return [cut_sheet(sheet, figures_per_sheet) for sheet in sheets]
+
+
+def finish_figure(rgba: npt.NDArray[np.uint8], *, radius_px: float = OUTLINE_PX) -> npt.NDArray[np.uint8]:
+    """Scale a cut figure so that, with its white outline and shadow, its longer side is 512 px, and
+    add the outline. Returns h×w×4 uint8 RGBA with max(h, w) ≈ 512."""
+    margin = outline_margin(radius_px)
+    inner = STICKER_SIDE_PX - 2 * margin
+    height, width = rgba.shape[:2]
+    scale = inner / max(height, width)
+    size = (max(1, round(width * scale)), max(1, round(height * scale)))
+    return add_die_cut_outline(resize_rgba(rgba, size), radius_px=radius_px)
+
+
+def stickers_from_cuts(
+    cuts: Sequence[SheetCut], emojis: Sequence[str], *, timings: dict[str, float] | None = None
+) -> list[Sticker]:
+    """Outline and export the figures of valid sheet cuts, in sheet and cell order.
+
+    Raises:
+        RetryableJobError: (class ``invalid``) a sheet misses figures, or the figure count does not
+            match ``emojis``.
+    """
+    for number, cut in enumerate(cuts):
+        if not cut.valid:
+            raise RetryableJobError(
+                f"sheet {number} is not valid: {cut.describe()}", error_class=ErrorClass.INVALID
+            )
+    figures = [figure for cut in cuts for figure in cut.figures]
+    if len(figures) != len(emojis):
+        raise RetryableJobError(
+            f"{len(figures)} figures for {len(emojis)} emojis", error_class=ErrorClass.INVALID
+        )
+    watch = _Stopwatch(timings)
+    finished = [finish_figure(figure.rgba) for figure in figures]
+    watch.lap("outline")
+    stickers = []
+    for rgba, emoji in zip(finished, emojis, strict=True):
+        png = export_sticker(rgba)
+        height, width = rgba.shape[:2]
+        scale = STICKER_SIDE_PX / max(height, width)
+        size = (
+            (STICKER_SIDE_PX, round(height * scale))
+            if width >= height
+            else (round(width * scale), STICKER_SIDE_PX)
+        )
+        stickers.append(Sticker(png=png, emoji=emoji, width=size[0], height=size[1]))
+    watch.lap("export")
+    return stickers
+
+
+def stickers_from_sheets(
+    sheets: Sequence[npt.NDArray[np.uint8]],
+    figures_per_sheet: int,
+    emojis: Sequence[str],
+    *,
+    timings: dict[str, float] | None = None,
+) -> list[Sticker]:
+    """Cut, outline and export green-screen sheets (any provider's).
+
+    Args:
+        sheets: H×W×3 uint8 RGB sheets on a green backdrop.
+        figures_per_sheet: 4 (layout ``3x4``) or 6 (layout ``2x6``).
+        emojis: one emoji per figure, in sheet order then row-major cell order.
+        timings: if given, seconds are added under ``cut``, ``outline`` and ``export``.
+
+    Raises:
+        RetryableJobError: (class ``invalid``) a sheet without its full grid of figures.
+    """
+    watch = _Stopwatch(timings)
+    cuts = cut_sheets(sheets, figures_per_sheet)
+    watch.lap("cut")
+    return stickers_from_cuts(cuts, emojis, timings=watch.timings)
+
+
+def render_pack(selfie_jpeg: bytes, outfit: Outfit, *, layout: str = "3x4") -> Pack:
+    """The whole offline pipeline: selfie → 12 stickers with the ``local`` provider.
+
+    Args:
+        selfie_jpeg: the normalised selfie (JPEG from ingest; any Pillow-readable image works).
+        outfit: the costume.
+        layout: ``3x4`` or ``2x6`` (``SHEET_LAYOUT``).
+
+    Raises:
+        NoFaceError: no face in the selfie (permanent).
+        PermanentJobError: the selfie cannot be decoded.
+        RetryableJobError: the sheets could not be cut into 12 figures (class ``invalid``).
+    """
+    timings: dict[str, float] = {}
+    watch = _Stopwatch(timings)
+    grid = sheet_layout(layout)
+    selfie = decode_rgb(selfie_jpeg)
+    face = prepare_face(selfie)
+    watch.lap("face")
+    poses = POSES[:PACK_SIZE]
+    sheets = draw_sheets(face, outfit, grid, poses)
+    watch.lap("render_sheets")
+    stickers = stickers_from_sheets(sheets, grid.per_sheet, [pose.emoji for pose in poses], timings=timings)
+    return Pack(stickers=stickers, timings=timings)
