@@ -124,12 +124,16 @@ async def test_upload_before_telegram_or_outfit_is_refused(client: httpx.AsyncCl
 
 
 def _png_header_claiming(width: int, height: int) -> bytes:
+    """A tiny, well-formed PNG whose header claims ``width`` × ``height`` px (a decompression bomb's shape)."""
     import struct
     import zlib
 
+    def chunk(kind: bytes, body: bytes) -> bytes:
+        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
+
     ihdr = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
-    chunk = b"IHDR" + ihdr
-    return b"\x89PNG\r\n\x1a\n" + struct.pack(">I", len(ihdr)) + chunk + struct.pack(">I", zlib.crc32(chunk))
+    idat = zlib.compress(b"\x00" * 1024)
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", idat) + chunk(b"IEND", b"")
 
 
 @pytest.mark.parametrize(
@@ -179,7 +183,9 @@ async def test_exif_rotated_photos_are_stored_upright(client: httpx.AsyncClient,
 
     stored = np.asarray(Image.open(io.BytesIO(selfie.data)).convert("RGB"), dtype=np.float32)
     original = Image.open(PHOTOS / "exif-orient-6-face.jpg")
-    upright = np.asarray(ImageOps.exif_transpose(original).convert("RGB").resize(stored.shape[1::-1]), np.float32)
+    upright = np.asarray(
+        ImageOps.exif_transpose(original).convert("RGB").resize(stored.shape[1::-1]), np.float32
+    )
     raw = np.asarray(original.convert("RGB").resize(stored.shape[1::-1]), np.float32)
     assert np.abs(stored - upright).mean() < np.abs(stored - raw).mean() / 2  # EXIF orientation 6 applied
 
