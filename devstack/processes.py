@@ -135,7 +135,11 @@ class Stack:
         admin = int(c.admin_user_ids.split(",")[0])
         httpx.post(
             f"{self.sim_url}/sim/users/{admin}/messages",
-            json={"chat_id": c.leads_chat_id, "chat_title": "Sticker Booth leads", "text": "Lead cards go here"},
+            json={
+                "chat_id": c.leads_chat_id,
+                "chat_title": "Sticker Booth leads",
+                "text": "Lead cards go here",
+            },
             timeout=10,
         ).raise_for_status()
 

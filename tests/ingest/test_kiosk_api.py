@@ -124,7 +124,7 @@ async def test_upload_before_telegram_or_outfit_is_refused(client: httpx.AsyncCl
 
 
 def _png_header_claiming(width: int, height: int) -> bytes:
-    """A tiny, well-formed PNG whose header claims ``width`` × ``height`` px (a decompression bomb's shape)."""
+    """A tiny, well-formed PNG whose header claims ``width`` × ``height`` px (shaped like a bomb)."""
     import struct
     import zlib
 
