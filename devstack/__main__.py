@@ -15,7 +15,7 @@ import sys
 import time
 from pathlib import Path
 
-from devstack.infra import ensure_infra, recreate_database, with_redis_db
+from devstack.infra import ensure_infra, port_or_free, recreate_database, with_redis_db
 from devstack.journey import JourneyError, download_set, play
 from devstack.processes import REPO, Stack, StackConfig
 
@@ -34,7 +34,7 @@ def default_photo() -> tuple[bytes, str]:
     return buffer.getvalue(), "astronaut.png"
 
 
-def build_stack(database: str, redis_db: int) -> tuple[Stack, object]:
+def build_stack(database: str, redis_db: int, *, fixed_ports: bool = False) -> tuple[Stack, object]:
     infra = ensure_infra(
         postgres_url=os.environ.get("DATABASE_URL", DEFAULT_DB),
         redis_url=os.environ.get("REDIS_URL", DEFAULT_REDIS),
@@ -47,7 +47,11 @@ def build_stack(database: str, redis_db: int) -> tuple[Stack, object]:
     import redis as redis_lib
 
     redis_lib.Redis.from_url(redis_url).flushdb()
-    stack = Stack(StackConfig(database_url=db_url, redis_url=redis_url, log_dir=STATE / "logs" / database))
+    config = StackConfig(database_url=db_url, redis_url=redis_url, log_dir=STATE / "logs" / database)
+    if fixed_ports:  # `make up`: the usual ports when they are free, so bookmarks keep working
+        config.ingest_port = port_or_free(8000)
+        config.sim_port = port_or_free(8081)
+    stack = Stack(config)
     stack.migrate()
     return stack, infra
 
@@ -92,7 +96,7 @@ def demo(photo_path: str | None) -> int:
 
 
 def up() -> int:
-    stack, infra = build_stack("stickerbooth_dev", 1)
+    stack, infra = build_stack("stickerbooth_dev", 1, fixed_ports=True)
     try:
         stack.start_all()
         print(f"kiosk API:           {stack.ingest_url}  (docs: {stack.ingest_url}/docs)")

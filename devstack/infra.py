@@ -26,6 +26,16 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def port_or_free(preferred: int) -> int:
+    """``preferred`` when nothing listens on it, else any free port."""
+    with socket.socket() as sock:
+        try:
+            sock.bind(("127.0.0.1", preferred))
+        except OSError:
+            return free_port()
+    return preferred
+
+
 def postgres_answers(url: str, timeout_s: float = 3.0) -> bool:
     async def probe() -> None:
         conn = await asyncpg.connect(plain_url(url), timeout=timeout_s)
