@@ -15,7 +15,9 @@ import sys
 import time
 from pathlib import Path
 
-from devstack.infra import ensure_infra, port_or_free, recreate_database, with_redis_db
+import redis as redis_lib
+
+from devstack.infra import ensure_database, ensure_infra, port_or_free, recreate_database, with_redis_db
 from devstack.journey import JourneyError, download_set, play
 from devstack.processes import REPO, Stack, StackConfig
 
@@ -34,7 +36,12 @@ def default_photo() -> tuple[bytes, str]:
     return buffer.getvalue(), "astronaut.png"
 
 
-def build_stack(database: str, redis_db: int, *, fixed_ports: bool = False) -> tuple[Stack, object]:
+def build_stack(database: str, redis_db: int, *, keep_state: bool = False) -> tuple[Stack, object]:
+    """Stores (reached or embedded), a migrated database and the stack's config.
+
+    ``keep_state`` (``make up``): reuse the database and Redis data and take the usual ports when free;
+    otherwise (``make demo``) start from an empty database and Redis.
+    """
     infra = ensure_infra(
         postgres_url=os.environ.get("DATABASE_URL", DEFAULT_DB),
         redis_url=os.environ.get("REDIS_URL", DEFAULT_REDIS),
@@ -42,13 +49,14 @@ def build_stack(database: str, redis_db: int, *, fixed_ports: bool = False) -> t
     )
     if infra.embedded:
         print(f"embedded servers started: {', '.join(infra.embedded)}")
-    db_url = recreate_database(infra.postgres_url, database)
     redis_url = with_redis_db(infra.redis_url, redis_db)
-    import redis as redis_lib
-
-    redis_lib.Redis.from_url(redis_url).flushdb()
+    if keep_state:
+        db_url = ensure_database(infra.postgres_url, database)
+    else:
+        db_url = recreate_database(infra.postgres_url, database)
+        redis_lib.Redis.from_url(redis_url).flushdb()
     config = StackConfig(database_url=db_url, redis_url=redis_url, log_dir=STATE / "logs" / database)
-    if fixed_ports:  # `make up`: the usual ports when they are free, so bookmarks keep working
+    if keep_state:
         config.ingest_port = port_or_free(8000)
         config.sim_port = port_or_free(8081)
     stack = Stack(config)
@@ -96,7 +104,7 @@ def demo(photo_path: str | None) -> int:
 
 
 def up() -> int:
-    stack, infra = build_stack("stickerbooth_dev", 1, fixed_ports=True)
+    stack, infra = build_stack("stickerbooth_dev", 2, keep_state=True)
     try:
         stack.start_all()
         print(f"kiosk API:           {stack.ingest_url}  (docs: {stack.ingest_url}/docs)")

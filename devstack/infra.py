@@ -84,6 +84,21 @@ def recreate_database(server_url: str, database: str) -> str:
     return with_database(server_url, database)
 
 
+def ensure_database(server_url: str, database: str) -> str:
+    """Create ``database`` unless it exists (state survives restarts); returns its URL."""
+
+    async def run() -> None:
+        conn = await asyncpg.connect(plain_url(server_url), timeout=10)
+        try:
+            if not await conn.fetchval("SELECT 1 FROM pg_database WHERE datname = $1", database):
+                await conn.execute(f'CREATE DATABASE "{database}"')
+        finally:
+            await conn.close()
+
+    asyncio.run(run())
+    return with_database(server_url, database)
+
+
 def drop_database(server_url: str, database: str) -> None:
     async def run() -> None:
         conn = await asyncpg.connect(plain_url(server_url), timeout=10)
