@@ -58,7 +58,9 @@ def png_claiming(width: int, height: int) -> bytes:
     """A tiny PNG whose header claims ``width``×``height`` px (one compressed row of data)."""
     header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
     idat = zlib.compress(b"\x00" * 64)
-    return b"\x89PNG\r\n\x1a\n" + png_chunk(b"IHDR", header) + png_chunk(b"IDAT", idat) + png_chunk(b"IEND", b"")
+    return (
+        b"\x89PNG\r\n\x1a\n" + png_chunk(b"IHDR", header) + png_chunk(b"IDAT", idat) + png_chunk(b"IEND", b"")
+    )
 
 
 @pytest.mark.parametrize(
@@ -150,7 +152,9 @@ def test_transparency_is_composited_on_white(mode: str, fmt: str) -> None:
         converted.info["transparency"] = converted.getpixel((0, 0))
     else:
         converted = image.convert(mode)
-    pixels = decoded(normalize(encode(converted, fmt, lossless=True) if fmt == "WEBP" else encode(converted, fmt)).jpeg)
+    pixels = decoded(
+        normalize(encode(converted, fmt, lossless=True) if fmt == "WEBP" else encode(converted, fmt)).jpeg
+    )
     assert pixels[2, 2].min() > 245  # transparent corner → white, not black
     assert pixels[16, 16].max() < 215  # the opaque square keeps its colour
 

@@ -33,8 +33,7 @@ class Mask:
         self.data = np.zeros(canvas.shape, np.uint8)
 
     def _p(self, point: Point) -> tuple[int, int]:
-        s = self.canvas.ss
-        return (round(point[0] * s), round(point[1] * s))
+        return self.canvas.to_px(point)
 
     def _v(self, value: float) -> int:
         return max(1, round(value * self.canvas.ss))
@@ -167,10 +166,19 @@ class Mask:
 class Canvas:
     """Supersampled RGBA canvas (H×W×4 uint8 at ``supersample`` × the design size)."""
 
-    def __init__(self, width: int, height: int, *, supersample: int = 2, outline: float = 4.5) -> None:
+    def __init__(
+        self,
+        width: int,
+        height: int,
+        *,
+        supersample: int = 2,
+        outline: float = 4.5,
+        shift: Point = (0.0, 0.0),
+    ) -> None:
         self.width = width
         self.height = height
         self.ss = supersample
+        self.shift = shift
         self.outline = outline
         self.shape = (height * supersample, width * supersample)
         self.rgba = np.zeros((*self.shape, 4), np.uint8)
@@ -179,6 +187,10 @@ class Canvas:
     def mask(self) -> Mask:
         """A new empty shape on this canvas."""
         return Mask(self)
+
+    def to_px(self, point: Point) -> tuple[int, int]:
+        """Design px (moved by ``shift``) → canvas px."""
+        return (round((point[0] + self.shift[0]) * self.ss), round((point[1] + self.shift[1]) * self.ss))
 
     def _kernel(self, radius: int) -> npt.NDArray[np.uint8]:
         if radius not in self._kernels:
@@ -247,7 +259,7 @@ class Canvas:
     def paint_image(self, mask: Mask, image: npt.NDArray[np.uint8], origin: Point) -> None:
         """Copy ``image`` (h×w×3 uint8, already at canvas resolution) with its top-left at ``origin``
         (design px), only where ``mask`` is set; adds no outline (paint one underneath first)."""
-        ox, oy = round(origin[0] * self.ss), round(origin[1] * self.ss)
+        ox, oy = self.to_px(origin)
         h, w = image.shape[:2]
         x0, y0 = max(0, ox), max(0, oy)
         x1, y1 = min(self.shape[1], ox + w), min(self.shape[0], oy + h)
@@ -264,7 +276,8 @@ class Canvas:
         (counter-clockwise) around ``pivot`` (design px)."""
         src = layer.rgba
         if rotate:
-            matrix = cv2.getRotationMatrix2D((pivot[0] * self.ss, pivot[1] * self.ss), rotate, 1.0)
+            px, py = self.to_px(pivot)
+            matrix = cv2.getRotationMatrix2D((float(px), float(py)), rotate, 1.0)
             src = np.asarray(
                 cv2.warpAffine(src, matrix, (self.shape[1], self.shape[0]), flags=cv2.INTER_LINEAR), np.uint8
             )

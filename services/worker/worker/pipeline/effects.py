@@ -56,15 +56,31 @@ def draw_sparkles(canvas: Canvas, sparkles: list[tuple[float, float, float]], co
         canvas.paint(canvas.mask().star((x, y), r, r * 0.32, points=4), colour, outline=3.0, shade=0)
 
 
-def draw_confetti(canvas: Canvas, box: tuple[float, float, float, float], count: int, seed: int) -> None:
-    """``count`` confetti pieces scattered in ``box`` (x0, y0, x1, y1), reproducible by ``seed``."""
+def draw_confetti(
+    canvas: Canvas,
+    box: tuple[float, float, float, float],
+    count: int,
+    seed: int,
+    *,
+    avoid: tuple[Point, tuple[float, float]] | None = None,
+) -> None:
+    """``count`` confetti pieces scattered in ``box`` (x0, y0, x1, y1), none inside the ellipse
+    ``avoid`` = (centre, half-axes) (the face), reproducible by ``seed``."""
     rng = np.random.default_rng(seed)
     x0, y0, x1, y1 = box
-    for i in range(count):
+    placed = 0
+    for _ in range(count * 20):
+        if placed == count:
+            break
         x, y = float(rng.uniform(x0, x1)), float(rng.uniform(y0, y1))
-        colour = CONFETTI[i % len(CONFETTI)]
+        if avoid is not None:
+            (cx, cy), (rx, ry) = avoid
+            if ((x - cx) / rx) ** 2 + ((y - cy) / ry) ** 2 < 1.0:
+                continue
+        placed += 1
+        colour = CONFETTI[placed % len(CONFETTI)]
         angle = float(rng.uniform(0, 180))
-        if i % 3 == 0:
+        if placed % 3 == 0:
             piece = canvas.mask().circle((x, y), 6)
         else:
             dx, dy = 10 * math.cos(math.radians(angle)), 10 * math.sin(math.radians(angle))

@@ -35,6 +35,7 @@ __all__ = ["FACELESS_SKIN", "draw_figure", "face_size_px"]
 FACELESS_SKIN: RGB = (236, 214, 196)
 HELMET_INSIDE: RGB = (58, 66, 92)
 SUPERSAMPLE = 2
+FIGURE_SHIFT = (0.0, 12.0)  # design px: tall hats need the room above more than the feet below
 Point = tuple[float, float]
 
 
@@ -112,7 +113,8 @@ def _draw_extras(canvas: Canvas, pose: Pose, colours: Colours, seed: int) -> Non
     if "sparkles" in extras:
         draw_sparkles(canvas, [(410, 128, 16), (104, 150, 12), (428, 330, 10)])
     if "confetti" in extras:
-        draw_confetti(canvas, (70, 40, 450, 150), 12, seed)
+        avoid = (HEAD_CENTRE, (HEAD_RADII[0] + 40, HEAD_RADII[1] + 60))
+        draw_confetti(canvas, (60, 30, 452, 200), 12, seed, avoid=avoid)
     if "wave_lines" in extras:
         draw_motion_lines(canvas, pose.right.hand, 40, -60, 20)
     if "haha" in extras:
@@ -144,11 +146,11 @@ def draw_figure(
         512×512×4 uint8 RGBA, transparent around the figure, anti-aliased.
     """
     colours = colours_for(outfit, face.skin if face else FACELESS_SKIN)
-    canvas = Canvas(CELL, CELL, supersample=SUPERSAMPLE)
+    canvas = Canvas(CELL, CELL, supersample=SUPERSAMPLE, shift=FIGURE_SHIFT)
     draw_cape(canvas, colours)
     draw_legs(canvas, colours, stance=pose.stance)
     draw_torso(canvas, outfit, colours)
-    head = Canvas(CELL, CELL, supersample=SUPERSAMPLE)
+    head = Canvas(CELL, CELL, supersample=SUPERSAMPLE, shift=FIGURE_SHIFT)
     _draw_head(head, face, outfit, colours, pose)
     canvas.overlay(head, rotate=-pose.tilt, pivot=NECK)
     _draw_arms(canvas, outfit, colours, pose)

@@ -77,17 +77,17 @@ def draw_headwear_front(canvas: Canvas, kind: str, colours: Colours) -> None:
     elif kind == "chef_toque":
         puff = canvas.mask()
         for x, y, r in (
-            (CX - 48, TOP - 18, 38),
-            (CX, TOP - 40, 46),
-            (CX + 48, TOP - 18, 38),
-            (CX - 22, TOP - 10, 40),
-            (CX + 22, TOP - 10, 40),
+            (CX - 46, TOP - 10, 34),
+            (CX, TOP - 26, 42),
+            (CX + 46, TOP - 10, 34),
+            (CX - 22, TOP - 4, 36),
+            (CX + 22, TOP - 4, 36),
         ):
             puff.circle((x, y), r)
         puff.rounded_rect((CX - RX + 10, TOP - 30, CX + RX - 10, TOP + 30), 8)
         canvas.paint(puff, colours.headwear, shade=0.1)
         for x in (CX - 30, CX, CX + 30):
-            pleat = canvas.mask().capsule((x, TOP - 34), (x, TOP + 4), 1.2)
+            pleat = canvas.mask().capsule((x, TOP - 24), (x, TOP + 4), 1.2)
             canvas.paint(pleat, darken(colours.headwear_trim, 0.1), outline=0, shade=0)
         band = canvas.mask().rounded_rect((CX - RX + 4, TOP + 6, CX + RX - 4, TOP + 42), 12)
         canvas.paint(band, colours.headwear, shade=0.08, outline=4)
@@ -95,9 +95,9 @@ def draw_headwear_front(canvas: Canvas, kind: str, colours: Colours) -> None:
         cone = canvas.mask().polygon(
             [
                 (CX - 66, TOP + 30),
-                (CX - 20, TOP - 60),
-                (CX + 40, TOP - 92),
-                (CX + 14, TOP - 48),
+                (CX - 16, TOP - 40),
+                (CX + 42, TOP - 62),
+                (CX + 18, TOP - 30),
                 (CX + 70, TOP + 30),
             ]
         )
@@ -109,7 +109,7 @@ def draw_headwear_front(canvas: Canvas, kind: str, colours: Colours) -> None:
         brim = canvas.mask().ellipse((CX, TOP + 36), (RX + 40, 18))
         brim.cut(canvas.mask().ellipse((CX, TOP + 62), (RX - 4, 24)))
         canvas.paint(brim, darken(colours.headwear, 0.1), shade=0)
-        for x, y, r in ((CX - 14, TOP - 22, 10), (CX + 20, TOP - 52, 7), (CX + 30, TOP - 6, 6)):
+        for x, y, r in ((CX - 14, TOP - 14, 10), (CX + 24, TOP - 40, 7), (CX + 32, TOP - 2, 6)):
             canvas.paint(canvas.mask().star((x, y), r, r * 0.45), colours.headwear_trim, outline=2, shade=0)
     elif kind == "cowboy_hat":
         crown = canvas.mask().polygon(
