@@ -132,3 +132,12 @@ leads = sa.Table(
     sa.Column("dispatched_at", TZ),
     sa.Column("created_at", TZ, nullable=False, server_default=sa.func.now()),
 )
+
+alerts = sa.Table(
+    "alerts",
+    metadata,
+    sa.Column("key", sa.Text, primary_key=True),
+    sa.Column("last_sent_at", TZ, nullable=False),
+    sa.Column("suppressed", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("sent_count", sa.Integer, nullable=False, server_default="1"),
+)

@@ -17,6 +17,7 @@ from contextlib import asynccontextmanager
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from shared.db import transaction
+from shared.repositories.alerts import AlertRepository
 from shared.repositories.blobs import BlobRepository
 from shared.repositories.jobs import JobRepository
 from shared.repositories.leads import LeadRepository
@@ -38,6 +39,7 @@ class Repositories:
         self.settings = SettingsRepository(conn)
         self.tg_commands = TelegramCommandRepository(conn)
         self.leads = LeadRepository(conn)
+        self.alerts = AlertRepository(conn)
 
 
 class Database:
