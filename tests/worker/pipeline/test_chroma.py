@@ -124,3 +124,18 @@ def test_a_sheet_without_a_green_border_is_not_keyed(sheet_factory: Callable[...
     backdrop = estimate_backdrop(grey)
     assert not backdrop.is_green
     assert (key_green(grey)[..., 3] == 0).all()
+
+
+def test_a_shadow_cast_on_the_backdrop_is_removed(sheet_factory: Callable[..., Sheet]) -> None:
+    sheet = sheet_factory(1, 1, {0: [person(RED)]})
+    height, width = sheet.rgb.shape[:2]
+    ys, xs = np.mgrid[0:height, 0:width].astype(np.float32)
+    # a soft ground shadow under the feet, down to 45 % of the backdrop's brightness
+    blob = np.exp(-(((xs - 128) / 70) ** 2 + ((ys - 226) / 14) ** 2))
+    shade = 1.0 - 0.55 * blob * (1.0 - sheet.coverage)
+    shaded = np.clip(sheet.rgb.astype(np.float32) * shade[..., None], 0, 255).astype(np.uint8)
+    keyed = key_green(shaded)
+    in_shadow = (blob > 0.2) & (sheet.coverage == 0)
+    assert in_shadow.sum() > 500
+    assert (keyed[..., 3][in_shadow] == 0).mean() > 0.99
+    assert (keyed[..., 3][sheet.coverage >= 1] == 255).mean() > 0.99

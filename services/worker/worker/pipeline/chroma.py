@@ -7,7 +7,8 @@ exactly ``#00FF00``: the green is off by a few levels, shaded, sometimes a gradi
 1. The sheet border (figures are asked to stay clear of it) gives a first backdrop colour: the median of
    its greenish pixels.
 2. Pixels that are "backdrop-like" and connected to the border are the backdrop; on them a smooth
-   quadratic colour model ``B(x, y)`` is fitted, so shading and gradients are followed.
+   quadratic colour model ``B(x, y)`` is fitted, so shading and gradients are followed. Soft shadows
+   that figures cast on the backdrop keep its chromaticity ``rgb / (r + g + b)`` and count as backdrop.
 3. With that model each pixel gets a distance to the local backdrop and a green-excess ratio
    ``(G − max(R, B)) / (G_B − max(R_B, B_B))``. Backdrop-like regions enclosed by a figure are removed
    only when they really are backdrop (the gap between an arm and the body); green clothing enclosed
@@ -32,6 +33,8 @@ __all__ = ["Backdrop", "estimate_backdrop", "key_green"]
 _MIN_GREEN_EXCESS = 40.0  # a border pixel must be at least this much greener than red/blue (0..255)
 _LOOSE_RATIO = 0.75
 _SOFT_LO, _SOFT_HI = 0.06, 0.94
+_SHADOW_CHROMA = 0.05  # max distance of r,g,b / (r+g+b) from the backdrop's for a cast shadow
+_SHADOW_MIN_LEVEL = 0.25  # a shadow keeps at least this fraction of the backdrop's green
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,15 +146,27 @@ def estimate_backdrop(rgb: npt.NDArray[np.uint8]) -> Backdrop:
     )
 
 
+def _same_chromaticity(
+    data: npt.NDArray[np.float32], model: npt.NDArray[np.float32]
+) -> npt.NDArray[np.bool_]:
+    """Pixels with the backdrop's chromaticity ``rgb / (r + g + b)``: the backdrop in a cast shadow
+    or a highlight, whatever its brightness."""
+    total = np.maximum(data.sum(axis=2, keepdims=True), 1.0)
+    model_total = np.maximum(model.sum(axis=2, keepdims=True), 1.0)
+    delta = data / total - model / model_total
+    return np.einsum("ijk,ijk->ij", delta, delta) <= _SHADOW_CHROMA**2
+
+
 def key_green(
-    rgb: npt.NDArray[np.uint8], *, backdrop: Backdrop | None = None, edge_band_px: int = 3
+    rgb: npt.NDArray[np.uint8], *, backdrop: Backdrop | None = None, edge_band_px: int | None = None
 ) -> npt.NDArray[np.uint8]:
     """Remove the green backdrop of a sheet.
 
     Args:
         rgb: H×W×3 uint8 RGB sheet.
         backdrop: a measured backdrop (default: :func:`estimate_backdrop` of ``rgb``).
-        edge_band_px: width (px) of the soft-alpha band on each side of a figure's edge.
+        edge_band_px: width (px) of the soft-alpha band on each side of a figure's edge; default
+            scales with the sheet (3 px at 1024 px, 6 px at 2048 px).
 
     Returns:
         H×W×4 uint8 RGBA: backdrop transparent (RGB 0), figures opaque, anti-aliased and despilled
@@ -160,6 +175,8 @@ def key_green(
     """
     height, width = rgb.shape[:2]
     backdrop = backdrop or estimate_backdrop(rgb)
+    if edge_band_px is None:
+        edge_band_px = max(2, round(min(height, width) / 340))
     out = np.zeros((height, width, 4), np.uint8)
     if not backdrop.is_green:
         return out
@@ -172,7 +189,8 @@ def key_green(
     tolerance = max(24.0, 3.0 * backdrop.noise)
 
     strict = distance <= tolerance
-    like = strict | ((ratio >= _LOOSE_RATIO) & (distance <= 3.0 * tolerance))
+    shadow = _same_chromaticity(data, model) & (data[..., 1] >= _SHADOW_MIN_LEVEL * model[..., 1])
+    like = strict | shadow | ((ratio >= _LOOSE_RATIO) & (distance <= 3.0 * tolerance))
     outer = _border_connected(like)
     enclosed = like & ~outer
     background = outer.copy()
@@ -192,6 +210,7 @@ def key_green(
     alpha = np.where(background, 0.0, 1.0).astype(np.float32)
     soft = np.clip((1.0 - ratio - _SOFT_LO) / (_SOFT_HI - _SOFT_LO), 0.0, 1.0)
     alpha[band] = soft[band]
+    alpha[band & shadow] = 0.0
 
     colour = data
     edge = band & (alpha > 0)
