@@ -39,6 +39,7 @@ class ErrorClass(StrEnum):
     INTERNAL = "internal"
     PERMANENT = "permanent"
     CRASHED = "crashed"
+    DEADLINE = "deadline"  # the guest's 15-minute deadline passed (DESIGN.md §6); retryable by an admin
 
 
 class StickerBoothError(Exception):

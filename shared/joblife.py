@@ -5,22 +5,29 @@ from __future__ import annotations
 from collections.abc import Iterable
 from uuid import UUID
 
+import sqlalchemy as sa
 import structlog
 
-from shared import metrics
+from shared import metrics, streams
 from shared.domain import Job
 from shared.errors import ErrorClass
 from shared.logging import redact
+from shared.messages import JobQueued
 from shared.outbox import add_command
-from shared.repositories import Repositories
+from shared.repositories import Database, Repositories
+from shared.streams import Publisher
 from shared.texts import text
 
 log = structlog.get_logger(__name__)
 
 
-def failure_command_id(job_id: UUID) -> str:
-    """The one failure-text command of a job: whatever fails it, the guest gets one failure message."""
-    return f"job:{job_id}:failure_text"
+def failure_command_id(job: Job) -> str:
+    """The one failure-text command of a job run: whatever fails it, the guest gets one failure message.
+
+    A run is identified by ``created_at``, which an admin retry resets, so a retried job that fails again
+    tells the guest again.
+    """
+    return f"job:{job.id}:failure_text:{int(job.created_at.timestamp())}"
 
 
 async def fail_job(
@@ -32,7 +39,7 @@ async def fail_job(
     owner: str | None = None,
     from_statuses: Iterable[str] = ("processing",),
     guest_text: str = "failed",
-) -> bool:
+) -> Job | None:
     """Move the job to ``failed`` inside the caller's transaction and queue the guest's failure text.
 
     After the commit, dispatch :func:`failure_command_id` (``shared.outbox.dispatch_commands``).
@@ -43,7 +50,7 @@ async def fail_job(
         guest_text: key in :mod:`shared.texts` (``failed``, ``no_face``, ``unavailable``).
 
     Returns:
-        ``False`` when the job had already moved (nothing changed).
+        The failed job, or ``None`` when it had already moved (nothing changed).
     """
     clean = redact(error)
     failed = await repos.jobs.transition(
@@ -55,15 +62,55 @@ async def fail_job(
         values={"error_class": str(error_class), "error": clean[:2000], "owner": None},
     )
     if failed is None:
-        return False
+        return None
     ctx = await repos.jobs.get_context(job.id)
     if ctx is not None and ctx.tg_chat_id is not None:
         await add_command(
             repos,
-            failure_command_id(job.id),
+            failure_command_id(job),
             method="send_message",
             params={"chat_id": ctx.tg_chat_id, "text": text(guest_text, ctx.language)},
         )
     metrics.JOBS.labels(outcome="failed", error_class=str(error_class)).inc()
     log.error("JOB_FAILED", job_id=str(job.id), error_class=str(error_class), error=clean[:300])
-    return True
+    return failed
+
+
+async def republish_queued(db: Database, publisher: Publisher, *, limit: int = 1000) -> int:
+    """Publish a ``stk:jobs`` hint for every ``queued`` job now (after a pause ends: paused workers acked
+    hints without claiming). Returns how many hints were published."""
+    async with db.transaction() as repos:
+        queued = await repos.jobs.in_status("queued", limit=limit)
+    published = [j.id for j in queued if await publisher.try_publish(streams.JOBS, JobQueued(job_id=j.id))]
+    if published:
+        async with db.transaction() as repos:
+            await repos.jobs.mark_dispatched(published, "queued")
+    return len(published)
+
+
+async def retry_failed_job(repos: Repositories, job_id: UUID, *, note: str) -> Job | None:
+    """Admin retry: ``failed → queued`` with a fresh cost ceiling and deadline (``created_at`` reset,
+    attempts cleared) while the selfie still exists (spec/002 "Job-level outcomes"; DESIGN.md §3).
+
+    Returns the queued job, or ``None`` when it is not ``failed`` or its selfie is gone.
+    """
+    if not await repos.blobs.ids_for_job(job_id, "selfie"):
+        return None
+    return await repos.jobs.transition(
+        job_id,
+        from_statuses=("failed",),
+        to_status="queued",
+        note=note,
+        values={
+            "created_at": sa.func.now(),
+            "attempts": 0,
+            "free_requeues": 0,
+            "not_before": None,
+            "dispatched_at": None,
+            "owner": None,
+            "error_class": None,
+            "error": None,
+            "delay_notice_sent_at": None,
+            "failure_notice_sent_at": None,
+        },
+    )

@@ -42,6 +42,10 @@ TEXTS: Final[dict[str, dict[str, str]]] = {
         "we'll make your pack as soon as we can.",
         "ru": "Генерация временно недоступна. Твоё фото сохранено — сделаем набор, как только сможем.",
     },
+    "maintenance": {
+        "en": "The sticker booth is taking a short break. Please try again in a few minutes.",
+        "ru": "Стойка со стикерами на короткой паузе. Попробуй, пожалуйста, через несколько минут.",
+    },
     "no_face": {
         "en": "We couldn't find a face in your photo. Please take another selfie at the booth.",
         "ru": "Не получилось найти лицо на фото. Сделай, пожалуйста, ещё одно селфи на стойке.",

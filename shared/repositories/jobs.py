@@ -206,6 +206,16 @@ class JobRepository:
         )
         return [_job(r) for r in rows]
 
+    async def failed_since(self, since: datetime, *, error_class: str, limit: int = 500) -> list[Job]:
+        """Jobs failed with ``error_class`` after ``since`` (e.g. deadline failures during a pause)."""
+        rows = await self.conn.execute(
+            sa.select(*_job_columns())
+            .where(jobs.c.status == "failed", jobs.c.error_class == error_class, jobs.c.updated_at >= since)
+            .order_by(jobs.c.updated_at)
+            .limit(limit)
+        )
+        return [_job(r) for r in rows]
+
     async def count_by_status(self) -> dict[str, int]:
         rows = await self.conn.execute(sa.select(jobs.c.status, sa.func.count()).group_by(jobs.c.status))
         return {r[0]: int(r[1]) for r in rows}

@@ -15,9 +15,12 @@ class SettingsRepository:
     def __init__(self, conn: AsyncConnection) -> None:
         self.conn = conn
 
-    async def get(self, key: str) -> Any:
-        """The JSON value stored under ``key``, or ``None``."""
-        return (await self.conn.execute(sa.select(settings.c.value).where(settings.c.key == key))).scalar()
+    async def get(self, key: str, *, for_update: bool = False) -> Any:
+        """The JSON value stored under ``key``, or ``None`` (``for_update``: lock the row until commit)."""
+        query = sa.select(settings.c.value).where(settings.c.key == key)
+        if for_update:
+            query = query.with_for_update()
+        return (await self.conn.execute(query)).scalar()
 
     async def put(self, key: str, value: Any) -> None:
         stmt = insert(settings).values(key=key, value=value)

@@ -235,11 +235,11 @@ class PackDelivery:
     async def _fail(self, job_id: UUID, from_statuses: tuple[str, ...], error: str) -> None:
         async with self.db.transaction() as repos:
             job = await repos.jobs.get(job_id)
-            done = job is not None and await fail_job(
+            failed = job and await fail_job(
                 repos, job, error_class=ErrorClass.INTERNAL, error=error, from_statuses=from_statuses
             )
-        if done:
-            await dispatch_commands(self.db, self.publisher, [failure_command_id(job_id)])
+        if failed:
+            await dispatch_commands(self.db, self.publisher, [failure_command_id(failed)])
 
 
 def _poll_due(job: Job) -> bool:

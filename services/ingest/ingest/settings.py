@@ -21,4 +21,3 @@ class IngestSettings(ServiceSettings, BotIdentitySettings):
     max_captures_per_session: int = Field(2, ge=1, validation_alias="MAX_CAPTURES_PER_SESSION")
     require_face: bool = Field(True, validation_alias="REQUIRE_FACE")
     leads_enabled: bool = Field(True, validation_alias="LEADS_ENABLED")
-    maintenance_mode: bool = Field(False, validation_alias="MAINTENANCE_MODE")

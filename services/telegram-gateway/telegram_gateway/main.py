@@ -24,9 +24,11 @@ from shared.messages import TelegramCommand
 from shared.ops import start_ops_server
 from shared.repositories import Database
 from shared.streams import Publisher, build_consumer, create_redis
+from telegram_gateway.admin import AdminHandlers
 from telegram_gateway.executor import CommandExecutor
 from telegram_gateway.handlers import GuestHandlers, log_error
 from telegram_gateway.lock import GatewayLock
+from telegram_gateway.maintenance_gate import MaintenanceGate
 from telegram_gateway.settings import GatewaySettings
 
 log = structlog.get_logger(__name__)
@@ -84,6 +86,12 @@ async def run(settings: GatewaySettings) -> int:
     redis = create_redis(settings.redis_url, block_ms=settings.stream_block_ms)
     publisher = Publisher(redis, maxlen=settings.stream_maxlen)
     application = build_application(settings)
+    MaintenanceGate(db=db, admin_ids=settings.admin_ids, env_maintenance=settings.maintenance_mode).register(
+        application
+    )
+    AdminHandlers(
+        db=db, publisher=publisher, admin_ids=settings.admin_ids, env_maintenance=settings.maintenance_mode
+    ).register(application)
     GuestHandlers(db).register(application)
     application.add_error_handler(log_error)
     executor = CommandExecutor(

@@ -19,6 +19,7 @@ import structlog
 from shared import metrics, streams
 from shared.domain import Job
 from shared.errors import ErrorClass, JobError, PermanentJobError
+from shared.maintenance import current_pause
 from shared.messages import JobQueued, JobRendered
 from shared.outfits import Outfit
 from shared.repositories import Database
@@ -65,6 +66,8 @@ class Generator:
             asyncio.CancelledError: shutdown; the job was requeued first.
         """
         async with self.db.transaction() as repos:
+            if await current_pause(repos, env_on=self.settings.maintenance_mode) is not None:
+                return  # paused: claim nothing; the hint is published again when the pause ends
             job = await repos.jobs.claim(job_id, owner=self.owner)
         if job is None:
             return

@@ -43,8 +43,8 @@ async def retry_or_fail(
     attempts = job.attempts + 1
     async with db.transaction() as repos:
         if attempts >= max_attempts:
-            done = await fail_job(repos, job, error_class=error_class, error=error, owner=owner)
-            status = "failed" if done else ""
+            failed = await fail_job(repos, job, error_class=error_class, error=error, owner=owner)
+            status = "failed" if failed else ""
         else:
             requeued = await repos.jobs.transition(
                 job.id,
@@ -63,7 +63,7 @@ async def retry_or_fail(
             )
             status = "queued" if requeued else ""
     if status == "failed":
-        await dispatch_commands(db, publisher, [failure_command_id(job.id)])
+        await dispatch_commands(db, publisher, [failure_command_id(job)])
     elif status == "queued":
         metrics.JOBS.labels(outcome="retried", error_class=str(error_class)).inc()
         log.warning("JOB_RETRY", job_id=str(job.id), attempt=attempts, error_class=str(error_class))
@@ -76,11 +76,11 @@ async def fail_permanently(
     """Fail at once (photo missing, unknown outfit, no face), telling the guest."""
     guest_text = "no_face" if isinstance(exc, NoFaceError) else "failed"
     async with db.transaction() as repos:
-        done = await fail_job(
+        failed = await fail_job(
             repos, job, error_class=ErrorClass.PERMANENT, error=str(exc), owner=owner, guest_text=guest_text
         )
-    if done:
-        await dispatch_commands(db, publisher, [failure_command_id(job.id)])
+    if failed:
+        await dispatch_commands(db, publisher, [failure_command_id(job)])
 
 
 async def requeue_on_shutdown(db: Database, job: Job, *, owner: str, free_requeues: int) -> None:
@@ -131,7 +131,7 @@ async def recover_crashed(
                     error=f"owner {job.owner} died",
                     owner=job.owner,
                 ):
-                    failed_ids.append(failure_command_id(job.id))
+                    failed_ids.append(failure_command_id(job))
                     recovered += 1
             elif await repos.jobs.transition(
                 job.id,

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 import structlog
 
-from shared import metrics, streams
+from shared import maintenance, metrics, streams
+from shared.joblife import republish_queued
+from shared.maintenance import current_pause, export_gauges
 from shared.messages import JobQueued
 from shared.repositories import Database
 from shared.streams import Publisher
@@ -19,10 +21,18 @@ log = structlog.get_logger(__name__)
 
 
 async def sweep_once(db: Database, publisher: Publisher, settings: WorkerSettings) -> None:
-    """Recover crashed jobs, then publish hints for due ``queued`` jobs whose hint is missing or old."""
+    """Recover crashed jobs; end an ``auto`` pause whose time has come; unless paused, publish hints for
+    due ``queued`` jobs whose hint is missing or old."""
     await outcomes.recover_crashed(
         db, publisher, heartbeat_timeout_s=settings.heartbeat_timeout_sec, max_attempts=settings.max_attempts
     )
+    if await resume_expired_pause(db, publisher):
+        return
+    async with db.transaction() as repos:
+        pause = await current_pause(repos, env_on=settings.maintenance_mode)
+    export_gauges(pause)
+    if pause is not None:
+        return
     async with db.transaction() as repos:
         due = await repos.jobs.due_for_dispatch(
             "queued",
@@ -36,6 +46,23 @@ async def sweep_once(db: Database, publisher: Publisher, settings: WorkerSetting
         log.info("JOBS_REPUBLISHED", count=len(published))
         async with db.transaction() as repos:
             await repos.jobs.mark_dispatched(published, "queued")
+
+
+async def resume_expired_pause(db: Database, publisher: Publisher) -> bool:
+    """End a stored ``auto`` pause whose ``resume_at`` passed (outage backoff, budget day) and republish
+    the queued jobs. Returns whether it ended one; replicas racing here end it once."""
+    async with db.transaction() as repos:
+        stored = await repos.settings.get(maintenance.KEY)
+        if not stored:
+            return False
+        pause = maintenance.Pause.from_json(stored)
+        if pause.resume_at is None or pause.resume_at > datetime.now(UTC):
+            return False
+        if await maintenance.end_pause_if(repos, pause) is None:
+            return False
+    log.warning("AUTO_RESUMED", reason=pause.reason, paused_since=pause.since.isoformat())
+    await republish_queued(db, publisher)
+    return True
 
 
 async def run_sweeper(

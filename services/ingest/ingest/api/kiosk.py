@@ -15,6 +15,7 @@ from ingest.api.errors import ApiError
 from ingest.context import Ctx
 from shared.domain import Job, KioskSession
 from shared.errors import UploadRejected
+from shared.maintenance import current_pause
 
 router = APIRouter()
 
@@ -27,8 +28,11 @@ class OutfitChoice(BaseModel):
     outfit_id: str = Field(min_length=1, max_length=64)
 
 
-def _maintenance_guard(ctx: Ctx) -> None:
-    if ctx.settings.maintenance_mode:
+async def _maintenance_guard(ctx: Ctx) -> None:
+    """503 ``maintenance`` while any pause source is on (:mod:`shared.maintenance`)."""
+    async with ctx.db.transaction() as repos:
+        pause = await current_pause(repos, env_on=ctx.settings.maintenance_mode)
+    if pause is not None:
         raise ApiError(503, "maintenance", "The booth is paused for maintenance.")
 
 
@@ -98,7 +102,7 @@ async def outfit_thumbnail(ctx: Ctx, outfit_id: str) -> Response:
 @router.post("/sessions", status_code=201)
 async def create_session(ctx: Ctx, body: SessionCreate | None = None) -> dict[str, Any]:
     """Open a kiosk session; the answer carries the deep link and its QR code (SVG data URI)."""
-    _maintenance_guard(ctx)
+    await _maintenance_guard(ctx)
     session = await kiosk.open_session(ctx, (body or SessionCreate()).station)
     return _session_body(ctx, session, [])
 
@@ -112,7 +116,7 @@ async def session_status(ctx: Ctx, session_id: UUID) -> dict[str, Any]:
 
 @router.put("/sessions/{session_id}/outfit")
 async def choose_outfit(ctx: Ctx, session_id: UUID, body: OutfitChoice) -> dict[str, Any]:
-    _maintenance_guard(ctx)
+    await _maintenance_guard(ctx)
     await kiosk.choose_outfit(ctx, session_id, body.outfit_id)
     session, jobs = await kiosk.get_session(ctx, session_id)
     return _session_body(ctx, session, jobs)
@@ -131,7 +135,7 @@ async def upload_photo(
 
     Answers 202 for a new job, 200 with the same job for a repeated capture id.
     """
-    _maintenance_guard(ctx)
+    await _maintenance_guard(ctx)
     key = capture_id or idempotency_key
     if not key:
         raise ApiError(

@@ -17,7 +17,8 @@ exactly ``#00FF00``: the green is off by a few levels, shaded, sometimes a gradi
    excess gives a soft alpha (a mixed pixel ``C = αF + (1−α)B`` has green excess ``≈ (1−α)·excess(B)``
    when the figure colour ``F`` is not green itself), the Vlahos idea behind every chroma keyer.
 5. Despill: edge pixels are un-mixed, ``F = (C − (1−α)B) / α``, and their green is limited to
-   ``max(R, B)``, so no green fringe survives on the anti-aliased edge.
+   ``max(R, B)``, so no green fringe survives on the anti-aliased edge; thin green structures inside a
+   figure (backdrop glimpsed through a 1–2 px gap) get the same green limit.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ _LOOSE_RATIO = 0.75
 _SOFT_LO, _SOFT_HI = 0.06, 0.94
 _SHADOW_CHROMA = 0.05  # max distance of r,g,b / (r+g+b) from the backdrop's for a cast shadow
 _SHADOW_MIN_LEVEL = 0.25  # a shadow keeps at least this fraction of the backdrop's green
+_SPILL_RATIO = 0.08  # figure pixels at least this green (relative to the backdrop) may be spill
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,7 +200,10 @@ def key_green(
         count, labels, stats, _ = cv2.connectedComponentsWithStats(enclosed.astype(np.uint8), connectivity=4)
         strict_count = np.bincount(labels[strict & enclosed], minlength=count)
         areas = stats[:, cv2.CC_STAT_AREA]
-        is_hole = (strict_count >= 0.6 * np.maximum(areas, 1)) & (areas >= 6)
+        # a hole shows the backdrop itself; a sliver (a few px between two outlines) is too small to
+        # be green clothing, whatever its mixed colour
+        sliver = max(16, (3 * edge_band_px) ** 2)
+        is_hole = ((strict_count >= 0.6 * np.maximum(areas, 1)) & (areas >= 6)) | (areas <= sliver)
         is_hole[0] = False
         background |= is_hole[labels]
 
@@ -213,13 +218,20 @@ def key_green(
     alpha[band & shadow] = 0.0
 
     colour = data
+    # thin green structures inside a figure (a 1–2 px gap between two outlines) are spill, not
+    # clothing: clothing survives an opening, a sliver does not
+    greenish = ((ratio >= _SPILL_RATIO) & ~background).astype(np.uint8)
+    thin = (greenish > 0) & (cv2.morphologyEx(greenish, cv2.MORPH_OPEN, kernel) == 0)
+    if thin.any():
+        colour = data.copy()
+        colour[thin, 1] = np.minimum(colour[thin, 1], np.maximum(colour[thin, 0], colour[thin, 2]))
     edge = band & (alpha > 0)
     if edge.any():
         a = np.maximum(alpha[edge], 0.15)[:, None]
         unmixed = (data[edge] - (1.0 - a) * model[edge]) / a
         unmixed = np.clip(unmixed, 0.0, 255.0)
         unmixed[:, 1] = np.minimum(unmixed[:, 1], np.maximum(unmixed[:, 0], unmixed[:, 2]))
-        colour = data.copy()
+        colour = colour.copy() if colour is data else colour
         colour[edge] = unmixed
     out[..., :3] = np.clip(colour + 0.5, 0, 255).astype(np.uint8)
     out[..., 3] = np.clip(alpha * 255.0 + 0.5, 0, 255).astype(np.uint8)

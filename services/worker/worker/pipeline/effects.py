@@ -112,12 +112,10 @@ def draw_bubble_text(
 
 
 def draw_motion_lines(canvas: Canvas, centre: Point, radius: float, start: float, end: float) -> None:
-    """Three short ink arcs around ``centre`` between ``start`` and ``end`` degrees (movement)."""
-    for i in range(3):
-        a = math.radians(start + (end - start) * (i + 0.5) / 3)
-        p0 = (centre[0] + radius * math.cos(a), centre[1] + radius * math.sin(a))
-        p1 = (centre[0] + (radius + 16) * math.cos(a), centre[1] + (radius + 16) * math.sin(a))
-        canvas.paint(canvas.mask().capsule(p0, p1, 3.0), INK, outline=0, shade=0)
+    """Two ink arcs around ``centre`` from ``start`` to ``end`` degrees (0 = right, clockwise): a wave."""
+    for k in range(2):
+        r = radius + k * 13
+        canvas.paint(canvas.mask().arc(centre, (r, r), start, end, 4.5), INK, outline=0, shade=0)
 
 
 def draw_sunglasses(canvas: Canvas, eyes: tuple[Point, Point], eye_width: float) -> None:

@@ -116,7 +116,7 @@ def _draw_extras(canvas: Canvas, pose: Pose, colours: Colours, seed: int) -> Non
         avoid = (HEAD_CENTRE, (HEAD_RADII[0] + 40, HEAD_RADII[1] + 60))
         draw_confetti(canvas, (60, 30, 452, 200), 12, seed, avoid=avoid)
     if "wave_lines" in extras:
-        draw_motion_lines(canvas, pose.right.hand, 40, -60, 20)
+        draw_motion_lines(canvas, pose.right.hand, 38, -80, 5)
     if "haha" in extras:
         draw_bubble_text(canvas, (402, 84), (84, 40), (338, 150), "HAHA", colours.trim)
     if "question" in extras:

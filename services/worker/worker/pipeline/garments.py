@@ -83,10 +83,15 @@ def draw_cape(canvas: Canvas, colours: Colours) -> None:
 def draw_legs(canvas: Canvas, colours: Colours, *, stance: str = "stand") -> None:
     """Two legs with shoes; ``stance`` is ``stand`` or ``apart`` (a little jump)."""
     spread = 22.0 if stance == "apart" else 0.0
-    for side in (-1, 1):
-        hip = (256 + side * 24, HIP_Y - 16)
-        foot = (256 + side * (26 + spread), 444.0)
-        canvas.paint(canvas.mask().capsule(hip, foot, 21), colours.pants, shade=0.18)
+    feet = [(256 + side * (26 + spread), 444.0) for side in (-1, 1)]
+    # one shape for both legs and the crotch, so no sliver of backdrop shows between them
+    pants = canvas.mask().polygon([(226, HIP_Y - 24), (286, HIP_Y - 24), (274, HIP_Y + 18), (238, HIP_Y + 18)])
+    for side, foot in zip((-1, 1), feet, strict=True):
+        pants.capsule((256 + side * 24, HIP_Y - 16), foot, 21)
+    canvas.paint(pants, colours.pants, shade=0.18)
+    seam = canvas.mask().capsule((256, HIP_Y + 4), (256, HIP_Y + 14), 1.4)
+    canvas.paint(seam, INK, outline=0, shade=0)
+    for side, foot in zip((-1, 1), feet, strict=True):
         shoe = canvas.mask().ellipse((foot[0] + side * 7, foot[1] + 10), (31, 17))
         canvas.paint(shoe, colours.shoes, shade=0.2)
 

@@ -1,0 +1,113 @@
+"""Admin commands in private chats with the bot: ``/pause``, ``/resume``, ``/status`` (DESIGN.md §7, §9).
+
+Only users in ``ADMIN_USER_IDS`` may use them; everyone else gets the guest fallback. ``/resume`` clears an
+``auto`` or ``admin`` pause (never ``env``), republishes the queued jobs, and offers one button that
+retries the jobs the 15-minute deadline failed during the pause.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import structlog
+from telegram import InlineKeyboardButton, InlineKeyboardMarkup, Update
+from telegram.ext import Application, CallbackQueryHandler, CommandHandler, ContextTypes, filters
+
+from shared import maintenance
+from shared.joblife import republish_queued, retry_failed_job
+from shared.repositories import Database
+from shared.streams import Publisher
+
+log = structlog.get_logger(__name__)
+RETRY_PREFIX = "admin_retry_deadline:"
+
+
+class AdminHandlers:
+    def __init__(
+        self, *, db: Database, publisher: Publisher, admin_ids: frozenset[int], env_maintenance: bool
+    ) -> None:
+        self.db = db
+        self.publisher = publisher
+        self.admin_ids = admin_ids
+        self.env_maintenance = env_maintenance
+
+    def register(self, app: Application) -> None:
+        admins = filters.ChatType.PRIVATE & filters.User(user_id=self.admin_ids or {0})
+        app.add_handler(CommandHandler("pause", self.pause_queue, filters=admins))
+        app.add_handler(CommandHandler("resume", self.resume_queue, filters=admins))
+        app.add_handler(CommandHandler("status", self.show_status, filters=admins))
+        app.add_handler(CallbackQueryHandler(self.retry_deadline_failures, pattern=f"^{RETRY_PREFIX}"))
+
+    def is_admin(self, user_id: int | None) -> bool:
+        return user_id is not None and user_id in self.admin_ids
+
+    async def pause_queue(self, update: Update, _context: ContextTypes.DEFAULT_TYPE) -> None:
+        """Switch the ``admin`` pause on: no new jobs are claimed, kiosks show maintenance."""
+        user = update.effective_user
+        async with self.db.transaction() as repos:
+            await maintenance.start_pause(
+                repos, source="admin", reason=f"/pause by {user.id if user else '?'}"
+            )
+        log.warning("ADMIN_PAUSE", user_id=user.id if user else None)
+        if update.effective_message:
+            await update.effective_message.reply_text("Paused. Running jobs finish; /resume to continue.")
+
+    async def resume_queue(self, update: Update, _context: ContextTypes.DEFAULT_TYPE) -> None:
+        """Clear the ``auto``/``admin`` pause, republish queued jobs, offer to retry deadline failures."""
+        async with self.db.transaction() as repos:
+            cleared = await maintenance.end_pause(repos)
+            retryable = (
+                await repos.jobs.failed_since(cleared.since, error_class="deadline") if cleared else []
+            )
+        published = await republish_queued(self.db, self.publisher)
+        log.warning("ADMIN_RESUME", cleared=cleared.to_json() if cleared else None, requeued_hints=published)
+        message = update.effective_message
+        if message is None:
+            return
+        lines = [f"Resumed ({cleared.source}: {cleared.reason})." if cleared else "Nothing was paused."]
+        if self.env_maintenance:
+            lines.append("MAINTENANCE_MODE=1 is set in the environment: only a restart without it ends that.")
+        markup = None
+        if cleared and retryable:
+            lines.append(f"{len(retryable)} job(s) missed their deadline during the pause.")
+            markup = InlineKeyboardMarkup(
+                [
+                    [
+                        InlineKeyboardButton(
+                            f"Retry {len(retryable)}",
+                            callback_data=f"{RETRY_PREFIX}{int(cleared.since.timestamp())}",
+                        )
+                    ]
+                ]
+            )
+        await message.reply_text("\n".join(lines), reply_markup=markup)
+
+    async def show_status(self, update: Update, _context: ContextTypes.DEFAULT_TYPE) -> None:
+        """Jobs by status and the pause in force."""
+        async with self.db.transaction() as repos:
+            counts = await repos.jobs.count_by_status()
+            pause = await maintenance.current_pause(repos, env_on=self.env_maintenance)
+        state = f"paused ({pause.source}: {pause.reason})" if pause else "running"
+        jobs = ", ".join(f"{k} {v}" for k, v in sorted(counts.items())) or "no jobs"
+        if update.effective_message:
+            await update.effective_message.reply_text(f"Queue {state}. Jobs: {jobs}.")
+
+    async def retry_deadline_failures(self, update: Update, _context: ContextTypes.DEFAULT_TYPE) -> None:
+        """The /resume button: requeue deadline failures since the pause began (while selfies exist)."""
+        query = update.callback_query
+        if query is None or query.data is None:
+            return
+        if not self.is_admin(query.from_user.id if query.from_user else None):
+            await query.answer("Only admins can do that.")
+            return
+        since = datetime.fromtimestamp(int(query.data.removeprefix(RETRY_PREFIX)), tz=UTC)
+        retried = 0
+        async with self.db.transaction() as repos:
+            for job in await repos.jobs.failed_since(since, error_class="deadline"):
+                if await retry_failed_job(repos, job.id, note="admin retry after pause"):
+                    retried += 1
+        await republish_queued(self.db, self.publisher)
+        log.warning("ADMIN_RETRY_DEADLINE_FAILURES", retried=retried)
+        await query.answer(f"{retried} job(s) queued again.")
+        if query.message is not None:
+            await query.edit_message_reply_markup(reply_markup=None)

@@ -1,0 +1,47 @@
+"""The maintenance gate: while a pause is on, guests get the maintenance text and nothing else runs for
+them (spec/000 "Maintenance mode sources"). Admins keep their commands, non-private updates (the leads
+group) pass, and if the database cannot be read the guest is let through: normal service beats silence.
+"""
+
+from __future__ import annotations
+
+import structlog
+from telegram import Update
+from telegram.ext import Application, ApplicationHandlerStop, ContextTypes, TypeHandler
+
+from shared.maintenance import current_pause
+from shared.repositories import Database
+from shared.texts import text
+
+log = structlog.get_logger(__name__)
+GATE_GROUP = -1  # python-telegram-bot runs lower groups first
+
+
+class MaintenanceGate:
+    def __init__(self, *, db: Database, admin_ids: frozenset[int], env_maintenance: bool) -> None:
+        self.db = db
+        self.admin_ids = admin_ids
+        self.env_maintenance = env_maintenance
+
+    def register(self, app: Application) -> None:
+        app.add_handler(TypeHandler(Update, self.check), group=GATE_GROUP)
+
+    async def check(self, update: Update, _context: ContextTypes.DEFAULT_TYPE) -> None:
+        """Answer a guest's private update with the maintenance text while paused, and stop there."""
+        chat, user = update.effective_chat, update.effective_user
+        if chat is None or chat.type != "private" or user is None or user.id in self.admin_ids:
+            return
+        try:
+            async with self.db.transaction() as repos:
+                pause = await current_pause(repos, env_on=self.env_maintenance)
+        except Exception as exc:
+            log.warning("MAINTENANCE_GATE_DB_UNREADABLE", error=type(exc).__name__)
+            return
+        if pause is None:
+            return
+        reply = text("maintenance", user.language_code)
+        if update.callback_query is not None:
+            await update.callback_query.answer(reply)
+        elif update.effective_message is not None:
+            await update.effective_message.reply_text(reply)
+        raise ApplicationHandlerStop
