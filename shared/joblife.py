@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from datetime import datetime
 from uuid import UUID
 
 import sqlalchemy as sa
 import structlog
 
 from shared import metrics, streams
+from shared.db.tables import jobs
 from shared.domain import Job
 from shared.errors import ErrorClass
 from shared.logging import redact
@@ -39,6 +41,7 @@ async def fail_job(
     owner: str | None = None,
     from_statuses: Iterable[str] = ("processing",),
     guest_text: str = "failed",
+    where_created_at: datetime | None = None,
 ) -> Job | None:
     """Move the job to ``failed`` inside the caller's transaction and queue the guest's failure text.
 
@@ -47,6 +50,7 @@ async def fail_job(
     Args:
         owner: when given, the job must still be owned by this worker.
         from_statuses: states the job may be failed from.
+        where_created_at: only if the run is still the one created then (an admin retry starts a new one).
         guest_text: key in :mod:`shared.texts` (``failed``, ``no_face``, ``unavailable``).
 
     Returns:
@@ -60,6 +64,7 @@ async def fail_job(
         owner=owner,
         note=f"{error_class}: {clean[:200]}",
         values={"error_class": str(error_class), "error": clean[:2000], "owner": None},
+        where=() if where_created_at is None else (jobs.c.created_at == where_created_at,),
     )
     if failed is None:
         return None

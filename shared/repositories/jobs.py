@@ -206,6 +206,21 @@ class JobRepository:
         )
         return [_job(r) for r in rows]
 
+    async def active_created_before(
+        self, before: datetime, *, without_delay_notice: bool = False, limit: int = 200
+    ) -> list[Job]:
+        """Jobs not yet final that were created before ``before`` (deadline sweeps, DESIGN.md §6).
+
+        ``without_delay_notice``: only those whose "still working" notice was not sent yet.
+        """
+        conditions = [jobs.c.status.in_(ACTIVE_STATUSES), jobs.c.created_at <= before]
+        if without_delay_notice:
+            conditions.append(jobs.c.delay_notice_sent_at.is_(None))
+        rows = await self.conn.execute(
+            sa.select(*_job_columns()).where(*conditions).order_by(jobs.c.created_at).limit(limit)
+        )
+        return [_job(r) for r in rows]
+
     async def failed_since(self, since: datetime, *, error_class: str, limit: int = 500) -> list[Job]:
         """Jobs failed with ``error_class`` after ``since`` (e.g. deadline failures during a pause)."""
         rows = await self.conn.execute(

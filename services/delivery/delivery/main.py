@@ -11,6 +11,7 @@ import sys
 
 import structlog
 
+from delivery.deadlines import enforce_deadlines
 from delivery.packs import SERVICE, PackDelivery
 from delivery.settings import DeliverySettings
 from shared import streams
@@ -29,6 +30,12 @@ async def run_sweeper(delivery: PackDelivery, settings: DeliverySettings, stop: 
     while not stop.is_set():
         try:
             await delivery.poll_due()
+            await enforce_deadlines(
+                delivery.db,
+                delivery.publisher,
+                notice_after_s=settings.delay_notice_sec,
+                deadline_s=settings.delivery_deadline_sec,
+            )
             if ticks % max(1, int(settings.reconcile_interval_sec / settings.sweep_interval_sec)) == 0:
                 await delivery.republish_rendered()
         except Exception as exc:
