@@ -139,3 +139,26 @@ def test_a_shadow_cast_on_the_backdrop_is_removed(sheet_factory: Callable[..., S
     assert in_shadow.sum() > 500
     assert (keyed[..., 3][in_shadow] == 0).mean() > 0.99
     assert (keyed[..., 3][sheet.coverage >= 1] == 255).mean() > 0.99
+
+
+def test_a_sliver_of_backdrop_between_two_outlines_is_removed(sheet_factory: Callable[..., Sheet]) -> None:
+    # two bars 2 px apart inside one figure (legs, an arm near the body), closed at both ends
+    sheet = sheet_factory(
+        1,
+        1,
+        {
+            0: [
+                bar(RED, 0.30, 0.30, 0.47, 0.70),
+                bar(RED, 0.47 + 7 / 256, 0.30, 0.70, 0.70),
+                bar(RED, 0.30, 0.28, 0.70, 0.32),
+                bar(RED, 0.30, 0.68, 0.70, 0.72),
+            ]
+        },
+    )
+    keyed = key_green(sheet.rgb)
+    rows, cols = slice(round(0.4 * 256), round(0.6 * 256)), slice(116, 132)
+    gap = np.zeros(sheet.coverage.shape, bool)
+    gap[rows, cols] = sheet.coverage[rows, cols] < 0.95
+    assert green_excess(sheet.rgb)[gap].max() > 40  # the backdrop shows through
+    visible = gap & (keyed[..., 3] > 0)
+    assert green_excess(keyed[..., :3])[visible].max(initial=0) <= 2

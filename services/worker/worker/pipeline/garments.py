@@ -85,7 +85,9 @@ def draw_legs(canvas: Canvas, colours: Colours, *, stance: str = "stand") -> Non
     spread = 22.0 if stance == "apart" else 0.0
     feet = [(256 + side * (26 + spread), 444.0) for side in (-1, 1)]
     # one shape for both legs and the crotch, so no sliver of backdrop shows between them
-    pants = canvas.mask().polygon([(226, HIP_Y - 24), (286, HIP_Y - 24), (274, HIP_Y + 18), (238, HIP_Y + 18)])
+    pants = canvas.mask().polygon(
+        [(226, HIP_Y - 24), (286, HIP_Y - 24), (274, HIP_Y + 18), (238, HIP_Y + 18)]
+    )
     for side, foot in zip((-1, 1), feet, strict=True):
         pants.capsule((256 + side * 24, HIP_Y - 16), foot, 21)
     canvas.paint(pants, colours.pants, shade=0.18)
