@@ -1,9 +1,10 @@
-"""Admin alerts: one Telegram chat (``ADMIN_CHAT_ID``); the same key is sent at most once per cooldown
-(10 minutes by default) and repeats inside it are counted, then mentioned with the next alert
-(DESIGN.md §9, spec/000 "Delivery and messages": admin alert).
+"""Admin alerts: one Telegram chat; the same key is sent at most once per cooldown (10 minutes by default)
+and repeats inside it are counted, then mentioned with the next alert (DESIGN.md §9, spec/000 "Delivery
+and messages": admin alert).
 
-Alerts go through the gateway's ``tg_commands`` outbox like every Telegram message, so an alert raised
-while Redis or the gateway is down is sent when they are back.
+Alerts go through the gateway's ``tg_commands`` outbox as ``send_admin_message``; the gateway alone knows
+``ADMIN_CHAT_ID`` (like the bot token, Telegram addressing stays in one service). An alert raised while
+Redis or the gateway is down is sent when they are back.
 """
 
 from __future__ import annotations
@@ -23,53 +24,29 @@ DEFAULT_COOLDOWN = timedelta(minutes=10)
 
 
 async def queue_alert(
-    repos: Repositories,
-    *,
-    admin_chat_id: int | None,
-    key: str,
-    text: str,
-    cooldown: timedelta = DEFAULT_COOLDOWN,
+    repos: Repositories, *, key: str, text: str, cooldown: timedelta = DEFAULT_COOLDOWN
 ) -> str | None:
-    """Record alert ``key`` in the open transaction; returns the command id to dispatch after the commit.
-
-    Returns ``None`` when no admin chat is configured or the key is inside its cooldown.
-    """
-    if admin_chat_id is None:
-        log.warning("ALERT_NO_ADMIN_CHAT", key=key, text=text)
-        return None
+    """Record alert ``key`` in the open transaction; returns the command id to dispatch after the commit,
+    or ``None`` when the key is inside its cooldown (the repeat is counted)."""
     suppressed = await repos.alerts.claim_send(key, cooldown=cooldown)
     if suppressed is None:
         log.info("ALERT_SUPPRESSED", key=key)
         return None
-    body = text if not suppressed else f"{text}\n(+{suppressed} similar in the last {_minutes(cooldown)} min)"
-    digest = hashlib.sha1(key.encode()).hexdigest()[:16]
-    command_id = f"alert:{digest}:{time.time_ns()}"
-    await add_command(
-        repos, command_id, method="send_message", params={"chat_id": admin_chat_id, "text": body}
-    )
+    minutes = int(cooldown.total_seconds() // 60)
+    body = text if not suppressed else f"{text}\n(+{suppressed} similar in the last {minutes} min)"
+    command_id = f"alert:{hashlib.sha1(key.encode()).hexdigest()[:16]}:{time.time_ns()}"
+    await add_command(repos, command_id, method="send_admin_message", params={"text": body})
     log.warning("ADMIN_ALERT", key=key, text=text, suppressed=suppressed)
     return command_id
 
 
 async def send_alert(
-    db: Database,
-    publisher: Publisher,
-    *,
-    admin_chat_id: int | None,
-    key: str,
-    text: str,
-    cooldown: timedelta = DEFAULT_COOLDOWN,
+    db: Database, publisher: Publisher, *, key: str, text: str, cooldown: timedelta = DEFAULT_COOLDOWN
 ) -> bool:
     """:func:`queue_alert` in its own transaction, then dispatch. Returns whether an alert was queued."""
     async with db.transaction() as repos:
-        command_id = await queue_alert(
-            repos, admin_chat_id=admin_chat_id, key=key, text=text, cooldown=cooldown
-        )
+        command_id = await queue_alert(repos, key=key, text=text, cooldown=cooldown)
     if command_id is None:
         return False
     await dispatch_commands(db, publisher, [command_id])
     return True
-
-
-def _minutes(delta: timedelta) -> int:
-    return int(delta.total_seconds() // 60)

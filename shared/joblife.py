@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 from datetime import datetime
 from uuid import UUID
 
@@ -10,6 +11,7 @@ import sqlalchemy as sa
 import structlog
 
 from shared import metrics, streams
+from shared.alerts import queue_alert
 from shared.db.tables import jobs
 from shared.domain import Job
 from shared.errors import ErrorClass
@@ -21,6 +23,15 @@ from shared.streams import Publisher
 from shared.texts import text
 
 log = structlog.get_logger(__name__)
+
+
+@dataclass(frozen=True)
+class FailedJob:
+    """A job just moved to ``failed`` and the Telegram commands to dispatch after the commit (the guest's
+    failure text, the admin alert)."""
+
+    job: Job
+    commands: list[str]
 
 
 def failure_command_id(job: Job) -> str:
@@ -42,7 +53,7 @@ async def fail_job(
     from_statuses: Iterable[str] = ("processing",),
     guest_text: str = "failed",
     where_created_at: datetime | None = None,
-) -> Job | None:
+) -> FailedJob | None:
     """Move the job to ``failed`` inside the caller's transaction and queue the guest's failure text.
 
     After the commit, dispatch :func:`failure_command_id` (``shared.outbox.dispatch_commands``).
@@ -53,8 +64,11 @@ async def fail_job(
         where_created_at: only if the run is still the one created then (an admin retry starts a new one).
         guest_text: key in :mod:`shared.texts` (``failed``, ``no_face``, ``unavailable``).
 
+    Also raises the admin alert ``Job <id> FAILED`` (key ``job_failed``: a burst of failures is one alert
+    with a count, spec/002 "Job-level outcomes").
+
     Returns:
-        The failed job, or ``None`` when it had already moved (nothing changed).
+        The failed job with the commands to dispatch, or ``None`` when it had already moved.
     """
     clean = redact(error)
     failed = await repos.jobs.transition(
@@ -68,17 +82,24 @@ async def fail_job(
     )
     if failed is None:
         return None
+    commands: list[str] = []
     ctx = await repos.jobs.get_context(job.id)
     if ctx is not None and ctx.tg_chat_id is not None:
+        commands.append(failure_command_id(failed))
         await add_command(
             repos,
-            failure_command_id(job),
+            commands[-1],
             method="send_message",
             params={"chat_id": ctx.tg_chat_id, "text": text(guest_text, ctx.language)},
         )
+    alert = await queue_alert(
+        repos, key="job_failed", text=f"Job {job.id} FAILED ({error_class}): {clean[:300]}"
+    )
+    if alert is not None:
+        commands.append(alert)
     metrics.JOBS.labels(outcome="failed", error_class=str(error_class)).inc()
     log.error("JOB_FAILED", job_id=str(job.id), error_class=str(error_class), error=clean[:300])
-    return failed
+    return FailedJob(failed, commands)
 
 
 async def republish_queued(db: Database, publisher: Publisher, *, limit: int = 1000) -> int:

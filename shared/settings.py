@@ -18,9 +18,8 @@ class ServiceSettings(BaseSettings):
     (``redis://host:6379/0``), ``LOG_LEVEL``, ``OPS_PORT`` (``/healthz``, ``/readyz``, ``/metrics``),
     ``MAX_DELIVERIES`` (a stream entry delivered more often goes to ``<stream>:dead``, DESIGN.md §3),
     ``STREAM_LEASE_SEC`` (pending entries idle longer are taken over), ``RECONCILE_GRACE_SEC`` (an outbox
-    row still pending after this many seconds is re-published), ``ADMIN_CHAT_ID`` (where admin alerts go;
-    unset: alerts are only logged), ``MAINTENANCE_MODE`` (``1``: the ``env`` maintenance source, cleared
-    only by a restart without it; :mod:`shared.maintenance`).
+    row still pending after this many seconds is re-published), ``MAINTENANCE_MODE`` (``1``: the ``env``
+    maintenance source, cleared only by a restart without it; :mod:`shared.maintenance`).
     """
 
     model_config = SettingsConfigDict(env_file=None, extra="ignore", case_sensitive=False)
@@ -37,7 +36,6 @@ class ServiceSettings(BaseSettings):
     stream_maxlen: int = Field(100_000, ge=100, validation_alias="STREAM_MAXLEN")
     reconcile_grace_sec: float = Field(10.0, ge=0, validation_alias="RECONCILE_GRACE_SEC")
     reconcile_interval_sec: float = Field(2.0, gt=0, validation_alias="RECONCILE_INTERVAL_SEC")
-    admin_chat_id: int | None = Field(None, validation_alias="ADMIN_CHAT_ID")
     maintenance_mode: bool = Field(False, validation_alias="MAINTENANCE_MODE")
 
     @field_validator("database_url")

@@ -38,7 +38,9 @@ async def job_aged(db: Database, minutes: float, *, status: str = "queued", capt
 async def guest_texts(db: Database) -> list[str]:
     async with db.transaction() as repos:
         rows = await repos.conn.execute(
-            sa.text("SELECT params->>'text' FROM tg_commands ORDER BY created_at")
+            sa.text(
+                "SELECT params->>'text' FROM tg_commands WHERE method = 'send_message' ORDER BY created_at"
+            )
         )
         return [r[0] for r in rows]
 

@@ -17,7 +17,7 @@ pytestmark = pytest.mark.integration
 
 async def raise_alert(db: Database, key: str = "job_failed") -> str | None:
     async with db.transaction() as repos:
-        return await queue_alert(repos, admin_chat_id=-100, key=key, text="Job 1 FAILED")
+        return await queue_alert(repos, key=key, text="Job 1 FAILED")
 
 
 async def test_the_same_key_is_sent_once_per_cooldown_even_from_many_replicas(db: Database) -> None:
@@ -37,9 +37,5 @@ async def test_suppressed_repeats_are_mentioned_by_the_next_alert(db: Database) 
     async with db.transaction() as repos:
         record = await repos.tg_commands.get(command_id)
     assert record is not None
-    assert record.params == {"chat_id": -100, "text": "Job 1 FAILED\n(+2 similar in the last 10 min)"}
-
-
-async def test_without_an_admin_chat_nothing_is_queued(db: Database) -> None:
-    async with db.transaction() as repos:
-        assert await queue_alert(repos, admin_chat_id=None, key="k", text="t") is None
+    assert record.method == "send_admin_message"
+    assert record.params == {"text": "Job 1 FAILED\n(+2 similar in the last 10 min)"}

@@ -103,8 +103,27 @@ async def test_a_charged_failure_requeues_with_a_durable_delay_then_fails_at_max
     final = await job_now(db, job)
     assert (final.status, final.error_class) == ("failed", "internal")
     async with db.transaction() as repos:
-        texts = (await repos.conn.execute(sa.text("SELECT params->>'text' FROM tg_commands"))).scalars().all()
+        texts = (
+            (
+                await repos.conn.execute(
+                    sa.text("SELECT params->>'text' FROM tg_commands WHERE method = 'send_message'")
+                )
+            )
+            .scalars()
+            .all()
+        )
     assert len(texts) == 1 and texts[0].startswith("Something went wrong")
+    async with db.transaction() as repos:
+        alerts = (
+            (
+                await repos.conn.execute(
+                    sa.text("SELECT params->>'text' FROM tg_commands WHERE method = 'send_admin_message'")
+                )
+            )
+            .scalars()
+            .all()
+        )
+    assert len(alerts) == 1 and alerts[0].startswith(f"Job {job.id} FAILED")
 
 
 async def test_no_face_fails_at_once_and_tells_the_guest(
@@ -117,7 +136,15 @@ async def test_no_face_fails_at_once_and_tells_the_guest(
     final = await job_now(db, job)
     assert (final.status, final.attempts, final.error_class) == ("failed", 0, "permanent")
     async with db.transaction() as repos:
-        texts = (await repos.conn.execute(sa.text("SELECT params->>'text' FROM tg_commands"))).scalars().all()
+        texts = (
+            (
+                await repos.conn.execute(
+                    sa.text("SELECT params->>'text' FROM tg_commands WHERE method = 'send_message'")
+                )
+            )
+            .scalars()
+            .all()
+        )
     assert texts == ["We couldn't find a face in your photo. Please take another selfie at the booth."]
 
 

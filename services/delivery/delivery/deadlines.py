@@ -16,7 +16,7 @@ import structlog
 from shared import metrics
 from shared.db.tables import jobs
 from shared.errors import ErrorClass
-from shared.joblife import fail_job, failure_command_id
+from shared.joblife import fail_job
 from shared.outbox import add_command, dispatch_commands
 from shared.repositories import Database
 from shared.repositories.jobs import ACTIVE_STATUSES
@@ -61,7 +61,7 @@ async def enforce_deadlines(
             )
         if done:
             failed += 1
-            commands.append(failure_command_id(done))
+            commands.extend(done.commands)
             metrics.DEADLINE_MISSES.labels(kind="failed").inc()
     async with db.transaction() as repos:
         late = await repos.jobs.active_created_before(notice_cutoff, without_delay_notice=True)

@@ -21,7 +21,7 @@ from shared import metrics
 from shared.db.tables import jobs
 from shared.domain import Job, JobContext
 from shared.errors import ErrorClass
-from shared.joblife import fail_job, failure_command_id
+from shared.joblife import fail_job
 from shared.messages import JobRendered, TelegramResult
 from shared.outbox import add_command, dispatch_commands
 from shared.repositories import Database
@@ -239,7 +239,7 @@ class PackDelivery:
                 repos, job, error_class=ErrorClass.INTERNAL, error=error, from_statuses=from_statuses
             )
         if failed:
-            await dispatch_commands(self.db, self.publisher, [failure_command_id(failed)])
+            await dispatch_commands(self.db, self.publisher, failed.commands)
 
 
 def _poll_due(job: Job) -> bool:

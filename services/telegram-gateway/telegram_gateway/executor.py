@@ -36,14 +36,22 @@ class CommandExecutor:
     """Runs gateway commands with a python-telegram-bot ``Bot`` (whose rate limiter paces every call)."""
 
     def __init__(
-        self, *, bot: Bot, db: Database, publisher: Publisher, sending_stale_s: float = 60.0
+        self,
+        *,
+        bot: Bot,
+        db: Database,
+        publisher: Publisher,
+        sending_stale_s: float = 60.0,
+        admin_chat_id: int | None = None,
     ) -> None:
         self.bot = bot
+        self.admin_chat_id = admin_chat_id
         self.db = db
         self.publisher = publisher
         self.sending_stale_s = sending_stale_s
         self._methods: dict[str, Callable[[dict[str, Any]], Awaitable[Any]]] = {
             "send_message": self._send_message,
+            "send_admin_message": self._send_admin_message,
             "edit_message_text": self._edit_message_text,
             "edit_message_reply_markup": self._edit_message_reply_markup,
             "answer_callback_query": self._answer_callback_query,
@@ -148,6 +156,13 @@ class CommandExecutor:
             disable_web_page_preview=p.get("disable_web_page_preview"),
         )
         return message.to_dict()
+
+    async def _send_admin_message(self, p: dict[str, Any]) -> Any:
+        """An admin alert (:mod:`shared.alerts`) to ``ADMIN_CHAT_ID``; without one it is only logged."""
+        if self.admin_chat_id is None:
+            log.warning("ADMIN_ALERT_NOT_SENT", reason="ADMIN_CHAT_ID is not set", text=p["text"])
+            return {"sent": False}
+        return await self._send_message({"chat_id": self.admin_chat_id, "text": p["text"]})
 
     async def _edit_message_text(self, p: dict[str, Any]) -> Any:
         result = await self.bot.edit_message_text(

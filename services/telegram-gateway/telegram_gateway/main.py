@@ -95,7 +95,11 @@ async def run(settings: GatewaySettings) -> int:
     GuestHandlers(db).register(application)
     application.add_error_handler(log_error)
     executor = CommandExecutor(
-        bot=application.bot, db=db, publisher=publisher, sending_stale_s=settings.sending_stale_sec
+        bot=application.bot,
+        db=db,
+        publisher=publisher,
+        sending_stale_s=settings.sending_stale_sec,
+        admin_chat_id=settings.admin_chat_id,
     )
     consumer = build_consumer(
         redis,

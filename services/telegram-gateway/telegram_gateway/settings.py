@@ -10,15 +10,17 @@ from shared.settings import ServiceSettings
 class GatewaySettings(ServiceSettings):
     """Env of the gateway.
 
-    ``TELEGRAM_BOT_TOKEN`` (secret, required), ``TELEGRAM_API_BASE_URL`` (default Telegram; the simulator in
-    dev), ``ADMIN_USER_IDS`` (comma-separated Telegram user ids), ``OUTBOX_SLOTS`` (commands executed at
-    once), ``POLL_TIMEOUT_SEC`` (long-polling timeout, s), ``RATE_LIMIT_MAX_RETRIES`` (how often a 429 is
-    waited out with its ``retry_after`` before the command is handed back to the stream).
+    ``TELEGRAM_BOT_TOKEN`` (secret, required), ``TELEGRAM_API_BASE_URL`` (default Telegram; the simulator
+    in dev), ``ADMIN_USER_IDS`` (comma-separated Telegram user ids), ``ADMIN_CHAT_ID`` (where admin alerts
+    go; unset: alerts are only logged), ``OUTBOX_SLOTS`` (commands executed at once), ``POLL_TIMEOUT_SEC``
+    (long-polling timeout, s), ``RATE_LIMIT_MAX_RETRIES`` (how often a 429 is waited out with its
+    ``retry_after`` before the command is handed back to the stream).
     """
 
     telegram_bot_token: SecretStr = Field(validation_alias="TELEGRAM_BOT_TOKEN")
     telegram_api_base_url: str = Field("https://api.telegram.org", validation_alias="TELEGRAM_API_BASE_URL")
     admin_user_ids: str = Field("", validation_alias="ADMIN_USER_IDS")
+    admin_chat_id: int | None = Field(None, validation_alias="ADMIN_CHAT_ID")
     outbox_slots: int = Field(8, ge=1, validation_alias="OUTBOX_SLOTS")
     poll_timeout_sec: int = Field(10, ge=0, validation_alias="POLL_TIMEOUT_SEC")
     rate_limit_max_retries: int = Field(3, ge=0, validation_alias="RATE_LIMIT_MAX_RETRIES")

@@ -41,10 +41,12 @@ async def retry_or_fail(
     Returns the job's new status (``queued``/``failed``), or ``""`` when it was no longer ours.
     """
     attempts = job.attempts + 1
+    commands: list[str] = []
     async with db.transaction() as repos:
         if attempts >= max_attempts:
             failed = await fail_job(repos, job, error_class=error_class, error=error, owner=owner)
             status = "failed" if failed else ""
+            commands = failed.commands if failed else []  # the guest's failure text, the admin alert
         else:
             requeued = await repos.jobs.transition(
                 job.id,
@@ -63,7 +65,7 @@ async def retry_or_fail(
             )
             status = "queued" if requeued else ""
     if status == "failed":
-        await dispatch_commands(db, publisher, [failure_command_id(job)])
+        await dispatch_commands(db, publisher, commands)
     elif status == "queued":
         metrics.JOBS.labels(outcome="retried", error_class=str(error_class)).inc()
         log.warning("JOB_RETRY", job_id=str(job.id), attempt=attempts, error_class=str(error_class))
@@ -80,7 +82,7 @@ async def fail_permanently(
             repos, job, error_class=ErrorClass.PERMANENT, error=str(exc), owner=owner, guest_text=guest_text
         )
     if failed:
-        await dispatch_commands(db, publisher, [failure_command_id(job)])
+        await dispatch_commands(db, publisher, failed.commands)
 
 
 async def requeue_on_shutdown(db: Database, job: Job, *, owner: str, free_requeues: int) -> None:
