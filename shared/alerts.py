@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import time
+from collections.abc import Awaitable, Callable
 from datetime import timedelta
 
 import structlog
@@ -50,3 +51,18 @@ async def send_alert(
         return False
     await dispatch_commands(db, publisher, [command_id])
     return True
+
+
+def dead_letter_alerter(db: Database, publisher: Publisher) -> Callable[[str, str, str], Awaitable[None]]:
+    """An ``on_dead`` callback for :class:`shared.streams.StreamConsumer`: one alert per stream per
+    cooldown when entries are dead-lettered (DESIGN.md §3)."""
+
+    async def alert(stream: str, entry_id: str, reason: str) -> None:
+        await send_alert(
+            db,
+            publisher,
+            key=f"dead_letter:{stream}",
+            text=f"Stream {stream}: entry {entry_id} dead-lettered ({reason})",
+        )
+
+    return alert

@@ -371,6 +371,7 @@ def build_consumer(
     consumer: str,
     handler: Handler,
     slots: int,
+    on_dead: Callable[[str, str, str], Awaitable[None]] | None = None,
 ) -> StreamConsumer:
     """A :class:`StreamConsumer` with the lease, delivery cap and block time from the service's settings."""
     return StreamConsumer(
@@ -383,4 +384,5 @@ def build_consumer(
         lease_s=settings.stream_lease_sec,
         max_deliveries=settings.max_deliveries,
         block_ms=settings.stream_block_ms,
+        on_dead=on_dead,
     )

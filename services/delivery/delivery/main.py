@@ -15,6 +15,7 @@ from delivery.deadlines import enforce_deadlines
 from delivery.packs import SERVICE, PackDelivery
 from delivery.settings import DeliverySettings
 from shared import streams
+from shared.alerts import dead_letter_alerter
 from shared.db import create_engine
 from shared.logging import configure_logging
 from shared.ops import start_ops_server
@@ -60,6 +61,7 @@ async def run(settings: DeliverySettings) -> int:
             consumer=consumer_name,
             handler=delivery.handle_rendered,
             slots=settings.delivery_slots,
+            on_dead=dead_letter_alerter(db, publisher),
         ),
         build_consumer(
             redis,
@@ -69,6 +71,7 @@ async def run(settings: DeliverySettings) -> int:
             consumer=consumer_name,
             handler=delivery.handle_result,
             slots=settings.results_slots,
+            on_dead=dead_letter_alerter(db, publisher),
         ),
     ]
     stop = asyncio.Event()

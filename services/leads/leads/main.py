@@ -14,6 +14,7 @@ import structlog
 from leads.cards import SERVICE, CardPublisher
 from leads.settings import LeadsSettings
 from shared import streams
+from shared.alerts import dead_letter_alerter
 from shared.db import create_engine
 from shared.logging import configure_logging
 from shared.ops import start_ops_server
@@ -63,6 +64,7 @@ async def run(settings: LeadsSettings) -> int:
             consumer=consumer_name,
             handler=cards.handle_created,
             slots=settings.leads_slots,
+            on_dead=dead_letter_alerter(db, cards.publisher),
         ),
         build_consumer(
             redis,
@@ -72,6 +74,7 @@ async def run(settings: LeadsSettings) -> int:
             consumer=consumer_name,
             handler=cards.handle_result,
             slots=settings.leads_slots,
+            on_dead=dead_letter_alerter(db, cards.publisher),
         ),
     ]
     tasks = [asyncio.create_task(c.run(stop), name=c.stream) for c in consumers]

@@ -18,6 +18,7 @@ import structlog
 from telegram.ext import AIORateLimiter, Application, ApplicationBuilder
 
 from shared import streams
+from shared.alerts import dead_letter_alerter
 from shared.db import create_engine
 from shared.logging import configure_logging
 from shared.messages import TelegramCommand
@@ -109,6 +110,7 @@ async def run(settings: GatewaySettings) -> int:
         consumer=settings.consumer_name or f"{SERVICE}-{socket.gethostname()}-{os.getpid()}",
         handler=executor.handle,
         slots=settings.outbox_slots,
+        on_dead=dead_letter_alerter(db, publisher),
     )
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

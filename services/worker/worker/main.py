@@ -15,6 +15,7 @@ import sys
 import structlog
 
 from shared import streams
+from shared.alerts import dead_letter_alerter
 from shared.db import create_engine
 from shared.logging import configure_logging
 from shared.ops import start_ops_server
@@ -52,6 +53,7 @@ async def run(settings: WorkerSettings) -> int:
         consumer=owner,
         handler=generator.handle,
         slots=settings.worker_slots,
+        on_dead=dead_letter_alerter(db, publisher),
     )
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
