@@ -193,6 +193,22 @@ def test_cut_png_is_corrupt_image() -> None:
     assert caught.value.code == "corrupt_image"
 
 
+@pytest.mark.parametrize("keep", [0.05, 0.5, 0.999])
+def test_cut_heic_is_corrupt_image_not_a_half_green_photo(keep: float) -> None:
+    # libheif decodes a cut grid image and fills the missing tiles; the container's box sizes tell
+    data = fixture_bytes("heic-iphone-pug.heic")
+    with pytest.raises(UploadRejected) as caught:
+        normalize(data[: int(len(data) * keep)])
+    assert (caught.value.code, caught.value.status) == ("corrupt_image", 422)
+
+
+def test_avif_is_not_taken_for_heic() -> None:
+    avif_header = b"\x00\x00\x00\x1cftypavif\x00\x00\x00\x00avifmif1miaf" + b"\x00" * 64
+    with pytest.raises(UploadRejected) as caught:
+        normalize(avif_header)
+    assert (caught.value.code, caught.value.status) == ("unsupported_format", 415)
+
+
 def test_damaged_header_of_a_known_format_is_corrupt_image() -> None:
     with pytest.raises(UploadRejected) as caught:
         normalize(b"\x89PNG\r\n\x1a\n" + b"\x00" * 40)

@@ -46,7 +46,10 @@ _SIGNATURES: tuple[tuple[int, bytes], ...] = (
     (0, b"\xff\xd8\xff"),  # JPEG SOI + first marker
     (0, b"\x89PNG\r\n\x1a\n"),
     (8, b"WEBP"),  # RIFF....WEBP
-    (4, b"ftyp"),  # ISO BMFF (HEIC, HEIF, AVIF)
+)
+# ISO BMFF major brands of HEIC/HEIF stills and sequences (ISO/IEC 23008-12); AVIF ("avif") is not taken.
+_HEIF_BRANDS = frozenset(
+    {b"heic", b"heix", b"heim", b"heis", b"hevc", b"hevx", b"hevm", b"hevs", b"mif1", b"msf1", b"mif2"}
 )
 
 
@@ -74,8 +77,36 @@ def _register_heif() -> None:
     pillow_heif.register_heif_opener()
 
 
+def _is_heif(data: bytes) -> bool:
+    return data[4:8] == b"ftyp" and data[8:12] in _HEIF_BRANDS
+
+
 def _looks_like_accepted_format(data: bytes) -> bool:
-    return any(data[offset : offset + len(magic)] == magic for offset, magic in _SIGNATURES)
+    signed = any(data[offset : offset + len(magic)] == magic for offset, magic in _SIGNATURES)
+    return signed or _is_heif(data)
+
+
+def _bmff_is_complete(data: bytes) -> bool:
+    """Every top-level ISO BMFF box (ftyp, meta, mdat, …) fits in the file.
+
+    libheif decodes a cut HEIC without complaint and fills the missing tiles with a flat colour, so a
+    half-uploaded iPhone photo would become a half-green sticker; the box sizes show the cut.
+    """
+    offset = 0
+    while offset + 8 <= len(data):
+        size = int.from_bytes(data[offset : offset + 4], "big")
+        header = 8
+        if size == 1:
+            if offset + 16 > len(data):
+                return False
+            size = int.from_bytes(data[offset + 8 : offset + 16], "big")
+            header = 16
+        elif size == 0:  # the last box runs to the end of the file
+            return True
+        if size < header or offset + size > len(data):
+            return False
+        offset += size
+    return not any(data[offset:])  # nothing left, or only zero padding
 
 
 def _open_header(data: bytes, max_pixels: int) -> ImageFile.ImageFile:
@@ -97,6 +128,9 @@ def _open_header(data: bytes, max_pixels: int) -> ImageFile.ImageFile:
         ) from exc
     except (OSError, SyntaxError, ValueError, EOFError) as exc:
         raise UploadRejected("corrupt_image", "The photo file is damaged.", status=422) from exc
+    if image.format == "HEIF" and not _bmff_is_complete(data):
+        image.close()
+        raise UploadRejected("corrupt_image", "The photo file is incomplete.", status=422)
     width, height = image.size
     if width <= 0 or height <= 0:
         raise UploadRejected("corrupt_image", "The photo has no pixels.", status=422)
