@@ -8,6 +8,7 @@ import os
 import signal
 import socket
 import sys
+from datetime import UTC, datetime
 
 import structlog
 
@@ -17,6 +18,7 @@ from delivery.settings import DeliverySettings
 from shared import streams
 from shared.alerts import dead_letter_alerter
 from shared.db import create_engine
+from shared.digest import send_digest_if_due
 from shared.logging import configure_logging
 from shared.ops import start_ops_server
 from shared.repositories import Database
@@ -39,6 +41,9 @@ async def run_sweeper(delivery: PackDelivery, settings: DeliverySettings, stop: 
             )
             if ticks % max(1, int(settings.reconcile_interval_sec / settings.sweep_interval_sec)) == 0:
                 await delivery.republish_rendered()
+                await send_digest_if_due(
+                    delivery.db, delivery.publisher, now=datetime.now(UTC), hour_utc=settings.digest_hour_utc
+                )
         except Exception as exc:
             log.warning("SWEEP_FAILED", error=type(exc).__name__)
         ticks += 1

@@ -15,6 +15,7 @@ class DeliverySettings(ServiceSettings, BotIdentitySettings):
     are in (spec/000 "Pack readiness poll"). ``SWEEP_INTERVAL_SEC``: how often due polls are looked for.
     ``DELAY_NOTICE_SEC`` (300 s) and ``DELIVERY_DEADLINE_SEC`` (900 s): the "still working" notice and the
     failure text, both counted from ``jobs.created_at`` (spec/000 "Deadlines persisted in the database").
+    ``DIGEST_HOUR_UTC``: from this hour on, the day's admin digest is sent (once per day).
     """
 
     pack_poll_fast_sec: float = Field(2.0, gt=0, validation_alias="PACK_POLL_FAST_SEC")
@@ -22,6 +23,7 @@ class DeliverySettings(ServiceSettings, BotIdentitySettings):
     pack_poll_slow_sec: float = Field(10.0, gt=0, validation_alias="PACK_POLL_SLOW_SEC")
     delay_notice_sec: float = Field(300.0, gt=0, validation_alias="DELAY_NOTICE_SEC")
     delivery_deadline_sec: float = Field(900.0, gt=0, validation_alias="DELIVERY_DEADLINE_SEC")
+    digest_hour_utc: int = Field(9, ge=0, le=23, validation_alias="DIGEST_HOUR_UTC")
     sweep_interval_sec: float = Field(1.0, gt=0, validation_alias="SWEEP_INTERVAL_SEC")
     results_slots: int = Field(8, ge=1, validation_alias="RESULTS_SLOTS")
     delivery_slots: int = Field(4, ge=1, validation_alias="DELIVERY_SLOTS")
