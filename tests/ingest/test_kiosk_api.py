@@ -233,3 +233,13 @@ async def test_redis_down_still_accepts_the_photo_and_leaves_the_hint_for_the_re
         record = await repos.tg_commands.get(f"job:{response.json()['job_id']}:generating")
     assert job is not None and job.status == "queued"
     assert record is not None and record.status == "pending"
+
+
+async def test_an_admin_or_auto_pause_also_answers_503(client: httpx.AsyncClient, db: Database) -> None:
+    from shared import maintenance
+
+    async with db.transaction() as repos:
+        await maintenance.start_pause(repos, source="auto", reason="credit")
+    response = await client.post("/sessions", json={})
+    assert response.status_code == 503 and response.json()["error"]["code"] == "maintenance"
+    assert (await client.get("/outfits")).status_code == 200  # the catalog still loads

@@ -51,6 +51,20 @@ def build_application(settings: GatewaySettings) -> Application:
     )
 
 
+def register_handlers(
+    application: Application, *, db: Database, publisher: Publisher, settings: GatewaySettings
+) -> None:
+    """The conversation, in order: the maintenance gate (group -1), admin commands, guest handlers, and
+    the one global error handler."""
+    env = settings.maintenance_mode
+    MaintenanceGate(db=db, admin_ids=settings.admin_ids, env_maintenance=env).register(application)
+    AdminHandlers(db=db, publisher=publisher, admin_ids=settings.admin_ids, env_maintenance=env).register(
+        application
+    )
+    GuestHandlers(db).register(application)
+    application.add_error_handler(log_error)
+
+
 async def reconcile_outbox(
     db: Database, publisher: Publisher, settings: GatewaySettings, stop: asyncio.Event
 ) -> None:
@@ -87,14 +101,7 @@ async def run(settings: GatewaySettings) -> int:
     redis = create_redis(settings.redis_url, block_ms=settings.stream_block_ms)
     publisher = Publisher(redis, maxlen=settings.stream_maxlen)
     application = build_application(settings)
-    MaintenanceGate(db=db, admin_ids=settings.admin_ids, env_maintenance=settings.maintenance_mode).register(
-        application
-    )
-    AdminHandlers(
-        db=db, publisher=publisher, admin_ids=settings.admin_ids, env_maintenance=settings.maintenance_mode
-    ).register(application)
-    GuestHandlers(db).register(application)
-    application.add_error_handler(log_error)
+    register_handlers(application, db=db, publisher=publisher, settings=settings)
     executor = CommandExecutor(
         bot=application.bot,
         db=db,

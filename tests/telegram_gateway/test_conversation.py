@@ -1,0 +1,130 @@
+"""The gateway's conversation through python-telegram-bot polling the simulator: deep-link binding, the
+maintenance gate, and admin commands."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+import pytest
+import redis.asyncio as aioredis
+from aiohttp import web
+from telegram.ext import Application
+
+from shared import maintenance
+from shared.repositories import Database
+from shared.streams import Publisher
+from simulators.telegram.app import create_app
+from simulators.telegram.config import SimConfig
+from telegram_gateway.main import build_application, register_handlers
+from telegram_gateway.settings import GatewaySettings
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
+TOKEN = "123456789:TEST-token-for-the-simulator-000000000"
+ADMIN, GUEST = 1000, 2000
+
+
+@pytest.fixture
+async def sim() -> AsyncIterator[httpx.AsyncClient]:
+    app = create_app(SimConfig(token=TOKEN, private_per_second=0, global_per_second=0))
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as client:
+        yield client
+    await runner.cleanup()
+
+
+@pytest.fixture
+async def gateway(
+    sim: httpx.AsyncClient, db: Database, redis: aioredis.Redis, database_url: str, redis_url: str
+) -> AsyncIterator[Application]:  # type: ignore[type-arg]
+    settings = GatewaySettings(  # type: ignore[call-arg]
+        DATABASE_URL=database_url,
+        REDIS_URL=redis_url,
+        TELEGRAM_BOT_TOKEN=TOKEN,
+        TELEGRAM_API_BASE_URL=str(sim.base_url).rstrip("/"),
+        ADMIN_USER_IDS=str(ADMIN),
+        POLL_TIMEOUT_SEC=1,
+    )
+    application = build_application(settings)
+    register_handlers(application, db=db, publisher=Publisher(redis), settings=settings)
+    await application.initialize()
+    await application.start()
+    assert application.updater is not None
+    await application.updater.start_polling(timeout=1)
+    yield application
+    await application.updater.stop()
+    await application.stop()
+    await application.shutdown()
+
+
+async def say(sim: httpx.AsyncClient, user_id: int, text: str) -> None:
+    response = await sim.post(
+        f"/sim/users/{user_id}/messages", json={"text": text, "first_name": "U", "language_code": "en"}
+    )
+    response.raise_for_status()
+
+
+async def replies(sim: httpx.AsyncClient, chat_id: int, count: int) -> list[str]:
+    """Wait until the bot has sent ``count`` messages in the chat; returns their texts."""
+    async with asyncio.timeout(15):
+        while True:
+            body: Any = (await sim.get(f"/sim/chats/{chat_id}/messages")).json()
+            messages = body["messages"] if isinstance(body, dict) else body
+            texts = [m["text"] for m in messages if (m.get("from") or {}).get("is_bot")]
+            if len(texts) >= count:
+                return texts
+            await asyncio.sleep(0.1)
+
+
+async def test_start_with_a_kiosk_token_binds_the_guest(
+    gateway: Application, sim: httpx.AsyncClient, db: Database
+) -> None:  # type: ignore[type-arg]
+    async with db.transaction() as repos:
+        session = await repos.sessions.create(station="s", token="kiosk-token-1")
+    await say(sim, GUEST, "/start kiosk-token-1")
+    assert (await replies(sim, GUEST, 1))[0].startswith("You're linked!")
+    async with db.transaction() as repos:
+        bound = await repos.sessions.get(session.id)
+    assert bound is not None and bound.tg_user_id == GUEST and bound.tg_chat_id == GUEST
+    await say(sim, GUEST + 1, "/start kiosk-token-1")  # another person with the same (used) code
+    assert (await replies(sim, GUEST + 1, 1))[0].startswith("This code has expired")
+
+
+async def test_while_paused_guests_get_the_maintenance_text_and_admins_keep_their_commands(
+    gateway: Application,  # type: ignore[type-arg]
+    sim: httpx.AsyncClient,
+    db: Database,
+) -> None:
+    await say(sim, ADMIN, "/pause")
+    assert (await replies(sim, ADMIN, 1))[0].startswith("Paused.")
+    async with db.transaction() as repos:
+        pause = await maintenance.current_pause(repos)
+        await repos.sessions.create(station="s", token="kiosk-token-2")
+    assert pause is not None and pause.source == "admin"
+    await say(sim, GUEST, "/start kiosk-token-2")
+    assert (await replies(sim, GUEST, 1)) == [
+        "The sticker booth is taking a short break. Please try again in a few minutes."
+    ]
+    await say(sim, ADMIN, "/status")
+    assert "Queue paused (admin" in (await replies(sim, ADMIN, 2))[1]
+    await say(sim, ADMIN, "/resume")
+    assert (await replies(sim, ADMIN, 3))[2].startswith("Resumed (admin")
+    await say(sim, GUEST, "/start kiosk-token-2")
+    assert (await replies(sim, GUEST, 2))[1].startswith("You're linked!")
+
+
+async def test_admin_commands_from_a_guest_do_nothing(
+    gateway: Application, sim: httpx.AsyncClient, db: Database
+) -> None:  # type: ignore[type-arg]
+    await say(sim, GUEST, "/pause")
+    await say(sim, GUEST, "hello")
+    texts = await replies(sim, GUEST, 1)
+    async with db.transaction() as repos:
+        assert await maintenance.current_pause(repos) is None
+    assert texts[0].startswith("Hi! Scan the QR code")
