@@ -151,9 +151,12 @@ def _decode(image: ImageFile.ImageFile) -> Image.Image:
         raise RuntimeError("PIL.ImageFile.LOAD_TRUNCATED_IMAGES must stay False: cut uploads would pass")
     try:
         image.load()
-        return ImageOps.exif_transpose(image)
     except (OSError, SyntaxError, ValueError, EOFError, KeyError, IndexError) as exc:
         raise UploadRejected("corrupt_image", f"The photo file is damaged ({exc}).", status=422) from exc
+    try:
+        return ImageOps.exif_transpose(image)
+    except (OSError, SyntaxError, ValueError, KeyError, IndexError, TypeError):
+        return image  # unreadable EXIF: the pixels are fine, keep them as stored
 
 
 def _scale_to_uint8(values: npt.NDArray[np.floating], *, sixteen_bit: bool) -> npt.NDArray[np.uint8]:

@@ -132,3 +132,50 @@ def test_a_sheet_without_figures_is_all_missing(sheet_factory: Callable[..., She
     cut = cut_sheet(sheet_factory(2, 2, {}).rgb, 4)
     assert cut.missing == [0, 1, 2, 3]
     assert cut.figures == []
+
+
+def test_an_off_centre_grid_is_read_in_order(sheet_factory: Callable[..., Sheet]) -> None:
+    # the left column drawn 55 % of a cell to the right: mostly inside the right-hand cells
+    shifted = {
+        0: [_shifted(person(RED), 0.55)],
+        1: [person(BLUE)],
+        2: [_shifted(person(YELLOW), 0.55)],
+        3: [person(RED)],
+    }
+    sheet = sheet_factory(2, 2, shifted)
+    keyed = key_green(sheet.rgb)
+    count, _ = cv2.connectedComponents((keyed[..., 3] >= 128).astype(np.uint8))
+    assert count - 1 == 4  # four separate figures, none touching
+    cut = cut_sheet(sheet.rgb, 4)
+    assert cut.valid, cut.describe()
+    assert [f.cell for f in cut.figures] == [0, 1, 2, 3]
+    xs = [f.box[0] for f in cut.figures]
+    assert CELL * 0.6 < xs[0] < CELL < xs[1] and CELL * 0.6 < xs[2] < CELL < xs[3]
+    red = cut.figures[0].rgba  # the red figure, not the blue one
+    body = red[red[..., 3] == 255][:, :3].astype(int)
+    assert ((body[:, 0] > 180) & (body[:, 2] < 90)).sum() > 1000
+
+
+def test_two_figures_in_one_cell_make_the_sheet_invalid(sheet_factory: Callable[..., Sheet]) -> None:
+    pair = [_placed(person(BLUE), 0.0, 0.25, 0.5), _placed(person(RED), 0.5, 0.25, 0.5)]
+    drawers = {0: pair, 1: [person(BLUE)], 2: [person(YELLOW)], 3: [person(RED)]}
+    cut = cut_sheet(sheet_factory(2, 2, drawers).rgb, 4)
+    assert not cut.valid
+    assert cut.extra == 1 and cut.missing == []
+    assert "extra 1" in cut.describe()
+
+
+def _placed(draw, fx: float, fy: float, scale: float):  # type: ignore[no-untyped-def]
+    def moved(canvas: np.ndarray, alpha: np.ndarray, rect: tuple[int, int, int, int]) -> None:
+        x, y, w, h = rect
+        draw(canvas, alpha, (x + round(fx * w), y + round(fy * h), round(w * scale), round(h * scale)))
+
+    return moved
+
+
+def _shifted(draw, dx: float):  # type: ignore[no-untyped-def]
+    def moved(canvas: np.ndarray, alpha: np.ndarray, rect: tuple[int, int, int, int]) -> None:
+        x, y, w, h = rect
+        draw(canvas, alpha, (x + round(dx * w), y, w, h))
+
+    return moved
