@@ -18,8 +18,10 @@ class ServiceSettings(BaseSettings):
     (``redis://host:6379/0``), ``LOG_LEVEL``, ``OPS_PORT`` (``/healthz``, ``/readyz``, ``/metrics``),
     ``MAX_DELIVERIES`` (a stream entry delivered more often goes to ``<stream>:dead``, DESIGN.md §3),
     ``STREAM_LEASE_SEC`` (pending entries idle longer are taken over), ``RECONCILE_GRACE_SEC`` (an outbox
-    row still pending after this many seconds is re-published), ``MAINTENANCE_MODE`` (``1``: the ``env``
-    maintenance source, cleared only by a restart without it; :mod:`shared.maintenance`).
+    row still pending after this many seconds is re-published), ``REPUBLISH_AFTER_SEC`` (a hint published
+    that long ago whose row is still pending is published again: Redis may have lost it),
+    ``MAINTENANCE_MODE`` (``1``: the ``env`` maintenance source, cleared only by a restart without it;
+    :mod:`shared.maintenance`).
     """
 
     model_config = SettingsConfigDict(env_file=None, extra="ignore", case_sensitive=False)
@@ -36,6 +38,7 @@ class ServiceSettings(BaseSettings):
     stream_maxlen: int = Field(100_000, ge=100, validation_alias="STREAM_MAXLEN")
     reconcile_grace_sec: float = Field(10.0, ge=0, validation_alias="RECONCILE_GRACE_SEC")
     reconcile_interval_sec: float = Field(2.0, gt=0, validation_alias="RECONCILE_INTERVAL_SEC")
+    republish_after_sec: float = Field(120.0, gt=0, validation_alias="REPUBLISH_AFTER_SEC")
     maintenance_mode: bool = Field(False, validation_alias="MAINTENANCE_MODE")
 
     @field_validator("database_url")

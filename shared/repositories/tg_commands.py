@@ -98,19 +98,31 @@ class TelegramCommandRepository:
         )
 
     async def due_for_dispatch(
-        self, *, grace: timedelta, republish_after: timedelta, limit: int
+        self,
+        *,
+        grace: timedelta,
+        republish_after: timedelta,
+        limit: int,
+        sending_stale: timedelta | None = None,
     ) -> list[TelegramCommandRecord]:
-        """Reconciler query: ``pending`` commands not dispatched after ``grace``, or whose hint is lost."""
+        """Reconciler query: ``pending`` commands not dispatched after ``grace`` or whose hint is lost, and
+        (with ``sending_stale``) ``sending`` commands whose executor died mid-call."""
         now = sa.func.now()
+        pending = sa.and_(
+            tg_commands.c.status == "pending",
+            sa.or_(
+                sa.and_(tg_commands.c.dispatched_at.is_(None), tg_commands.c.created_at <= now - grace),
+                tg_commands.c.dispatched_at <= now - republish_after,
+            ),
+        )
+        stuck: sa.ColumnElement[bool] = sa.false()
+        if sending_stale is not None:
+            stuck = sa.and_(
+                tg_commands.c.status == "sending", tg_commands.c.updated_at <= now - sending_stale
+            )
         rows = await self.conn.execute(
             sa.select(tg_commands)
-            .where(
-                tg_commands.c.status == "pending",
-                sa.or_(
-                    sa.and_(tg_commands.c.dispatched_at.is_(None), tg_commands.c.created_at <= now - grace),
-                    tg_commands.c.dispatched_at <= now - republish_after,
-                ),
-            )
+            .where(sa.or_(pending, stuck))
             .order_by(tg_commands.c.created_at)
             .limit(limit)
         )

@@ -147,3 +147,65 @@ async def test_flood_control_hands_the_command_back_without_sending(
     assert await results(redis) == []
     await executor.execute("cmd:busy")
     assert [m["text"] for m in await bot_messages(sim_url, GUEST)] == ["later"]
+
+
+async def _make_stale_sending(db: Database, command_id: str) -> None:
+    import sqlalchemy as sa
+
+    async with db.transaction() as repos:
+        await repos.conn.execute(
+            sa.text(
+                "UPDATE tg_commands SET status = 'sending', updated_at = now() - interval '10 minutes' "
+                "WHERE command_id = :c"
+            ),
+            {"c": command_id},
+        )
+
+
+async def test_a_message_whose_sender_died_mid_call_is_not_sent_again(
+    executor: CommandExecutor, db: Database, redis: aioredis.Redis, sim_url: str
+) -> None:
+    await add(db, "cmd:maybe-sent", "send_message", {"chat_id": GUEST, "text": "link"})
+    await _make_stale_sending(db, "cmd:maybe-sent")
+    await executor.execute("cmd:maybe-sent")
+    assert await bot_messages(sim_url, GUEST) == []
+    (result,) = await results(redis)
+    assert not result.ok and result.error is not None and result.error.error_code == 0
+
+
+async def test_a_read_whose_executor_died_mid_call_is_simply_repeated(
+    executor: CommandExecutor, db: Database, redis: aioredis.Redis
+) -> None:
+    await add(db, "cmd:read", "get_sticker_set", {"name": "nothing_by_stickerbooth_bot"})
+    await _make_stale_sending(db, "cmd:read")
+    await executor.execute("cmd:read")
+    (result,) = await results(redis)
+    assert result.error is not None and result.error.error_code == 400  # really asked Telegram again
+
+
+async def test_a_send_that_timed_out_after_telegram_applied_it_is_not_repeated(
+    sim_url: str, db: Database, redis: aioredis.Redis
+) -> None:
+    from telegram.request import HTTPXRequest
+
+    bot: ExtBot[None] = ExtBot(
+        TOKEN,
+        base_url=f"{sim_url}/bot",
+        base_file_url=f"{sim_url}/file/bot",
+        request=HTTPXRequest(read_timeout=0.5),
+    )
+    await bot.initialize()
+    async with httpx.AsyncClient(base_url=sim_url) as sim:
+        (
+            await sim.post(f"/sim/users/{GUEST}/messages", json={"text": "/start", "first_name": "Ann"})
+        ).raise_for_status()
+        fault = {"method": "sendMessage", "kind": "delay_after_apply", "seconds": 2}
+        (await sim.post("/sim/faults", json=fault)).raise_for_status()
+    executor = CommandExecutor(bot=bot, db=db, publisher=Publisher(redis))
+    await add(db, "cmd:slow", "send_message", {"chat_id": GUEST, "text": "once"})
+    await executor.execute("cmd:slow")
+    await executor.execute("cmd:slow")  # a redelivery finds the stored outcome
+    await bot.shutdown()
+    assert [m["text"] for m in await bot_messages(sim_url, GUEST)] == ["once"]
+    first, second = await results(redis)
+    assert first == second and first.error is not None and first.error.error_code == 0

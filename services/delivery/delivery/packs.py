@@ -177,10 +177,17 @@ class PackDelivery:
         await dispatch_commands(self.db, self.publisher, [command_id])
 
     async def on_link_sent(self, job_id: UUID, result: TelegramResult) -> None:
-        """``delivering → delivered`` once the link message went out."""
-        if not result.ok:
+        """``delivering → delivered`` once the link message went out.
+
+        An unknown outcome (``error_code`` 0: the gateway died or timed out mid-send and, sending at most
+        once, did not repeat it) most likely reached the guest: it counts as delivered, flagged in the log.
+        """
+        unknown = result.error is not None and result.error.error_code == 0
+        if not result.ok and not unknown:
             await self._fail(job_id, ("delivering",), f"link message: {result.error}")
             return
+        if unknown:
+            log.warning("LINK_OUTCOME_UNKNOWN", job_id=str(job_id))
         async with self.db.transaction() as repos:
             job = await repos.jobs.transition(
                 job_id,
@@ -201,7 +208,7 @@ class PackDelivery:
             due = await repos.jobs.due_for_dispatch(
                 "rendered",
                 grace=timedelta(seconds=self.settings.reconcile_grace_sec),
-                republish_after=timedelta(seconds=max(self.settings.stream_lease_sec * 2, 60)),
+                republish_after=timedelta(seconds=self.settings.republish_after_sec),
                 limit=100,
             )
         for job in due:

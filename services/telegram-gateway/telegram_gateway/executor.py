@@ -15,7 +15,15 @@ from uuid import UUID
 
 import structlog
 from telegram import Bot, InlineKeyboardMarkup, InputSticker
-from telegram.error import BadRequest, Forbidden, InvalidToken, NetworkError, RetryAfter, TelegramError
+from telegram.error import (
+    BadRequest,
+    Forbidden,
+    InvalidToken,
+    NetworkError,
+    RetryAfter,
+    TelegramError,
+    TimedOut,
+)
 
 from shared import metrics, streams
 from shared.domain import TelegramCommandRecord
@@ -26,6 +34,22 @@ from shared.streams import Publisher
 log = structlog.get_logger(__name__)
 
 OCCUPIED = "sticker set name is already occupied"
+NOT_MODIFIED = "message is not modified"
+#: Commands whose repetition changes nothing (reads, idempotent edits, a set name that reads back as ours).
+#: Everything else (sending a message) is at most once: when the outcome of a call is unknown (the
+#: gateway died mid-call, the request timed out) it is recorded as failed with ``error_code`` 0 instead
+#: of being sent a second time.
+REPEATABLE = frozenset(
+    {
+        "get_sticker_set",
+        "create_sticker_set",
+        "delete_sticker_set",
+        "answer_callback_query",
+        "edit_message_text",
+        "edit_message_reply_markup",
+    }
+)
+UNKNOWN_OUTCOME = 0
 
 
 class TransientTelegramError(Exception):
@@ -91,6 +115,9 @@ class CommandExecutor:
             if record.status in ("sent", "failed"):
                 await self._announce(record)
             return
+        if record.status == "sending" and claimed.method not in REPEATABLE:
+            await self._finish(claimed, ok=False, error=_unknown("the gateway stopped during the call"))
+            return
         await self._run(claimed)
 
     async def _run(self, record: TelegramCommandRecord) -> None:
@@ -106,8 +133,19 @@ class CommandExecutor:
             metrics.TELEGRAM_CALLS.labels(method=record.method, outcome="retry_after").inc()
             await self._release(record.command_id)
             raise TransientTelegramError(f"flood control: {exc.message}") from exc
-        except (BadRequest, Forbidden, InvalidToken) as exc:
+        except BadRequest as exc:
+            if NOT_MODIFIED in exc.message.lower():
+                ok, result = True, True  # an edit repeated after an unknown outcome: already applied
+            else:
+                error = TelegramErrorInfo(error_code=_error_code(exc), description=exc.message)
+        except (Forbidden, InvalidToken) as exc:
             error = TelegramErrorInfo(error_code=_error_code(exc), description=exc.message)
+        except TimedOut as exc:
+            metrics.TELEGRAM_CALLS.labels(method=record.method, outcome="timed_out").inc()
+            if record.method in REPEATABLE:
+                await self._release(record.command_id)
+                raise TransientTelegramError("timed out") from exc
+            error = _unknown("the request timed out after it was sent")
         except NetworkError as exc:
             metrics.TELEGRAM_CALLS.labels(method=record.method, outcome="network_error").inc()
             await self._release(record.command_id)
@@ -115,6 +153,16 @@ class CommandExecutor:
         except TelegramError as exc:
             error = TelegramErrorInfo(error_code=_error_code(exc), description=exc.message)
         metrics.TELEGRAM_CALLS.labels(method=record.method, outcome="ok" if ok else "error").inc()
+        await self._finish(record, ok=ok, result=result, error=error)
+
+    async def _finish(
+        self,
+        record: TelegramCommandRecord,
+        *,
+        ok: bool,
+        result: Any = None,
+        error: TelegramErrorInfo | None = None,
+    ) -> None:
         error_body = error.model_dump() if error else None
         async with self.db.transaction() as repos:
             await repos.tg_commands.finish(record.command_id, ok=ok, result=result, error=error_body)
@@ -219,6 +267,10 @@ class CommandExecutor:
 
     async def _delete_sticker_set(self, p: dict[str, Any]) -> Any:
         return await self.bot.delete_sticker_set(p["name"])
+
+
+def _unknown(why: str) -> TelegramErrorInfo:
+    return TelegramErrorInfo(error_code=UNKNOWN_OUTCOME, description=f"outcome unknown ({why}); not repeated")
 
 
 def _markup(data: dict[str, Any] | None) -> InlineKeyboardMarkup | None:

@@ -70,12 +70,13 @@ async def reconcile_outbox(
 ) -> None:
     """Re-publish ``tg_commands`` rows still ``pending`` after the grace period (DESIGN.md §3)."""
     grace = timedelta(seconds=settings.reconcile_grace_sec)
-    republish_after = timedelta(seconds=max(settings.stream_lease_sec * 2, 60))
+    republish_after = timedelta(seconds=settings.republish_after_sec)
+    stale = timedelta(seconds=settings.sending_stale_sec)
     while not stop.is_set():
         try:
             async with db.transaction() as repos:
                 due = await repos.tg_commands.due_for_dispatch(
-                    grace=grace, republish_after=republish_after, limit=200
+                    grace=grace, republish_after=republish_after, limit=200, sending_stale=stale
                 )
             published = [
                 r.command_id

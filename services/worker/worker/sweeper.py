@@ -37,7 +37,7 @@ async def sweep_once(db: Database, publisher: Publisher, settings: WorkerSetting
         due = await repos.jobs.due_for_dispatch(
             "queued",
             grace=timedelta(seconds=settings.reconcile_grace_sec),
-            republish_after=timedelta(seconds=max(settings.stream_lease_sec * 2, 120)),
+            republish_after=timedelta(seconds=settings.republish_after_sec),
             limit=200,
         )
         metrics.JOB_QUEUE_DEPTH.set((await repos.jobs.count_by_status()).get("queued", 0))
