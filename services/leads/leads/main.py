@@ -28,7 +28,7 @@ async def run_reconciler(cards: CardPublisher, settings: LeadsSettings, stop: as
     while not stop.is_set():
         try:
             await cards.republish_due(
-                grace_s=settings.reconcile_grace_sec, republish_after_s=max(settings.stream_lease_sec * 2, 60)
+                grace_s=settings.reconcile_grace_sec, republish_after_s=settings.republish_after_sec
             )
         except Exception as exc:
             log.warning("RECONCILE_FAILED", error=type(exc).__name__)
