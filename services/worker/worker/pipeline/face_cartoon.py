@@ -225,18 +225,18 @@ def _segment_head(
     return head
 
 
-def _skin_colour(smooth: npt.NDArray[np.uint8], face_box: tuple[float, float, float, float]) -> RGB:
-    """Median colour of both cheeks (between eyes and mouth, beside the nose)."""
+def _skin_colour(toon: npt.NDArray[np.uint8], face_box: tuple[float, float, float, float]) -> RGB:
+    """The skin colour as the cartoon face shows it: the median of the lit half of the face core
+    (forehead to chin, inside the cheeks), so eyes, brows, mouth and shadows do not darken it."""
     fx, fy, fw, fh = face_box
-    patches = []
-    for cx in (0.3, 0.7):
-        x0, x1 = int(fx + fw * (cx - 0.08)), int(fx + fw * (cx + 0.08))
-        y0, y1 = int(fy + fh * 0.55), int(fy + fh * 0.68)
-        patch = smooth[max(0, y0) : max(0, y1), max(0, x0) : max(0, x1)]
-        if patch.size:
-            patches.append(patch.reshape(-1, 3))
-    pixels = np.concatenate(patches) if patches else smooth.reshape(-1, 3)
-    r, g, b = (int(v) for v in np.median(pixels, axis=0))
+    y0, y1 = max(0, int(fy + fh * 0.15)), max(0, int(fy + fh * 0.9))
+    x0, x1 = max(0, int(fx + fw * 0.22)), max(0, int(fx + fw * 0.78))
+    core = toon[y0:y1, x0:x1].reshape(-1, 3)
+    if core.shape[0] < 16:
+        core = toon.reshape(-1, 3)
+    luma = core.astype(np.float32) @ np.array([0.299, 0.587, 0.114], np.float32)
+    lit = core[luma >= np.percentile(luma, 50)]
+    r, g, b = (int(v) for v in np.median(lit, axis=0))
     return (r, g, b)
 
 
@@ -287,5 +287,5 @@ def cartoonize_face(rgb: npt.NDArray[np.uint8], face: FaceBox, size: tuple[int, 
         eyes=(eyes[0], eyes[1]),
         eye_width=fw * 0.2,
         mouth=mouth,
-        skin=_skin_colour(_boost(smooth, 1.25), box),
+        skin=_skin_colour(toon, box),
     )
