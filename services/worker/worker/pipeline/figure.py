@@ -106,15 +106,12 @@ def _draw_arms(canvas: Canvas, outfit: Outfit, colours: Colours, pose: Pose) -> 
         draw_hand(canvas, arm.hand, arm.gesture, colours.hands, angle=arm.angle, mirror=mirror)
 
 
-def _draw_extras(canvas: Canvas, pose: Pose, colours: Colours, seed: int) -> None:
+def _draw_extras(canvas: Canvas, pose: Pose, colours: Colours) -> None:
     extras = pose.extras
     if "hearts" in extras:
         draw_hearts(canvas, [(392, 92, 40, 14), (424, 150, 26, 24), (116, 110, 30, -16)])
     if "sparkles" in extras:
         draw_sparkles(canvas, [(410, 128, 16), (104, 150, 12), (428, 330, 10)])
-    if "confetti" in extras:
-        avoid = (HEAD_CENTRE, (HEAD_RADII[0] + 40, HEAD_RADII[1] + 60))
-        draw_confetti(canvas, (60, 30, 452, 200), 12, seed, avoid=avoid)
     if "wave_lines" in extras:
         draw_motion_lines(canvas, pose.right.hand, 38, -80, 5)
     if "haha" in extras:
@@ -153,6 +150,9 @@ def draw_figure(
     head = Canvas(CELL, CELL, supersample=SUPERSAMPLE, shift=FIGURE_SHIFT)
     _draw_head(head, face, outfit, colours, pose)
     canvas.overlay(head, rotate=-pose.tilt, pivot=NECK)
+    if "confetti" in pose.extras:  # behind the arms: no confetti on a palm
+        avoid = (HEAD_CENTRE, (HEAD_RADII[0] + 40, HEAD_RADII[1] + 60))
+        draw_confetti(canvas, (60, 30, 452, 200), 12, seed, avoid=avoid)
     _draw_arms(canvas, outfit, colours, pose)
-    _draw_extras(canvas, pose, colours, seed)
+    _draw_extras(canvas, pose, colours)
     return canvas.to_rgba()
