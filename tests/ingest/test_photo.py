@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import io
-import os
 import struct
 import tracemalloc
 import zlib
@@ -19,15 +18,17 @@ from shared.errors import UploadRejected
 
 pytestmark = pytest.mark.unit
 
-PHOTOS = Path(os.environ.get("PHOTO_FIXTURES", "/work/shared/fixtures/photos"))
+# the team kit beside the repo (../shared), as in CI
+PHOTOS = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "photos"
 MAX_BYTES = 15 * 1024 * 1024
 MAX_PIXELS = 40_000_000
 
 
 def fixture_bytes(name: str) -> bytes:
     path = PHOTOS / name
-    if not path.exists():
-        pytest.skip(f"fixture photo {path} not available")
+    assert path.exists(), (
+        f"fixture photo {path} is missing: ../shared/fixtures/photos must sit beside the repo"
+    )
     return path.read_bytes()
 
 

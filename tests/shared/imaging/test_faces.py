@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import io
-import os
 from pathlib import Path
 
 import cv2
@@ -17,13 +16,15 @@ from shared.imaging.faces import FaceBox, detect_faces, largest_face
 
 pytestmark = pytest.mark.unit
 
-PHOTOS = Path(os.environ.get("PHOTO_FIXTURES", "/work/shared/fixtures/photos"))
+# the team kit beside the repo (../shared), as in CI
+PHOTOS = Path(__file__).resolve().parents[4] / "shared" / "fixtures" / "photos"
 
 
 def photo(name: str) -> np.ndarray:
     path = PHOTOS / name
-    if not path.exists():
-        pytest.skip(f"fixture photo {path} not available")
+    assert path.exists(), (
+        f"fixture photo {path} is missing: ../shared/fixtures/photos must sit beside the repo"
+    )
     normalized = normalize_photo(path.read_bytes(), max_bytes=20_000_000, max_pixels=40_000_000)
     with Image.open(io.BytesIO(normalized.jpeg)) as image:
         return np.asarray(image.convert("RGB"))
