@@ -7,7 +7,7 @@ SITE = $(shell $(PY) -c 'import sysconfig; print(sysconfig.get_paths()["purelib"
 SRC_PATHS := . services/ingest services/worker services/delivery services/leads services/telegram-gateway
 STAMP := $(VENV)/.installed
 
-.PHONY: help install check lint format test test-all demo up render deploy-check clean
+.PHONY: help install check lint format test test-all chaos demo up render deploy-check clean
 
 help:  ## list the commands
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -32,7 +32,10 @@ format: install  ## apply ruff's fixes and formatting
 	$(VENV)/bin/ruff format .
 
 test: install  ## the suite against real Postgres and Redis (DATABASE_URL/REDIS_URL, else embedded)
-	$(PY) -m pytest -m "not slow and not chaos and not browser" $(PYTEST_ARGS)
+	$(PY) -m pytest -m "not slow and not browser" $(PYTEST_ARGS)
+
+chaos: install  ## 100 journeys + 100 leads under SIGKILLs and Redis/Postgres restarts; 0 lost, 0 doubled
+	$(PY) -m devstack chaos $(CHAOS_ARGS)
 
 test-all: install  ## every tier, slow suites included
 	$(PY) -m pytest $(PYTEST_ARGS)

@@ -130,8 +130,26 @@ def main() -> int:
     demo_cmd = sub.add_parser("demo", help="run one guest journey on a real photo")
     demo_cmd.add_argument("--photo", help="path of a photo (default: the scikit-image astronaut)")
     sub.add_parser("up", help="start the stack and keep it running")
+    chaos_cmd = sub.add_parser(
+        "chaos", help="journeys and leads under faults; checks nothing is lost or doubled"
+    )
+    chaos_cmd.add_argument("--journeys", type=int, default=100)
+    chaos_cmd.add_argument("--leads", type=int, default=100)
+    chaos_cmd.add_argument("--faults", type=int, default=21, help="faults injected (each kind at least once)")
+    chaos_cmd.add_argument("--seed", type=int, default=7)
     args = parser.parse_args()
+    if args.command == "chaos":
+        return run_chaos(args.journeys, args.leads, args.faults, args.seed)
     return demo(args.photo) if args.command == "demo" else up()
+
+
+def run_chaos(journeys: int, leads: int, faults: int, seed: int) -> int:
+    from devstack import chaos
+
+    photo, _name = default_photo()
+    report = chaos.run(journeys=journeys, leads=leads, faults=faults, photo=photo, seed=seed)
+    print(report.table())
+    return 0 if not report.lost and not report.duplicated else 1
 
 
 if __name__ == "__main__":
