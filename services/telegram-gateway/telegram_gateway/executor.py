@@ -13,6 +13,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 from uuid import UUID
 
+import httpx
 import structlog
 from telegram import Bot, InlineKeyboardMarkup, InputSticker
 from telegram.error import (
@@ -30,6 +31,7 @@ from shared.domain import TelegramCommandRecord
 from shared.messages import TelegramCommand, TelegramErrorInfo, TelegramResult
 from shared.repositories import Database
 from shared.streams import Publisher
+from telegram_gateway.message_probe import find_bot_message
 
 log = structlog.get_logger(__name__)
 
@@ -47,8 +49,11 @@ REPEATABLE = frozenset(
         "answer_callback_query",
         "edit_message_text",
         "edit_message_reply_markup",
+        "find_bot_message",
     }
 )
+#: httpx failures proving that a request never left this process: nothing can have been delivered.
+_NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
 UNKNOWN_OUTCOME = 0
 
 
@@ -82,6 +87,7 @@ class CommandExecutor:
             "create_sticker_set": self._create_sticker_set,
             "get_sticker_set": self._get_sticker_set,
             "delete_sticker_set": self._delete_sticker_set,
+            "find_bot_message": lambda p: find_bot_message(self.bot, p),
         }
 
     async def handle(self, message: Any) -> None:
@@ -142,14 +148,16 @@ class CommandExecutor:
             error = TelegramErrorInfo(error_code=_error_code(exc), description=exc.message)
         except TimedOut as exc:
             metrics.TELEGRAM_CALLS.labels(method=record.method, outcome="timed_out").inc()
-            if record.method in REPEATABLE:
+            if record.method in REPEATABLE or not _may_have_arrived(exc):
                 await self._release(record.command_id)
                 raise TransientTelegramError("timed out") from exc
             error = _unknown("the request timed out after it was sent")
         except NetworkError as exc:
             metrics.TELEGRAM_CALLS.labels(method=record.method, outcome="network_error").inc()
-            await self._release(record.command_id)
-            raise TransientTelegramError(f"network: {type(exc).__name__}") from exc
+            if record.method in REPEATABLE or not _may_have_arrived(exc):
+                await self._release(record.command_id)
+                raise TransientTelegramError(f"network: {type(exc).__name__}") from exc
+            error = _unknown("the connection broke after the request was sent")
         except TelegramError as exc:
             error = TelegramErrorInfo(error_code=_error_code(exc), description=exc.message)
         metrics.TELEGRAM_CALLS.labels(method=record.method, outcome="ok" if ok else "error").inc()
@@ -271,6 +279,17 @@ class CommandExecutor:
 
 def _unknown(why: str) -> TelegramErrorInfo:
     return TelegramErrorInfo(error_code=UNKNOWN_OUTCOME, description=f"outcome unknown ({why}); not repeated")
+
+
+def _may_have_arrived(exc: NetworkError) -> bool:
+    """``False`` only when the request provably never left (connect failure, no free pooled connection):
+    a read timeout or a connection dropped after sending may follow a delivered message."""
+    cause: BaseException | None = exc.__cause__
+    while cause is not None:
+        if isinstance(cause, _NOT_SENT):
+            return False
+        cause = cause.__cause__
+    return True
 
 
 def _markup(data: dict[str, Any] | None) -> InlineKeyboardMarkup | None:

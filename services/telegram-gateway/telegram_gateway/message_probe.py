@@ -1,0 +1,80 @@
+"""Finding a message the bot may have sent: the reconciliation of a send whose outcome is unknown.
+
+The Bot API cannot list a chat's messages. It can, however, tell whether message ``n`` is a bot message
+with a given inline keyboard without changing anything: ``editMessageReplyMarkup`` with the keyboard the
+message already has fails with "message is not modified" (core.telegram.org/bots/api#editmessagereplymarkup;
+the same error text the simulator and Telegram use). Other answers say "not the bot's message"
+("message can't be edited") or "no such message" ("message to edit not found").
+
+Message ids in a supergroup grow by one per message, so a message sent after the chat's highest known id
+``after_message_id`` sits above it. The search walks up from there, skipping ids the caller knows, and
+stops at the first match, or after ``end_gap`` consecutive missing ids (the end of the chat), or after
+``max_probes`` calls (inconclusive: the caller decides). The caller keeps at most one message of unknown
+id in the chat (``leads.publishing``), so an unknown bot message above ``after_message_id`` is the one we
+look for. If an edit does change a message, it was some other bot message without a keyboard (an alert
+sharing the chat): the keyboard is taken off again, which restores it exactly, and the walk goes on.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import structlog
+from telegram import Bot, InlineKeyboardMarkup
+from telegram.error import BadRequest
+
+log = structlog.get_logger(__name__)
+
+NOT_MODIFIED = "message is not modified"
+NOT_FOUND = "message to edit not found"
+NOT_OURS = "message can't be edited"
+
+
+async def find_bot_message(bot: Bot, params: dict[str, Any]) -> dict[str, Any]:
+    """Gateway command ``find_bot_message``: search ``chat_id`` for the bot message with ``reply_markup``.
+
+    Params: ``chat_id``; ``reply_markup`` (the inline keyboard JSON the message was sent with: it is what
+    identifies the message, so it is required);
+    ``after_message_id`` (int, the search starts above it); ``skip_message_ids`` (ids known to be other
+    messages); ``max_probes`` (Bot API calls allowed, default 30); ``end_gap`` (consecutive missing ids
+    that mean "end of chat", default 3).
+
+    Returns:
+        ``{"chat_id", "message_id": int | None, "conclusive": bool, "probes": int}``: ``message_id`` is
+        the match; ``None`` with ``conclusive`` means the message is not in the chat.
+
+    Raises:
+        telegram.error.TelegramError: any other answer (chat not found, bot removed, flood control).
+    """
+    chat_id = params["chat_id"]
+    markup = InlineKeyboardMarkup.de_json(params["reply_markup"], None)
+    skip = {int(i) for i in params.get("skip_message_ids") or []}
+    max_probes = int(params.get("max_probes", 30))
+    end_gap = int(params.get("end_gap", 3))
+    message_id = int(params.get("after_message_id") or 0)
+    probes = missing = 0
+    while probes < max_probes:
+        message_id += 1
+        if message_id in skip:
+            missing = 0
+            continue
+        probes += 1
+        try:
+            await bot.edit_message_reply_markup(chat_id=chat_id, message_id=message_id, reply_markup=markup)
+        except BadRequest as exc:
+            text = exc.message.lower()
+            if NOT_MODIFIED in text:
+                return {"chat_id": chat_id, "message_id": message_id, "conclusive": True, "probes": probes}
+            if NOT_FOUND in text:
+                missing += 1
+                if missing >= end_gap:
+                    return {"chat_id": chat_id, "message_id": None, "conclusive": True, "probes": probes}
+                continue
+            if NOT_OURS in text:
+                missing = 0
+                continue
+            raise
+        missing = 0
+        log.warning("PROBE_CHANGED_OTHER_MESSAGE", chat_id=chat_id, message_id=message_id)
+        await bot.edit_message_reply_markup(chat_id=chat_id, message_id=message_id, reply_markup=None)
+    return {"chat_id": chat_id, "message_id": None, "conclusive": False, "probes": probes}
