@@ -14,7 +14,10 @@ tell "retry later" from "permanent" without knowing which library failed.
     ├── Conflict                     a state change lost its race or is not allowed from this state
     ├── JobError                     generation failed; `error_class` decides what happens (DESIGN.md §5)
     │   ├── PermanentJobError        failed at once, guest told (photo missing, unknown outfit, no face)
-    │   └── RetryableJobError        charged: an attempt is consumed, retried after RETRY_DELAY_SEC
+    │   │   └── JobCostExceeded      JOB_MAX_COST_USD reached before a call: failed, no retry
+    │   ├── RetryableJobError        charged: an attempt is consumed, retried after RETRY_DELAY_SEC
+    │   └── ProviderUnavailable      no provider could serve (credit, auth, outage, budget): the queue
+    │                                pauses and the job is refunded (attempt not consumed)
     └── TelegramError                the Bot API answered `ok: false` (carries code, description, retry_after)
 """
 
@@ -115,6 +118,30 @@ class NoFaceError(PermanentJobError):
 
 class RetryableJobError(JobError):
     """A charged failure (timeout, invalid output, refusal, bug): an attempt is consumed, then retried."""
+
+
+class JobCostExceeded(PermanentJobError):
+    """The job's spend reached ``JOB_MAX_COST_USD`` before a provider call (log marker ``JOB_COST_LIMIT``)."""
+
+    error_class = ErrorClass.JOB_COST
+
+
+class ProviderUnavailable(JobError):
+    """No provider in the chain could serve, for a reason that is not the job's fault.
+
+    ``error_class`` is ``credit``, ``auth``, ``outage`` or ``budget`` (DESIGN.md §5): the worker pauses the
+    queue (``credit``/``auth`` until ``/resume``; ``outage`` for 1, 2, 4 … 60 min or ``retry_after_s``;
+    ``budget`` until 00:00 UTC) and puts the job back to ``queued`` without consuming an attempt.
+
+    Attributes:
+        retry_after_s: the provider's own retry-after hint in seconds (``outage``), if it gave one.
+    """
+
+    def __init__(self, message: str, *, error_class: ErrorClass, retry_after_s: float | None = None) -> None:
+        if error_class not in (ErrorClass.CREDIT, ErrorClass.AUTH, ErrorClass.OUTAGE, ErrorClass.BUDGET):
+            raise ValueError(f"{error_class} does not pause the queue")
+        super().__init__(message, error_class=error_class)
+        self.retry_after_s = retry_after_s
 
 
 class TelegramError(StickerBoothError):

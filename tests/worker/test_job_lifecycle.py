@@ -252,3 +252,66 @@ async def test_the_sweeper_republishes_a_queued_job_whose_hint_was_lost(
     await sweep_once(db, Publisher(redis), settings(database_url, redis_url))
     assert await redis.xlen(streams.JOBS) == 1  # dispatched: not again until the republish window
     assert (await job_now(db, job)).status == "queued"
+
+
+async def test_no_provider_with_credit_pauses_the_queue_and_refunds_the_job(
+    db: Database, redis: aioredis.Redis, database_url: str, redis_url: str
+) -> None:
+    from shared.errors import ErrorClass, ProviderUnavailable
+
+    notified: list[str] = []
+
+    async def notify(message: str) -> None:
+        notified.append(message)
+
+    job = await queued_job(db)
+    gen = generator(
+        db,
+        redis,
+        settings(database_url, redis_url),
+        failing(ProviderUnavailable("402", error_class=ErrorClass.CREDIT)),
+    )
+    gen.notify = notify
+    await gen.process(job.id)
+    refunded = await job_now(db, job)
+    assert (refunded.status, refunded.attempts) == ("queued", 0)
+    async with db.transaction() as repos:
+        pause = await maintenance.current_pause(repos)
+        texts = (await repos.conn.execute(sa.text("SELECT method, params->>'text' FROM tg_commands"))).all()
+    assert pause is not None and (pause.source, pause.reason, pause.resume_at) == ("auto", "credit", None)
+    guest = [t for method, t in texts if method == "send_message"]
+    assert len(guest) == 1 and guest[0].startswith("Generation is temporarily unavailable. Your photo is saved")
+    assert sum(method == "send_admin_message" for method, _ in texts) == 1
+    assert notified == ["AI provider credit is exhausted; the queue is paused until /resume."]
+    assert "key" not in notified[0].lower()  # fixed text, nothing secret
+
+
+def test_outage_pauses_back_off_and_budget_pauses_end_at_midnight() -> None:
+    from shared.errors import ErrorClass
+    from worker.outcomes import pause_until
+
+    now = datetime(2026, 11, 30, 21, 0, tzinfo=UTC)
+    waits = [
+        pause_until(ErrorClass.OUTAGE, now=now, outage_streak=n, retry_after_s=None) for n in (1, 2, 3, 7, 12)
+    ]
+    assert [(w - now).total_seconds() / 60 for w in waits if w] == [1, 2, 4, 60, 60]
+    assert pause_until(ErrorClass.OUTAGE, now=now, outage_streak=1, retry_after_s=30) == now + timedelta(
+        seconds=30
+    )
+    assert pause_until(ErrorClass.BUDGET, now=now, outage_streak=0, retry_after_s=None) == datetime(
+        2026, 12, 1, tzinfo=UTC
+    )
+    assert pause_until(ErrorClass.AUTH, now=now, outage_streak=0, retry_after_s=None) is None
+
+
+async def test_a_cost_limited_job_fails_without_retry(
+    db: Database, redis: aioredis.Redis, database_url: str, redis_url: str
+) -> None:
+    from shared.errors import JobCostExceeded
+
+    job = await queued_job(db)
+    await generator(
+        db, redis, settings(database_url, redis_url), failing(JobCostExceeded("spent 1.52 USD"))
+    ).process(job.id)
+    final = await job_now(db, job)
+    assert (final.status, final.error_class, final.attempts) == ("failed", "job_cost", 0)

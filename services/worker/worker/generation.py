@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 from uuid import UUID
 
@@ -18,7 +18,7 @@ import structlog
 
 from shared import metrics, streams
 from shared.domain import Job
-from shared.errors import ErrorClass, JobError, PermanentJobError
+from shared.errors import ErrorClass, JobError, PermanentJobError, ProviderUnavailable
 from shared.maintenance import current_pause
 from shared.messages import JobQueued, JobRendered
 from shared.outfits import Outfit
@@ -45,6 +45,7 @@ class Generator:
         catalog: dict[str, Outfit],
         render: RenderFn,
         owner: str,
+        notify: Callable[[str], Awaitable[None]] | None = None,
     ) -> None:
         self.db = db
         self.publisher = publisher
@@ -52,6 +53,7 @@ class Generator:
         self.catalog = catalog
         self.render = render
         self.owner = owner
+        self.notify = notify
 
     async def handle(self, message: Any) -> None:
         """Stream handler for ``stk:jobs``."""
@@ -84,6 +86,11 @@ class Generator:
         except PermanentJobError as exc:
             await outcomes.fail_permanently(self.db, self.publisher, job, owner=self.owner, exc=exc)
             return
+        except ProviderUnavailable as exc:
+            await outcomes.pause_and_refund(
+                self.db, self.publisher, job, owner=self.owner, exc=exc, notify=self.notify
+            )
+            return
         except Exception as exc:
             error_class = exc.error_class if isinstance(exc, JobError) else ErrorClass.INTERNAL
             log.exception("JOB_ATTEMPT_FAILED", job_id=str(job.id), error_class=str(error_class))
@@ -101,6 +108,7 @@ class Generator:
         finally:
             heartbeat.cancel()
         await self._store(job, pack)
+        await outcomes.clear_outage_streak(self.db)
 
     async def _render(self, job: Job) -> Pack:
         async with self.db.transaction() as repos:

@@ -11,7 +11,9 @@ import os
 import signal
 import socket
 import sys
+from collections.abc import Awaitable, Callable
 
+import httpx
 import structlog
 
 from shared import streams
@@ -32,6 +34,21 @@ SERVICE = "worker"
 SHUTDOWN_GRACE_SEC = 15.0
 
 
+def notifier(url: str | None) -> Callable[[str], Awaitable[None]] | None:
+    """POST a fixed text to ``NOTIFY_URL`` (e.g. an ntfy topic); failures are logged, never raised."""
+    if not url:
+        return None
+
+    async def notify(message: str) -> None:
+        try:
+            async with httpx.AsyncClient(timeout=5) as client:
+                await client.post(url, content=message.encode())
+        except httpx.HTTPError as exc:
+            log.warning("NOTIFY_FAILED", error=type(exc).__name__)
+
+    return notify
+
+
 async def run(settings: WorkerSettings) -> int:
     owner = settings.consumer_name or f"{SERVICE}-{socket.gethostname()}-{os.getpid()}"
     db = Database(create_engine(settings.database_url))
@@ -44,6 +61,7 @@ async def run(settings: WorkerSettings) -> int:
         catalog=load_catalog(),
         render=lambda selfie, outfit, layout: render_pack(selfie, outfit, layout=layout),
         owner=owner,
+        notify=notifier(settings.notify_url),
     )
     consumer = build_consumer(
         redis,

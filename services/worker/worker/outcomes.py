@@ -7,20 +7,23 @@ failure fails at once; the guest gets exactly one failure text (its command id i
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 
 import sqlalchemy as sa
 import structlog
 
-from shared import metrics
+from shared import maintenance, metrics
+from shared.alerts import queue_alert
 from shared.db.tables import jobs
 from shared.domain import Job
-from shared.errors import ErrorClass, NoFaceError
+from shared.errors import ErrorClass, JobError, NoFaceError, ProviderUnavailable
 from shared.joblife import fail_job, failure_command_id
 from shared.logging import redact
-from shared.outbox import dispatch_commands
+from shared.outbox import add_command, dispatch_commands
 from shared.repositories import Database
 from shared.streams import Publisher
+from shared.texts import text
 
 log = structlog.get_logger(__name__)
 
@@ -73,13 +76,13 @@ async def retry_or_fail(
 
 
 async def fail_permanently(
-    db: Database, publisher: Publisher, job: Job, *, owner: str, exc: Exception
+    db: Database, publisher: Publisher, job: Job, *, owner: str, exc: JobError
 ) -> None:
-    """Fail at once (photo missing, unknown outfit, no face), telling the guest."""
+    """Fail at once (photo missing, unknown outfit, no face, ``JOB_COST_LIMIT``), telling the guest."""
     guest_text = "no_face" if isinstance(exc, NoFaceError) else "failed"
     async with db.transaction() as repos:
         failed = await fail_job(
-            repos, job, error_class=ErrorClass.PERMANENT, error=str(exc), owner=owner, guest_text=guest_text
+            repos, job, error_class=exc.error_class, error=str(exc), owner=owner, guest_text=guest_text
         )
     if failed:
         await dispatch_commands(db, publisher, failed.commands)
@@ -153,3 +156,103 @@ async def recover_crashed(
                 log.warning("JOB_CRASHED_REQUEUED", job_id=str(job.id), owner=job.owner)
         await dispatch_commands(db, publisher, failed_ids)
     return recovered
+
+
+OUTAGE_STREAK_KEY = "outage_streak"
+PAUSE_TEXT = {
+    ErrorClass.CREDIT: "AI provider credit is exhausted; the queue is paused until /resume.",
+    ErrorClass.AUTH: "AI provider rejected our key; the queue is paused until /resume.",
+    ErrorClass.OUTAGE: "AI providers are unreachable; the queue is paused and resumes by itself.",
+    ErrorClass.BUDGET: "The daily AI budget is spent; the queue is paused until 00:00 UTC.",
+}
+
+
+def pause_until(
+    error_class: ErrorClass, *, now: datetime, outage_streak: int, retry_after_s: float | None
+) -> datetime | None:
+    """When an ``auto`` pause of ``error_class`` ends by itself (DESIGN.md §5); ``None``: only ``/resume``.
+
+    ``outage``: 1, 2, 4 … 60 minutes for the 1st, 2nd, 3rd … consecutive outage pause, or the provider's
+    ``retry-after`` when it gave one. ``budget``: the next 00:00 UTC.
+    """
+    if error_class is ErrorClass.OUTAGE:
+        if retry_after_s is not None:
+            return now + timedelta(seconds=retry_after_s)
+        return now + timedelta(minutes=min(60, 2 ** max(0, outage_streak - 1)))
+    if error_class is ErrorClass.BUDGET:
+        return datetime.combine(now.date() + timedelta(days=1), datetime.min.time(), UTC)
+    return None
+
+
+async def pause_and_refund(
+    db: Database,
+    publisher: Publisher,
+    job: Job,
+    *,
+    owner: str,
+    exc: ProviderUnavailable,
+    notify: Callable[[str], Awaitable[None]] | None = None,
+) -> None:
+    """No provider could serve: put the job back to ``queued`` without charging an attempt, pause the queue
+    (source ``auto``), tell the guest once that generation is unavailable and their photo is saved, and on
+    the first pause of an episode raise one admin alert and call ``notify`` (``NOTIFY_URL``) with a fixed,
+    secret-free text (DESIGN.md §5; spec/004).
+    """
+    error_class = ErrorClass(exc.error_class)
+    now = datetime.now(UTC)
+    commands: list[str] = []
+    async with db.transaction() as repos:
+        refunded = await repos.jobs.transition(
+            job.id,
+            from_statuses=("processing",),
+            to_status="queued",
+            owner=owner,
+            note=f"refunded: {error_class}",
+            values={
+                "owner": None,
+                "dispatched_at": None,
+                "not_before": None,
+                "error_class": str(error_class),
+            },
+        )
+        streak = 0
+        if error_class is ErrorClass.OUTAGE:
+            streak = int((await repos.settings.get(OUTAGE_STREAK_KEY)) or 0) + 1
+            await repos.settings.put(OUTAGE_STREAK_KEY, streak)
+        resume_at = pause_until(error_class, now=now, outage_streak=streak, retry_after_s=exc.retry_after_s)
+        new_episode = await maintenance.start_pause(
+            repos, source="auto", reason=str(error_class), resume_at=resume_at
+        )
+        ctx = await repos.jobs.get_context(job.id) if refunded else None
+        if ctx is not None and ctx.tg_chat_id is not None:
+            command_id = f"job:{job.id}:unavailable:{int(job.created_at.timestamp())}"
+            if await add_command(
+                repos,
+                command_id,
+                method="send_message",
+                params={"chat_id": ctx.tg_chat_id, "text": text("unavailable", ctx.language)},
+            ):
+                commands.append(command_id)
+        if new_episode:
+            alert = await queue_alert(repos, key=f"pause:{error_class}", text=PAUSE_TEXT[error_class])
+            if alert:
+                commands.append(alert)
+    marker = "BILLING_EXHAUSTED" if error_class in (ErrorClass.CREDIT, ErrorClass.AUTH) else "QUEUE_PAUSED"
+    log.error(
+        marker,
+        job_id=str(job.id),
+        error_class=str(error_class),
+        resume_at=str(resume_at),
+        error=redact(str(exc)),
+    )
+    metrics.JOBS.labels(outcome="refunded", error_class=str(error_class)).inc()
+    await dispatch_commands(db, publisher, commands)
+    if new_episode and notify is not None:
+        await notify(PAUSE_TEXT[error_class])
+
+
+async def clear_outage_streak(db: Database) -> None:
+    """A job rendered: providers answer again, so the next outage pause starts at 1 minute."""
+    async with db.transaction() as repos:
+        if await repos.settings.get(OUTAGE_STREAK_KEY):
+            await repos.settings.delete(OUTAGE_STREAK_KEY)
