@@ -280,7 +280,7 @@ async def test_no_provider_with_credit_pauses_the_queue_and_refunds_the_job(
         texts = (await repos.conn.execute(sa.text("SELECT method, params->>'text' FROM tg_commands"))).all()
     assert pause is not None and (pause.source, pause.reason, pause.resume_at) == ("auto", "credit", None)
     guest = [t for method, t in texts if method == "send_message"]
-    assert len(guest) == 1 and guest[0].startswith("Generation is temporarily unavailable. Your photo is saved")
+    assert len(guest) == 1 and guest[0].startswith("Generation is temporarily unavailable.")
     assert sum(method == "send_admin_message" for method, _ in texts) == 1
     assert notified == ["AI provider credit is exhausted; the queue is paused until /resume."]
     assert "key" not in notified[0].lower()  # fixed text, nothing secret
