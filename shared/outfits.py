@@ -13,7 +13,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["Outfit", "OutfitArt", "Palette", "get_outfit", "load_catalog"]
+__all__ = ["Outfit", "OutfitArt", "Palette", "get_outfit", "load_catalog", "thumbnail_png"]
 
 Colour = Annotated[str, Field(pattern=r"^#[0-9A-Fa-f]{6}$", description="sRGB colour as #RRGGBB")]
 HeadwearKind = Literal["space_helmet", "tricorn", "chef_toque", "wizard_hat", "cowboy_hat", "none"]
@@ -91,3 +91,13 @@ def get_outfit(outfit_id: str) -> Outfit:
         KeyError: no such outfit (the worker maps this to ``PermanentJobError``).
     """
     return load_catalog()[outfit_id]
+
+
+def thumbnail_png(outfit_id: str) -> bytes | None:
+    """The outfit's kiosk thumbnail (256×256 RGBA PNG, the figure without a face), or ``None``.
+
+    Pre-rendered from the ``local`` provider's drawing (``python -m worker.pipeline.thumbnails``) and shipped
+    as package data, so the ingest image needs no rendering code.
+    """
+    path = resources.files("shared") / "outfits" / "thumbnails" / f"{outfit_id}.png"
+    return path.read_bytes() if path.is_file() else None

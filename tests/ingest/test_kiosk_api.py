@@ -243,3 +243,11 @@ async def test_an_admin_or_auto_pause_also_answers_503(client: httpx.AsyncClient
     response = await client.post("/sessions", json={})
     assert response.status_code == 503 and response.json()["error"]["code"] == "maintenance"
     assert (await client.get("/outfits")).status_code == 200  # the catalog still loads
+
+
+async def test_every_outfit_has_a_thumbnail(client: httpx.AsyncClient) -> None:
+    for outfit in (await client.get("/outfits")).json():
+        response = await client.get(outfit["thumbnail_url"])
+        assert response.status_code == 200 and response.headers["content-type"] == "image/png"
+        image = Image.open(io.BytesIO(response.content))
+        assert image.size == (256, 256) and image.mode == "RGBA"

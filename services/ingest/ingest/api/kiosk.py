@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from typing import Annotated, Any
 from uuid import UUID
 
@@ -16,6 +15,7 @@ from ingest.context import Ctx
 from shared.domain import Job, KioskSession
 from shared.errors import UploadRejected
 from shared.maintenance import current_pause
+from shared.outfits import thumbnail_png
 
 router = APIRouter()
 
@@ -90,12 +90,9 @@ async def outfit_thumbnail(ctx: Ctx, outfit_id: str) -> Response:
     outfit = ctx.catalog.get(outfit_id)
     if outfit is None:
         raise ApiError(404, "unknown_outfit", f"outfit {outfit_id!r} is not in the catalog")
-    png = ctx.thumbnails.get(outfit_id)
+    png = thumbnail_png(outfit.id)
     if png is None:
-        if ctx.render_thumbnail is None:
-            raise ApiError(404, "no_thumbnail", "This deployment serves no outfit thumbnails.")
-        png = await asyncio.to_thread(ctx.render_thumbnail, outfit)
-        ctx.thumbnails[outfit_id] = png
+        raise ApiError(404, "no_thumbnail", "This outfit has no thumbnail.")
     return Response(png, media_type="image/png", headers={"Cache-Control": "public, max-age=3600"})
 
 
