@@ -171,3 +171,31 @@ def test_a_lead_becomes_one_card_in_the_staff_group(stack: Stack) -> None:
     assert len(cards) == 1
     buttons = [b["callback_data"] for row in cards[0]["reply_markup"]["inline_keyboard"] for b in row]
     assert all(b.startswith("stickers_") for b in buttons)
+
+
+def test_sigterm_lets_the_running_job_finish_before_the_worker_exits(stack: Stack) -> None:
+    user_id = 5003
+    with (
+        httpx.Client(base_url=stack.ingest_url, timeout=60) as kiosk,
+        httpx.Client(base_url=stack.sim_url) as sim,
+    ):
+        session = start_session(kiosk, sim, user_id=user_id)
+        sid = session["id"]
+        kiosk.put(f"/sessions/{sid}/outfit", json={"outfit_id": "chef"}).raise_for_status()
+        photo = (PHOTOS / "face-woman-red-hat.png").read_bytes()
+        kiosk.post(
+            f"/sessions/{sid}/photo", files={"photo": ("p.png", photo)}, data={"capture_id": "t1"}
+        ).raise_for_status()
+        deadline = time.monotonic() + 60
+        while _job_status(stack, sid)["jobs"][0]["status"] != "processing":
+            assert time.monotonic() < deadline, "the job was never claimed"
+            time.sleep(0.05)
+        assert stack.stop("worker") == 0  # SIGTERM: graceful
+        status = _job_status(stack, sid)["jobs"][0]["status"]
+        assert status in ("rendered", "delivering", "delivered")  # finished inside the grace period
+        stack.start("worker")
+        deadline = time.monotonic() + 120
+        while _job_status(stack, sid)["status"] != "delivered":
+            assert time.monotonic() < deadline
+            time.sleep(0.5)
+        assert len([t for t in bot_texts(chat_messages(sim, user_id)) if LINK.search(t)]) == 1
