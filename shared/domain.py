@@ -97,7 +97,13 @@ class TelegramCommandRecord:
 
 @dataclass(frozen=True, slots=True)
 class Lead:
-    """A landing-page lead; ``id`` is the lead number shown to staff and visitor."""
+    """A landing-page lead; ``id`` is the lead number shown to staff and visitor.
+
+    ``contact_kind`` is ``phone``, ``email`` or ``telegram``; ``contact_key`` its normalised form (a second
+    lead with the same key becomes a :class:`LeadRepeat`). ``status`` is ``new``, ``taken``, ``done`` or
+    ``spam``, set by the card's buttons (``status_by_*``: who pressed). ``post_state`` and the attempt
+    fields describe the card's publication (see :class:`LeadPost`).
+    """
 
     id: int
     request_id: str
@@ -112,3 +118,81 @@ class Lead:
     failures: int
     next_attempt_at: datetime | None
     created_at: datetime
+    contact_kind: str
+    contact_key: str | None
+    post_state: str
+    attempts: int
+    last_error: str | None
+    card_chat_id: int | None
+    status_by_id: int | None
+    status_by_name: str | None
+    status_at: datetime | None
+    status_version: int
+
+
+@dataclass(frozen=True, slots=True)
+class LeadRepeat:
+    """A later submission from the contact of lead ``lead_id``: posted as a notice under that lead's card."""
+
+    id: int
+    lead_id: int
+    request_id: str
+    name: str
+    contact: str
+    message: str
+    source_page: str | None
+    utm: dict[str, Any]
+    created_at: datetime
+    post_state: str
+    failures: int
+    message_id: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class LeadPost:
+    """The publication state of one message the leads service posts: a lead's card or a repeat notice.
+
+    ``kind`` is ``card`` (``id`` = lead id) or ``notice`` (``id`` = repeat id); ``lead_id`` is the lead
+    either way. ``attempts`` counts sends and ``probes`` counts searches for a send whose outcome was
+    unknown; both are part of the command ids, so every Telegram call of a post is its own command.
+    ``probe_after``: the highest message id of the chat known when the last send was issued (the sent
+    message, if it exists, has a higher id). ``last_attempt_at``: when the last command (a send or a
+    search) was issued. Times are UTC.
+    """
+
+    kind: str
+    id: int
+    lead_id: int
+    state: str
+    attempts: int
+    probes: int
+    failures: int
+    next_attempt_at: datetime | None
+    last_attempt_at: datetime | None
+    probe_after: int | None
+    message_id: int | None
+    created_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class LeadChat:
+    """Pacing of one staff chat: the flood-control pause, a token bucket and the highest message id seen.
+
+    ``tokens`` (messages) were available at ``tokens_at``; the bucket refills at the chat's per-minute rate.
+    """
+
+    chat_id: int
+    last_message_id: int
+    flood_until: datetime | None
+    tokens: float
+    tokens_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class LeadSubmission:
+    """What ``POST /leads`` stored: the lead (for a repeat, the first lead of that contact), whether this
+    request created something, and the repeat when the contact was known already."""
+
+    lead: Lead
+    created: bool
+    repeat: LeadRepeat | None = None

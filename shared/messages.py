@@ -38,6 +38,39 @@ class LeadCreated(_Message):
     lead_id: int
 
 
+class LeadRepeated(_Message):
+    """``stk:leads``: a repeat submission ``repeat_id`` of lead ``lead_id`` waits for its notice."""
+
+    type: Literal["lead.repeated"] = "lead.repeated"
+    repeat_id: int
+    lead_id: int
+
+
+class LeadButtonPressed(_Message):
+    """``tg:updates:leads``: a staff member pressed a ``stickers_``-prefixed button (a callback query).
+
+    ``chat_id``/``message_id`` are the message under which the button was (``None`` when Telegram no longer
+    shows it to the bot); ``user_name`` is the presser's first and last name, ``username`` without ``@``.
+    """
+
+    type: Literal["lead.button"] = "lead.button"
+    callback_query_id: str
+    data: str
+    user_id: int
+    user_name: str
+    username: str | None = None
+    chat_id: int | None = None
+    message_id: int | None = None
+
+
+class LeadsChatMessage(_Message):
+    """``tg:updates:leads``: a message the bot saw in the leads chat (ids only, never the text)."""
+
+    type: Literal["lead.chat_message"] = "lead.chat_message"
+    chat_id: int
+    message_id: int
+
+
 class TelegramCommand(_Message):
     """``tg:outbox``: Telegram work for the gateway; the row in ``tg_commands`` holds method and params."""
 
@@ -65,7 +98,15 @@ class TelegramResult(_Message):
 
 
 Message = Annotated[
-    JobQueued | JobRendered | LeadCreated | TelegramCommand | TelegramResult, Field(discriminator="type")
+    JobQueued
+    | JobRendered
+    | LeadCreated
+    | LeadRepeated
+    | LeadButtonPressed
+    | LeadsChatMessage
+    | TelegramCommand
+    | TelegramResult,
+    Field(discriminator="type"),
 ]
 _ADAPTER: TypeAdapter[Message] = TypeAdapter(Message)
 

@@ -31,4 +31,5 @@ TELEGRAM_CALLS = Counter("stk_telegram_calls_total", "Bot API calls by the gatew
 TELEGRAM_FLOOD_WAITS = Counter("stk_telegram_flood_waits_total", "429 answers from Telegram", ["scope"])
 DEADLINE_MISSES = Counter("stk_deadline_misses_total", "Jobs that missed a guest deadline", ["kind"])
 LEADS = Counter("stk_leads_total", "Lead events", ["event"])
+LEADS_PENDING_AGE = Gauge("stk_leads_pending_age_seconds", "Age of the oldest lead without a posted card (s)")
 HTTP_REQUESTS = Counter("stk_http_requests_total", "HTTP requests served", ["route", "status"])

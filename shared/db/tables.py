@@ -2,6 +2,11 @@
 
 Job states (DESIGN.md §3): ``queued → processing → rendered → delivering → delivered``, plus ``failed``
 from any non-final state and ``processing → queued`` on a retry or requeue.
+
+Lead card (and repeat notice) publication, ``post_state`` (migration 0003, :mod:`leads.publishing`):
+``pending → sending → posted``; a failed send goes back to ``pending`` with a backoff; a send whose outcome
+is unknown goes ``sending → unsure → checking`` and then ``posted`` (found in the chat) or ``pending``
+(not there). A repeat notice ends ``failed`` after 5 failures. Lead ``status``: ``new → taken → done|spam``.
 """
 
 from __future__ import annotations
@@ -12,6 +17,9 @@ from sqlalchemy.dialects.postgresql import JSONB, UUID
 metadata = sa.MetaData()
 
 JOB_STATUSES = ("queued", "processing", "rendered", "delivering", "delivered", "failed")
+LEAD_STATUSES = ("new", "taken", "done", "spam")
+LEAD_CARD_STATES = ("pending", "sending", "unsure", "checking", "posted")
+LEAD_NOTICE_STATES = (*LEAD_CARD_STATES, "failed")
 TZ = sa.DateTime(timezone=True)
 
 sessions = sa.Table(
@@ -131,6 +139,64 @@ leads = sa.Table(
     sa.Column("next_attempt_at", TZ),
     sa.Column("dispatched_at", TZ),
     sa.Column("created_at", TZ, nullable=False, server_default=sa.func.now()),
+    # migration 0003: contact identity, card publication state, who pressed which button
+    sa.Column("contact_kind", sa.Text, nullable=False, server_default="other"),
+    sa.Column("contact_key", sa.Text),
+    sa.Column("post_state", sa.Text, nullable=False, server_default="pending"),
+    sa.Column("attempts", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("probes", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("last_attempt_at", TZ),
+    sa.Column("probe_after", sa.BigInteger),
+    sa.Column("last_error", sa.Text),
+    sa.Column("alerted_at", TZ),
+    sa.Column("card_chat_id", sa.BigInteger),
+    sa.Column("status_by_id", sa.BigInteger),
+    sa.Column("status_by_name", sa.Text),
+    sa.Column("status_at", TZ),
+    sa.Column("status_version", sa.Integer, nullable=False, server_default="0"),
+    sa.CheckConstraint(f"status IN {LEAD_STATUSES!r}", name="ck_leads_status"),
+    sa.CheckConstraint(f"post_state IN {LEAD_CARD_STATES!r}", name="ck_leads_post_state"),
+)
+sa.Index(
+    "uq_leads_contact_key", leads.c.contact_key, unique=True, postgresql_where=leads.c.contact_key.isnot(None)
+)
+sa.Index("ix_leads_post_state_next", leads.c.post_state, leads.c.next_attempt_at)
+
+lead_repeats = sa.Table(
+    "lead_repeats",
+    metadata,
+    sa.Column("id", sa.BigInteger, sa.Identity(), primary_key=True),
+    sa.Column("lead_id", sa.BigInteger, sa.ForeignKey("leads.id", ondelete="CASCADE"), nullable=False),
+    sa.Column("request_id", sa.Text, nullable=False, unique=True),
+    sa.Column("name", sa.Text, nullable=False),
+    sa.Column("contact", sa.Text, nullable=False),
+    sa.Column("message", sa.Text, nullable=False, server_default=""),
+    sa.Column("source_page", sa.Text),
+    sa.Column("utm", JSONB, nullable=False, server_default=sa.text("'{}'::jsonb")),
+    sa.Column("created_at", TZ, nullable=False, server_default=sa.func.now()),
+    sa.Column("post_state", sa.Text, nullable=False, server_default="pending"),
+    sa.Column("attempts", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("probes", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("failures", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("next_attempt_at", TZ),
+    sa.Column("last_attempt_at", TZ),
+    sa.Column("probe_after", sa.BigInteger),
+    sa.Column("last_error", sa.Text),
+    sa.Column("message_id", sa.BigInteger),
+    sa.Column("notified_at", TZ),
+    sa.CheckConstraint(f"post_state IN {LEAD_NOTICE_STATES!r}", name="ck_lead_repeats_post_state"),
+)
+sa.Index("ix_lead_repeats_lead", lead_repeats.c.lead_id)
+sa.Index("ix_lead_repeats_post_state_next", lead_repeats.c.post_state, lead_repeats.c.next_attempt_at)
+
+lead_chats = sa.Table(
+    "lead_chats",
+    metadata,
+    sa.Column("chat_id", sa.BigInteger, primary_key=True),
+    sa.Column("last_message_id", sa.BigInteger, nullable=False, server_default="0"),
+    sa.Column("flood_until", TZ),
+    sa.Column("tokens", sa.Float, nullable=False),
+    sa.Column("tokens_at", TZ, nullable=False),
 )
 
 alerts = sa.Table(

@@ -20,6 +20,7 @@ from shared.db import transaction
 from shared.repositories.alerts import AlertRepository
 from shared.repositories.blobs import BlobRepository
 from shared.repositories.jobs import JobRepository
+from shared.repositories.lead_posts import LeadPostRepository
 from shared.repositories.leads import LeadRepository
 from shared.repositories.sessions import SessionRepository
 from shared.repositories.settings import SettingsRepository
@@ -39,6 +40,7 @@ class Repositories:
         self.settings = SettingsRepository(conn)
         self.tg_commands = TelegramCommandRepository(conn)
         self.leads = LeadRepository(conn)
+        self.lead_posts = LeadPostRepository(conn)
         self.alerts = AlertRepository(conn)
 
 

@@ -1,16 +1,19 @@
-"""Leads from the landing page: idempotent insert by the visitor's ``requestId``, publication state."""
+"""Leads from the landing page: idempotent intake by the visitor's ``requestId``, repeats by contact, the
+status the card's buttons set, and the admin listing. Publication state lives in :mod:`.lead_posts`.
+"""
 
 from __future__ import annotations
 
-from datetime import timedelta
+from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from shared.db.tables import leads
-from shared.domain import Lead
+from shared.db.tables import lead_repeats, leads
+from shared.domain import Lead, LeadRepeat, LeadSubmission
 
 
 def _lead(row: Any) -> Lead:
@@ -18,83 +21,144 @@ def _lead(row: Any) -> Lead:
     return Lead(**{name: m[name] for name in Lead.__slots__})
 
 
+def _repeat(row: Any) -> LeadRepeat:
+    m = row._mapping
+    return LeadRepeat(**{name: m[name] for name in LeadRepeat.__slots__})
+
+
 class LeadRepository:
     def __init__(self, conn: AsyncConnection) -> None:
         self.conn = conn
 
-    async def add(
+    async def submit(
         self,
         *,
         request_id: str,
         name: str,
         contact: str,
+        contact_kind: str,
+        contact_key: str,
         message: str,
         source_page: str | None,
         utm: dict[str, str],
-    ) -> tuple[Lead, bool]:
-        """Insert the lead unless ``request_id`` exists; returns ``(lead, created)``.
+    ) -> LeadSubmission:
+        """Store one landing submission; safe to call twice, or at the same moment, with one ``request_id``.
 
-        Concurrent submits with the same ``request_id`` both get the one row (unique index + ON CONFLICT).
+        A known ``request_id`` returns what it stored before (``created=False``). A new request from a
+        ``contact_key`` that already has a lead becomes a :class:`LeadRepeat` of that lead. Concurrent
+        submits resolve through the unique indexes (``request_id`` on both tables, ``contact_key`` on
+        leads) with ``ON CONFLICT DO NOTHING`` followed by a read of the winner, never an error.
         """
-        row = (
-            await self.conn.execute(
-                insert(leads)
-                .values(
-                    request_id=request_id,
-                    name=name,
-                    contact=contact,
-                    message=message,
-                    source_page=source_page,
-                    utm=utm,
+        fields = {
+            "name": name,
+            "contact": contact,
+            "message": message,
+            "source_page": source_page,
+            "utm": utm,
+        }
+        for _ in range(3):
+            known = await self.find_request(request_id)
+            if known is not None:
+                return known
+            first = (
+                await self.conn.execute(sa.select(leads).where(leads.c.contact_key == contact_key))
+            ).one_or_none()
+            if first is None:
+                row = (
+                    await self.conn.execute(
+                        insert(leads)
+                        .values(
+                            request_id=request_id,
+                            contact_kind=contact_kind,
+                            contact_key=contact_key,
+                            **fields,
+                        )
+                        .on_conflict_do_nothing()
+                        .returning(leads)
+                    )
+                ).one_or_none()
+                if row is not None:
+                    return LeadSubmission(lead=_lead(row), created=True)
+                continue  # a concurrent submit took this request id or this contact: look again
+            if first.request_id == request_id:  # committed by a concurrent submit of this very request
+                return LeadSubmission(lead=_lead(first), created=False)
+            repeat = (
+                await self.conn.execute(
+                    insert(lead_repeats)
+                    .values(lead_id=first.id, request_id=request_id, **fields)
+                    .on_conflict_do_nothing(index_elements=[lead_repeats.c.request_id])
+                    .returning(lead_repeats)
                 )
-                .on_conflict_do_nothing(index_elements=[leads.c.request_id])
-                .returning(leads)
-            )
+            ).one_or_none()
+            if repeat is not None:
+                return LeadSubmission(lead=_lead(first), created=True, repeat=_repeat(repeat))
+        known = await self.find_request(request_id)
+        if known is None:  # only if rows vanish between statements (a concurrent delete)
+            raise RuntimeError(f"lead request {request_id!r} could not be stored or read back")
+        return known
+
+    async def find_request(self, request_id: str) -> LeadSubmission | None:
+        """What an earlier submit with ``request_id`` stored (``created=False``), or ``None``."""
+        row = (
+            await self.conn.execute(sa.select(leads).where(leads.c.request_id == request_id))
         ).one_or_none()
         if row is not None:
-            return _lead(row), True
-        existing = (await self.conn.execute(sa.select(leads).where(leads.c.request_id == request_id))).one()
-        return _lead(existing), False
+            return LeadSubmission(lead=_lead(row), created=False)
+        repeat = (
+            await self.conn.execute(sa.select(lead_repeats).where(lead_repeats.c.request_id == request_id))
+        ).one_or_none()
+        if repeat is None:
+            return None
+        first = (await self.conn.execute(sa.select(leads).where(leads.c.id == repeat.lead_id))).one()
+        return LeadSubmission(lead=_lead(first), created=False, repeat=_repeat(repeat))
 
     async def get(self, lead_id: int) -> Lead | None:
         row = (await self.conn.execute(sa.select(leads).where(leads.c.id == lead_id))).one_or_none()
         return _lead(row) if row else None
 
-    async def mark_published(self, lead_id: int, *, card_message_id: int) -> bool:
-        """Record the card's message id; ``False`` when it was already published."""
-        result = await self.conn.execute(
-            sa.update(leads)
-            .where(leads.c.id == lead_id, leads.c.published_at.is_(None))
-            .values(published_at=sa.func.now(), card_message_id=card_message_id)
-        )
-        return bool(result.rowcount)
+    async def get_repeat(self, repeat_id: int) -> LeadRepeat | None:
+        row = (
+            await self.conn.execute(sa.select(lead_repeats).where(lead_repeats.c.id == repeat_id))
+        ).one_or_none()
+        return _repeat(row) if row else None
 
-    async def due_for_dispatch(
-        self, *, grace: timedelta, republish_after: timedelta, limit: int
-    ) -> list[Lead]:
-        """Unpublished leads whose stream hint was never sent after ``grace`` or may be lost."""
-        now = sa.func.now()
-        rows = await self.conn.execute(
-            sa.select(leads)
-            .where(
-                leads.c.published_at.is_(None),
-                sa.or_(leads.c.next_attempt_at.is_(None), leads.c.next_attempt_at <= now),
-                sa.or_(
-                    sa.and_(leads.c.dispatched_at.is_(None), leads.c.created_at <= now - grace),
-                    leads.c.dispatched_at <= now - republish_after,
-                ),
-            )
-            .order_by(leads.c.id)
-            .limit(limit)
-        )
-        return [_lead(r) for r in rows]
-
-    async def mark_dispatched(self, lead_ids: list[int]) -> None:
-        if lead_ids:
+    async def set_status(
+        self,
+        lead_id: int,
+        *,
+        status: str,
+        allowed_from: Sequence[str],
+        by_id: int,
+        by_name: str,
+        now: datetime,
+    ) -> Lead | None:
+        """``status`` when the lead is in one of ``allowed_from``; ``None`` when it is not (another press
+        won, or the lead is gone). Bumps ``status_version``, which names the card edit of this change."""
+        row = (
             await self.conn.execute(
-                sa.update(leads).where(leads.c.id.in_(lead_ids)).values(dispatched_at=sa.func.now())
+                sa.update(leads)
+                .where(leads.c.id == lead_id, leads.c.status.in_(list(allowed_from)))
+                .values(
+                    status=status,
+                    status_by_id=by_id,
+                    status_by_name=by_name,
+                    status_at=now,
+                    status_version=leads.c.status_version + 1,
+                )
+                .returning(leads)
             )
+        ).one_or_none()
+        return _lead(row) if row else None
 
-    async def list_recent(self, limit: int = 100) -> list[Lead]:
-        rows = await self.conn.execute(sa.select(leads).order_by(leads.c.id.desc()).limit(limit))
-        return [_lead(r) for r in rows]
+    async def list_recent(self, limit: int = 100, *, status: str | None = None) -> list[tuple[Lead, int]]:
+        """The newest leads (optionally of one ``status``) with how many repeats each has."""
+        repeats = (
+            sa.select(sa.func.count())
+            .where(lead_repeats.c.lead_id == leads.c.id)
+            .correlate(leads)
+            .scalar_subquery()
+        )
+        query = sa.select(leads, repeats.label("repeat_count")).order_by(leads.c.id.desc()).limit(limit)
+        if status is not None:
+            query = query.where(leads.c.status == status)
+        return [(_lead(r), int(r.repeat_count)) for r in await self.conn.execute(query)]

@@ -67,6 +67,7 @@ CONTRACT_METRICS = frozenset(
         "stk_telegram_flood_waits_total",
         "stk_deadline_misses_total",
         "stk_leads_total",
+        "stk_leads_pending_age_seconds",
         "stk_job_queue_depth",
         "stk_http_requests_total",
     }

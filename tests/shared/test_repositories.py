@@ -70,10 +70,17 @@ async def test_binding_a_token_twice_by_the_same_user_works_but_another_user_is_
 async def test_a_lead_submitted_twice_at_once_is_stored_once(db: Database) -> None:
     async def submit() -> tuple[int, bool]:
         async with db.transaction() as repos:
-            lead, created = await repos.leads.add(
-                request_id="req-123456", name="Ann", contact="+100", message="hi", source_page=None, utm={}
+            stored = await repos.leads.submit(
+                request_id="req-123456",
+                name="Ann",
+                contact="+1000000",
+                contact_kind="phone",
+                contact_key="tel:+1000000",
+                message="hi",
+                source_page=None,
+                utm={},
             )
-            return lead.id, created
+            return stored.lead.id, stored.created
 
     results = await asyncio.gather(*(submit() for _ in range(5)))
     assert len({lead_id for lead_id, _ in results}) == 1

@@ -8,6 +8,7 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 
+from ingest.ratelimit import RateLimiter
 from ingest.settings import IngestSettings
 from shared.outfits import Outfit
 from shared.repositories import Database
@@ -22,6 +23,7 @@ class IngestContext:
     catalog: dict[str, Outfit]
     render_thumbnail: Callable[[Outfit], bytes] | None = None
     thumbnails: dict[str, bytes] = field(default_factory=dict)
+    lead_limiter: RateLimiter | None = None
 
 
 def get_context(request: Request) -> IngestContext:

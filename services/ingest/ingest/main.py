@@ -11,10 +11,12 @@ from contextlib import asynccontextmanager
 import structlog
 import uvicorn
 from fastapi import FastAPI, Request, Response
+from fastapi.middleware.cors import CORSMiddleware
 from starlette.middleware.base import RequestResponseEndpoint
 
-from ingest.api import errors, kiosk, leads, ops
+from ingest.api import admin_leads, errors, kiosk, landing, leads, ops
 from ingest.context import IngestContext
+from ingest.ratelimit import RateLimiter
 from ingest.settings import IngestSettings
 from shared import metrics
 from shared.db import create_engine
@@ -62,12 +64,25 @@ def create_app(
         publisher=pub,
         catalog=load_catalog(),
         render_thumbnail=render_thumbnail,
+        lead_limiter=RateLimiter(
+            pub.redis, limit=settings.leads_rate_limit, window_s=settings.leads_rate_window_sec
+        ),
     )
     errors.install_error_handlers(app)
     app.include_router(ops.router)
     app.include_router(kiosk.router)
+    app.include_router(admin_leads.router)
     if settings.leads_enabled:
         app.include_router(leads.router)
+        app.include_router(landing.router)
+        if settings.leads_cors_origins:
+            app.add_middleware(
+                CORSMiddleware,
+                allow_origins=list(settings.leads_cors_origins),
+                allow_methods=["POST"],
+                allow_headers=["Content-Type"],
+                max_age=600,
+            )
 
     @app.middleware("http")
     async def count_requests(request: Request, call_next: RequestResponseEndpoint) -> Response:

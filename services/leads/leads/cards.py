@@ -1,32 +1,59 @@
-"""Lead cards in the staff group: one card per lead, published at most once (DESIGN.md §8).
+"""What staff see in the leads chat: a lead's card, a repeat notice, and the buttons under them.
 
-Skeleton depth: the card with its buttons and the outbox reconciler. Backoff per lead, repeats and button
-presses are the leads issue's work.
+Pure functions of the stored rows (HTML texts, user input escaped). Button callback data carries the
+``stickers_`` prefix, by which the gateway routes presses to the leads service (DESIGN.md §7):
+``stickers_lead:<lead id>:take|done|spam`` and ``stickers_repeat:<repeat id>:seen``.
 """
 
 from __future__ import annotations
 
 import html
 import re
-from datetime import timedelta
+from dataclasses import dataclass
 from typing import Any
 
-import structlog
+from shared.domain import Lead, LeadRepeat
 
-from shared import metrics, streams
-from shared.domain import Lead
-from shared.messages import LeadCreated, TelegramResult
-from shared.outbox import add_command, dispatch_commands
-from shared.repositories import Database
-from shared.streams import Publisher
+ACTIONS = ("take", "done", "spam")
+#: lead status a button sets, and the statuses it may be pressed in (a conditional update)
+TARGET_STATUS = {"take": "taken", "done": "done", "spam": "spam"}
+ALLOWED_FROM = {"take": ("new",), "done": ("new", "taken"), "spam": ("new", "taken")}
+_BUTTON_TEXT = {"take": "🙋 Take", "done": "✅ Done", "spam": "🚫 Spam"}
+_STATUS_LINE = {
+    "taken": "🙋 Taken by {who}",
+    "done": "✅ Done by {who}",
+    "spam": "🚫 Marked as spam by {who}",
+}
+_DATA = re.compile(r"^stickers_(?P<kind>lead|repeat):(?P<id>\d{1,18}):(?P<action>take|done|spam|seen)$")
 
-log = structlog.get_logger(__name__)
-SERVICE = "leads"
-_CARD_COMMAND = re.compile(r"^lead:(?P<lead>\d+):card$")
+
+@dataclass(frozen=True)
+class Button:
+    """A parsed callback: ``kind`` ``lead`` (action take/done/spam) or ``repeat`` (action seen)."""
+
+    kind: str
+    id: int
+    action: str
+
+
+def parse_button(data: str) -> Button | None:
+    """The button behind callback ``data``; ``None`` for anything we never put on a card."""
+    match = _DATA.match(data)
+    if match is None:
+        return None
+    kind, action = match["kind"], match["action"]
+    if (kind == "lead") != (action in ACTIONS):
+        return None
+    return Button(kind=kind, id=int(match["id"]), action=action)
+
+
+def presser(name: str, username: str | None) -> str:
+    """How a staff member is shown: ``Maria (@maria)``."""
+    return f"{name} (@{username})" if username else name
 
 
 def card_text(lead: Lead) -> str:
-    """The card's HTML text: number, name, contact, message, source (user input escaped)."""
+    """The card: number, name, contact, message, page, UTM fields and, once pressed, who did what."""
     lines = [
         f"<b>Lead #{lead.id}</b>",
         f"Name: {html.escape(lead.name)}",
@@ -37,87 +64,38 @@ def card_text(lead: Lead) -> str:
     if lead.source_page:
         lines.append(f"Page: {html.escape(lead.source_page)}")
     for key, value in sorted(lead.utm.items()):
-        lines.append(f"{html.escape(key)}: {html.escape(value)}")
+        lines.append(f"{html.escape(key)}: {html.escape(str(value))}")
+    if lead.status in _STATUS_LINE and lead.status_by_name:
+        lines.append("")
+        lines.append(_STATUS_LINE[lead.status].format(who=html.escape(lead.status_by_name)))
     return "\n".join(lines)
 
 
-def card_buttons(lead_id: int) -> dict[str, Any]:
-    """Inline keyboard with ``stickers_``-prefixed callback data (routed to leads by the gateway)."""
+def card_markup(lead: Lead) -> dict[str, Any] | None:
+    """The buttons still useful in the lead's status: all three while ``new``, done/spam once taken,
+    none when it is done or spam."""
+    actions = [a for a in ACTIONS if lead.status in ALLOWED_FROM[a]]
+    if not actions:
+        return None
     return {
         "inline_keyboard": [
-            [
-                {"text": "Take", "callback_data": f"stickers_lead:{lead_id}:take"},
-                {"text": "Done", "callback_data": f"stickers_lead:{lead_id}:done"},
-                {"text": "Spam", "callback_data": f"stickers_lead:{lead_id}:spam"},
-            ]
+            [{"text": _BUTTON_TEXT[a], "callback_data": f"stickers_lead:{lead.id}:{a}"} for a in actions]
         ]
     }
 
 
-class CardPublisher:
-    def __init__(self, *, db: Database, publisher: Publisher, chat_id: int) -> None:
-        self.db = db
-        self.publisher = publisher
-        self.chat_id = chat_id
+def notice_text(repeat: LeadRepeat, lead: Lead, *, seen_by: str | None = None) -> str:
+    """The notice under a lead's card when the same contact writes again."""
+    lines = [f"🔁 <b>Lead #{lead.id} wrote again</b> (same contact)", f"Name: {html.escape(repeat.name)}"]
+    if repeat.message:
+        lines.append(f"Message: {html.escape(repeat.message)}")
+    if repeat.source_page:
+        lines.append(f"Page: {html.escape(repeat.source_page)}")
+    if seen_by:
+        lines.append(f"👀 Seen by {html.escape(seen_by)}")
+    return "\n".join(lines)
 
-    async def handle_created(self, message: Any) -> None:
-        """``stk:leads``: queue the lead's card (once per lead)."""
-        if isinstance(message, LeadCreated):
-            await self.request_card(message.lead_id)
 
-    async def request_card(self, lead_id: int) -> None:
-        command_id = f"lead:{lead_id}:card"
-        async with self.db.transaction() as repos:
-            lead = await repos.leads.get(lead_id)
-            if lead is None or lead.published_at is not None:
-                return
-            await add_command(
-                repos,
-                command_id,
-                method="send_message",
-                reply_to=SERVICE,
-                params={
-                    "chat_id": self.chat_id,
-                    "text": card_text(lead),
-                    "parse_mode": "HTML",
-                    "reply_markup": card_buttons(lead.id),
-                },
-            )
-            await repos.leads.mark_dispatched([lead_id])
-        await dispatch_commands(self.db, self.publisher, [command_id])
-
-    async def handle_result(self, message: Any) -> None:
-        """``tg:results:leads``: record the card's message id."""
-        if not isinstance(message, TelegramResult):
-            return
-        match = _CARD_COMMAND.match(message.command_id)
-        if match is None:
-            return
-        lead_id = int(match["lead"])
-        if not message.ok or not isinstance(message.result, dict):
-            metrics.LEADS.labels(event="failed").inc()
-            log.warning("LEAD_CARD_FAILED", lead_id=lead_id, error=str(message.error))
-            return
-        async with self.db.transaction() as repos:
-            first = await repos.leads.mark_published(
-                lead_id, card_message_id=int(message.result["message_id"])
-            )
-        if first:
-            metrics.LEADS.labels(event="published").inc()
-            log.info("LEAD_PUBLISHED", lead_id=lead_id)
-
-    async def republish_due(self, *, grace_s: float, republish_after_s: float) -> int:
-        """Outbox reconciler: hints for unpublished leads whose hint is missing or old."""
-        async with self.db.transaction() as repos:
-            due = await repos.leads.due_for_dispatch(
-                grace=timedelta(seconds=grace_s),
-                republish_after=timedelta(seconds=republish_after_s),
-                limit=100,
-            )
-        published = [
-            d.id for d in due if await self.publisher.try_publish(streams.LEADS, LeadCreated(lead_id=d.id))
-        ]
-        if published:
-            async with self.db.transaction() as repos:
-                await repos.leads.mark_dispatched(published)
-        return len(published)
+def notice_markup(repeat: LeadRepeat) -> dict[str, Any]:
+    """One "Seen" button; it also makes the notice recognisable when a send's outcome is unknown."""
+    return {"inline_keyboard": [[{"text": "👀 Seen", "callback_data": f"stickers_repeat:{repeat.id}:seen"}]]}

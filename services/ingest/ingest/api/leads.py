@@ -1,48 +1,120 @@
-"""Landing ``POST /leads`` (DESIGN.md §8): stored once per visitor ``requestId``, card published by leads."""
+"""Landing ``POST /leads`` (DESIGN.md §8, spec/000 "Landing").
+
+Validated fields (name, contact as phone / e-mail / Telegram username, message, source page, UTM fields);
+the visitor's ``requestId`` makes a submit idempotent: the same request again, or twice at the same moment,
+answers 200 with the same lead number and stores one lead (``LeadRepository.submit``). A new request from a
+known contact is stored as a repeat of the first lead (answer 201 with that lead's number and
+``repeat: true``). The row is committed first; the ``stk:leads`` hint after it only wakes the leads
+service, which polls the rows anyway, so Redis being down delays nothing visible. Each Redis call is
+bounded (rate limit 0.5 s, hint 1 s) so the answer stays well inside the landing's 5 s timeout.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+import asyncio
+from typing import Annotated, Any
 
 import structlog
-from fastapi import APIRouter, Response
-from pydantic import BaseModel, Field
+from fastapi import APIRouter, Request, Response
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
 
+from ingest.api.errors import error_response
+from ingest.contact import parse_contact
 from ingest.context import Ctx
 from shared import metrics, streams
-from shared.messages import LeadCreated
+from shared.messages import LeadCreated, LeadRepeated, _Message
 
 router = APIRouter()
 log = structlog.get_logger(__name__)
+HINT_TIMEOUT_S = 1.0
+
+Text = Annotated[str, StringConstraints(strip_whitespace=True)]
+
+
+class Utm(BaseModel):
+    """The landing page's UTM parameters (each up to 200 characters)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    utm_source: Text | None = Field(None, max_length=200)
+    utm_medium: Text | None = Field(None, max_length=200)
+    utm_campaign: Text | None = Field(None, max_length=200)
+    utm_term: Text | None = Field(None, max_length=200)
+    utm_content: Text | None = Field(None, max_length=200)
 
 
 class LeadIn(BaseModel):
+    """Body of ``POST /leads``. ``requestId``: the visitor's idempotency key (8-64 of ``A-Z a-z 0-9 _ -``,
+    e.g. a UUID); ``contact``: a phone number, an e-mail address or a Telegram ``@username``."""
+
     request_id: str = Field(alias="requestId", min_length=8, max_length=64, pattern=r"^[A-Za-z0-9_-]+$")
-    name: str = Field(min_length=1, max_length=120)
-    contact: str = Field(min_length=3, max_length=120)
-    message: str = Field("", max_length=2000)
-    source_page: str | None = Field(None, alias="sourcePage", max_length=500)
-    utm: dict[str, str] = Field(default_factory=dict, max_length=10)
+    name: Text = Field(min_length=1, max_length=120)
+    contact: Text = Field(min_length=3, max_length=254)
+    message: Text = Field("", max_length=2000)
+    source_page: Text | None = Field(None, alias="sourcePage", max_length=500)
+    utm: Utm = Field(default_factory=Utm)
+
+    @field_validator("contact")
+    @classmethod
+    def _contact(cls, value: str) -> str:
+        parse_contact(value)  # raises ValueError with the visitor-facing message
+        return value
 
 
-@router.post("/leads", status_code=201)
-async def create_lead(ctx: Ctx, body: LeadIn, response: Response) -> dict[str, Any]:
-    """Store the lead; a repeated ``requestId`` answers 200 with the same lead number."""
+@router.post("/leads", status_code=201, response_model=None)
+async def create_lead(
+    ctx: Ctx, body: LeadIn, request: Request, response: Response
+) -> dict[str, Any] | JSONResponse:
+    """Store the lead; a repeated ``requestId`` answers 200 with the same lead number.
+
+    Errors: 422 ``invalid_request`` with ``fields`` (malformed body), 429 ``rate_limited`` with
+    ``Retry-After`` (too many new submissions from this client), 503 ``database_unavailable``.
+    """
+    contact = parse_contact(body.contact)
     async with ctx.db.transaction() as repos:
-        lead, created = await repos.leads.add(
-            request_id=body.request_id,
-            name=body.name.strip(),
-            contact=body.contact.strip(),
-            message=body.message.strip(),
-            source_page=body.source_page,
-            utm=body.utm,
-        )
-    if created:
-        metrics.LEADS.labels(event="received").inc()
-        log.info("LEAD_RECEIVED", lead_id=lead.id)
-        if await ctx.publisher.try_publish(streams.LEADS, LeadCreated(lead_id=lead.id)):
-            async with ctx.db.transaction() as repos:
-                await repos.leads.mark_dispatched([lead.id])
+        known = await repos.leads.find_request(body.request_id)
+    if known is None and ctx.lead_limiter is not None:
+        decision = await ctx.lead_limiter.hit(request.client.host if request.client else "unknown")
+        if not decision.allowed:
+            metrics.LEADS.labels(event="rate_limited").inc()
+            limited = error_response(
+                429, "rate_limited", f"Too many requests from here. Try again in {decision.retry_after_s} s."
+            )
+            limited.headers["Retry-After"] = str(decision.retry_after_s)
+            return limited
+    if known is None:
+        async with ctx.db.transaction() as repos:
+            known = await repos.leads.submit(
+                request_id=body.request_id,
+                name=body.name,
+                contact=body.contact,
+                contact_kind=contact.kind,
+                contact_key=contact.key,
+                message=body.message,
+                source_page=body.source_page,
+                utm=body.utm.model_dump(exclude_none=True),
+            )
+    if known.created:
+        hint: _Message
+        if known.repeat is not None:
+            metrics.LEADS.labels(event="repeat").inc()
+            log.info("LEAD_REPEAT_RECEIVED", lead_id=known.lead.id, repeat_id=known.repeat.id)
+            hint = LeadRepeated(repeat_id=known.repeat.id, lead_id=known.lead.id)
+        else:
+            metrics.LEADS.labels(event="received").inc()
+            log.info("LEAD_RECEIVED", lead_id=known.lead.id, contact_kind=contact.kind)
+            hint = LeadCreated(lead_id=known.lead.id)
+        await _hint(ctx, hint)
     else:
         response.status_code = 200
-    return {"lead_number": lead.id, "requestId": lead.request_id}
+    return {"lead_number": known.lead.id, "requestId": body.request_id, "repeat": known.repeat is not None}
+
+
+async def _hint(ctx: Ctx, message: _Message) -> None:
+    """Wake the leads service; bounded, and never an error for the visitor (the rows are the truth)."""
+    try:
+        async with asyncio.timeout(HINT_TIMEOUT_S):
+            await ctx.publisher.try_publish(streams.LEADS, message)
+    except Exception as exc:
+        log.warning("LEAD_HINT_DEFERRED", error=type(exc).__name__)

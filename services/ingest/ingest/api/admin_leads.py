@@ -1,0 +1,67 @@
+"""``GET /admin/leads``: the leads with their status and publication state, for operators (DESIGN.md §2).
+
+Behind ``Authorization: Bearer <ADMIN_TOKEN>`` (DESIGN.md §12, admin web behind a token); without an
+``ADMIN_TOKEN`` setting the endpoint answers 403 ``admin_disabled``. A missing or wrong token is 401.
+"""
+
+from __future__ import annotations
+
+import secrets
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Header, Query
+
+from ingest.api.errors import ApiError
+from ingest.context import Ctx
+from shared.domain import Lead
+
+router = APIRouter()
+
+
+def require_admin(ctx: Ctx, authorization: str | None) -> None:
+    """Raise ``ApiError`` 403 when admin access is off, 401 when the bearer token does not match."""
+    token = ctx.settings.admin_token
+    if token is None:
+        raise ApiError(403, "admin_disabled", "The admin API is off: ADMIN_TOKEN is not set.")
+    scheme, _, given = (authorization or "").partition(" ")
+    if scheme.lower() != "bearer" or not secrets.compare_digest(given.strip(), token.get_secret_value()):
+        raise ApiError(401, "unauthorized", "Send Authorization: Bearer <ADMIN_TOKEN>.")
+
+
+@router.get("/admin/leads")
+async def list_leads(
+    ctx: Ctx,
+    authorization: Annotated[str | None, Header()] = None,
+    status: Annotated[Literal["new", "taken", "done", "spam"] | None, Query()] = None,
+    limit: Annotated[int, Query(ge=1, le=500)] = 100,
+) -> dict[str, Any]:
+    """The newest leads first: number, status and who set it, contact, card state, repeats."""
+    require_admin(ctx, authorization)
+    async with ctx.db.transaction() as repos:
+        rows = await repos.leads.list_recent(limit, status=status)
+    return {"leads": [_row(lead, repeats) for lead, repeats in rows]}
+
+
+def _row(lead: Lead, repeats: int) -> dict[str, Any]:
+    return {
+        "number": lead.id,
+        "status": lead.status,
+        "status_by": lead.status_by_name,
+        "status_at": lead.status_at.isoformat() if lead.status_at else None,
+        "name": lead.name,
+        "contact": lead.contact,
+        "contact_kind": lead.contact_kind,
+        "message": lead.message,
+        "source_page": lead.source_page,
+        "utm": lead.utm,
+        "created_at": lead.created_at.isoformat(),
+        "card": {
+            "state": lead.post_state,
+            "published_at": lead.published_at.isoformat() if lead.published_at else None,
+            "message_id": lead.card_message_id,
+            "attempts": lead.attempts,
+            "failures": lead.failures,
+            "last_error": lead.last_error,
+        },
+        "repeats": repeats,
+    }

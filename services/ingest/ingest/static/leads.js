@@ -1,0 +1,278 @@
+/*
+ * Sticker Booth lead form, embeddable on any landing page (DESIGN.md §8, spec/000 "Landing").
+ *
+ *   <form data-sticker-lead> <input name="name"> <input name="contact"> <textarea name="message"></textarea>
+ *     <button type="submit">Send</button> <p data-sticker-lead-status aria-live="polite"></p> </form>
+ *   <script src="https://<ingest>/landing/leads.js" data-endpoint="https://<ingest>/leads"></script>
+ *
+ * One submission keeps one requestId until it succeeds: the script retries a failed POST (network error,
+ * timeout after 5 s, 5xx) twice with the same id, after 1 s and 2 s, and a visitor who presses Send again
+ * after an error also reuses it, so the server answers with the same lead number instead of a second lead.
+ * On any failure the form keeps what the visitor typed (also across a reload, in sessionStorage) and says
+ * clearly what happened. Also loadable with require() for tests: it then exports the functions only.
+ */
+(function (root, factory) {
+  "use strict";
+  var api = factory();
+  if (typeof module === "object" && module.exports) {
+    module.exports = api;
+  } else {
+    root.StickerLeads = api;
+    api.autoBind(root.document, root.document.currentScript);
+  }
+})(typeof self !== "undefined" ? self : this, function () {
+  "use strict";
+
+  var TIMEOUT_MS = 5000; // spec/000 "Landing": POST /leads times out after 5 s
+  var RETRY_DELAYS_MS = [1000, 2000]; // then give up and tell the visitor
+  var FIELDS = ["name", "contact", "message"];
+  var UTM = ["utm_source", "utm_medium", "utm_campaign", "utm_term", "utm_content"];
+  var DRAFT_KEY = "stickerBoothLeadDraft";
+  var TEXTS = {
+    en: {
+      sending: "Sending…",
+      sent: "Thank you! Your request #{n} is with us, we will contact you soon.",
+      repeat: "Thank you! We added this to your request #{n}.",
+      invalid: "Please check the highlighted fields.",
+      limited: "Too many requests from your network. Please try again in a few minutes.",
+      failed: "We could not send your request. Your text is kept here: please try again in a moment.",
+    },
+    ru: {
+      sending: "Отправляем…",
+      sent: "Спасибо! Заявка №{n} у нас, скоро свяжемся.",
+      repeat: "Спасибо! Мы добавили это к вашей заявке №{n}.",
+      invalid: "Проверьте отмеченные поля.",
+      limited: "Слишком много заявок из вашей сети. Попробуйте через несколько минут.",
+      failed: "Не получилось отправить заявку. Текст сохранён здесь — попробуйте ещё раз чуть позже.",
+    },
+  };
+
+  function newRequestId() {
+    if (typeof crypto !== "undefined" && crypto.randomUUID) {
+      return crypto.randomUUID();
+    }
+    var id = "";
+    for (var i = 0; i < 32; i++) {
+      id += Math.floor(Math.random() * 16).toString(16);
+    }
+    return id;
+  }
+
+  function sleep(ms) {
+    return new Promise(function (resolve) {
+      setTimeout(resolve, ms);
+    });
+  }
+
+  async function postOnce(fetchImpl, endpoint, payload, timeoutMs) {
+    var controller = typeof AbortController !== "undefined" ? new AbortController() : null;
+    var timer = controller ? setTimeout(function () { controller.abort(); }, timeoutMs) : null;
+    try {
+      var response = await fetchImpl(endpoint, {
+        method: "POST",
+        headers: { "Content-Type": "application/json" },
+        body: JSON.stringify(payload),
+        signal: controller ? controller.signal : undefined,
+      });
+      var body = null;
+      try {
+        body = await response.json();
+      } catch (_ignored) {
+        body = null;
+      }
+      return { status: response.status, body: body, headers: response.headers };
+    } finally {
+      if (timer) {
+        clearTimeout(timer);
+      }
+    }
+  }
+
+  /*
+   * POST payload (which must carry its requestId) to endpoint, retrying network errors, timeouts and 5xx
+   * with the same body. Resolves (never rejects) to one of:
+   *   {ok: true, number, repeat, attempts}
+   *   {ok: false, reason: "invalid", fields: {name: message}}   (422: not retried)
+   *   {ok: false, reason: "rate_limited", retryAfter}           (429: not retried)
+   *   {ok: false, reason: "unavailable", attempts}
+   */
+  async function submitLead(endpoint, payload, options) {
+    options = options || {};
+    var fetchImpl = options.fetch || fetch;
+    var delays = options.retryDelaysMs || RETRY_DELAYS_MS;
+    var wait = options.sleep || sleep;
+    var timeoutMs = options.timeoutMs || TIMEOUT_MS;
+    for (var attempt = 0; attempt <= delays.length; attempt++) {
+      try {
+        var answer = await postOnce(fetchImpl, endpoint, payload, timeoutMs);
+        if (answer.status === 200 || answer.status === 201) {
+          return { ok: true, number: answer.body.lead_number, repeat: !!answer.body.repeat, attempts: attempt + 1 };
+        }
+        if (answer.status === 422) {
+          var fields = {};
+          var listed = (answer.body && answer.body.error && answer.body.error.fields) || [];
+          listed.forEach(function (f) {
+            fields[f.field] = f.message;
+          });
+          return { ok: false, reason: "invalid", fields: fields };
+        }
+        if (answer.status === 429) {
+          return { ok: false, reason: "rate_limited", retryAfter: Number(answer.headers.get("Retry-After")) || null };
+        }
+      } catch (_networkOrTimeout) {
+        // retried below with the same requestId
+      }
+      if (attempt < delays.length) {
+        await wait(delays[attempt]);
+      }
+    }
+    return { ok: false, reason: "unavailable", attempts: delays.length + 1 };
+  }
+
+  function collectUtm(search) {
+    var utm = {};
+    var params = new URLSearchParams(search || "");
+    UTM.forEach(function (key) {
+      var value = params.get(key);
+      if (value) {
+        utm[key] = value.slice(0, 200);
+      }
+    });
+    return utm;
+  }
+
+  function language(doc) {
+    var lang = (doc && doc.documentElement && doc.documentElement.lang) || "en";
+    return lang.toLowerCase().indexOf("ru") === 0 ? "ru" : "en";
+  }
+
+  function field(form, name) {
+    return form.elements ? form.elements[name] : null;
+  }
+
+  /*
+   * Wire one form. env: {endpoint, fetch?, sleep?, storage?, location?, lang?}. Returns the submit
+   * function (also bound to the form's submit event when the form has addEventListener).
+   */
+  function bindForm(form, env) {
+    var texts = TEXTS[env.lang || "en"];
+    var status = form.querySelector ? form.querySelector("[data-sticker-lead-status]") : null;
+    var storage = env.storage || null;
+    var busy = false;
+
+    function say(text, isError) {
+      if (status) {
+        status.textContent = text;
+        status.setAttribute("data-state", isError ? "error" : "ok");
+      }
+    }
+
+    function saveDraft(requestId) {
+      if (!storage) return;
+      var draft = { requestId: requestId };
+      FIELDS.forEach(function (name) {
+        var input = field(form, name);
+        if (input) draft[name] = input.value;
+      });
+      try {
+        storage.setItem(DRAFT_KEY, JSON.stringify(draft));
+      } catch (_full) {
+        // the form itself still holds the text
+      }
+    }
+
+    function restoreDraft() {
+      if (!storage) return;
+      var raw = storage.getItem(DRAFT_KEY);
+      if (!raw) return;
+      try {
+        var draft = JSON.parse(raw);
+        form.dataset.requestId = draft.requestId;
+        FIELDS.forEach(function (name) {
+          var input = field(form, name);
+          if (input && draft[name] && !input.value) input.value = draft[name];
+        });
+      } catch (_broken) {
+        storage.removeItem(DRAFT_KEY);
+      }
+    }
+
+    async function submit() {
+      if (busy) return null;
+      busy = true;
+      var requestId = form.dataset.requestId || (form.dataset.requestId = newRequestId());
+      var payload = { requestId: requestId, utm: collectUtm(env.location ? env.location.search : "") };
+      FIELDS.forEach(function (name) {
+        var input = field(form, name);
+        payload[name] = input ? input.value : "";
+      });
+      if (env.location) payload.sourcePage = String(env.location.href).slice(0, 500);
+      FIELDS.forEach(function (name) {
+        var input = field(form, name);
+        if (input && input.removeAttribute) input.removeAttribute("aria-invalid");
+      });
+      say(texts.sending, false);
+      var result = await submitLead(env.endpoint, payload, env);
+      busy = false;
+      if (result.ok) {
+        delete form.dataset.requestId;
+        if (storage) storage.removeItem(DRAFT_KEY);
+        form.reset();
+        say((result.repeat ? texts.repeat : texts.sent).replace("{n}", result.number), false);
+      } else if (result.reason === "invalid") {
+        delete form.dataset.requestId; // nothing was stored: a corrected form is a new request
+        Object.keys(result.fields).forEach(function (name) {
+          var input = field(form, name);
+          if (input && input.setAttribute) {
+            input.setAttribute("aria-invalid", "true");
+            input.title = result.fields[name];
+          }
+        });
+        say(texts.invalid, true);
+      } else {
+        saveDraft(requestId);
+        say(result.reason === "rate_limited" ? texts.limited : texts.failed, true);
+      }
+      return result;
+    }
+
+    restoreDraft();
+    if (form.addEventListener) {
+      form.addEventListener("submit", function (event) {
+        event.preventDefault();
+        submit();
+      });
+    }
+    return submit;
+  }
+
+  function autoBind(doc, script) {
+    if (!doc) return;
+    var endpoint = (script && script.getAttribute("data-endpoint")) || "/leads";
+    var bindAll = function () {
+      var forms = doc.querySelectorAll("form[data-sticker-lead]");
+      Array.prototype.forEach.call(forms, function (form) {
+        var storage = null;
+        try {
+          storage = doc.defaultView.sessionStorage;
+        } catch (_blocked) {
+          storage = null;
+        }
+        bindForm(form, { endpoint: endpoint, storage: storage, location: doc.location, lang: language(doc) });
+      });
+    };
+    if (doc.readyState === "loading") {
+      doc.addEventListener("DOMContentLoaded", bindAll);
+    } else {
+      bindAll();
+    }
+  }
+
+  return {
+    submitLead: submitLead,
+    bindForm: bindForm,
+    autoBind: autoBind,
+    collectUtm: collectUtm,
+    newRequestId: newRequestId,
+  };
+});

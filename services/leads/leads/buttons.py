@@ -1,0 +1,170 @@
+"""Button presses on lead cards and repeat notices, and the leads chat's message ids (``tg:updates:leads``).
+
+A press moves the lead's status with a conditional update (``take``: from ``new``; ``done`` and ``spam``:
+from ``new`` or ``taken``), so two staff members pressing at once get one winner; the card is edited in
+place to show who pressed, and the press is answered. Both are Telegram commands written in the same
+transaction as the status (commit, then publish). A press on a card whose lead we do not know (an old
+card, a reset database) or on anything we never sent gets a polite answer: an orphan button.
+
+A press also proves that the card exists: a card whose send had an unknown outcome is marked posted with
+the pressed message's id. Every message id seen in the chat raises the chat's highest known id, the lower
+bound of any later search (:mod:`telegram_gateway.message_probe`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+import structlog
+
+from leads.cards import (
+    ALLOWED_FROM,
+    TARGET_STATUS,
+    Button,
+    card_markup,
+    card_text,
+    notice_text,
+    parse_button,
+    presser,
+)
+from shared import metrics
+from shared.messages import LeadButtonPressed, LeadsChatMessage
+from shared.outbox import add_command, dispatch_commands
+from shared.repositories import Database, Repositories
+from shared.repositories.lead_posts import CARD, NOTICE
+from shared.streams import Publisher
+
+log = structlog.get_logger(__name__)
+
+ORPHAN = "This card is no longer tracked, so the button does nothing. Thank you!"
+_DONE_TEXT = {
+    "take": "You took lead #{id}.",
+    "done": "Lead #{id} is done.",
+    "spam": "Lead #{id} is marked as spam.",
+}
+
+
+class ButtonHandler:
+    """Handles ``tg:updates:leads``. ``now`` returns the current UTC time; ``per_minute`` sizes the chat's
+    token bucket when this is the first thing the service learns about the chat."""
+
+    def __init__(
+        self, *, db: Database, publisher: Publisher, now: Callable[[], datetime], per_minute: float = 20.0
+    ) -> None:
+        self.db = db
+        self.publisher = publisher
+        self.now = now
+        self.per_minute = per_minute
+
+    async def handle(self, message: Any) -> None:
+        """Stream handler: button presses and chat message ids; anything else is ignored."""
+        if isinstance(message, LeadButtonPressed):
+            await self.press(message)
+        elif isinstance(message, LeadsChatMessage):
+            async with self.db.transaction() as repos:
+                await repos.lead_posts.note_message_id(
+                    message.chat_id, message.message_id, now=self.now(), capacity=self.per_minute
+                )
+
+    async def press(self, pressed: LeadButtonPressed) -> None:
+        """Apply one press (safe to repeat: the answer and the edit are commands with fixed ids)."""
+        button = parse_button(pressed.data)
+        commands: list[str] = []
+        async with self.db.transaction() as repos:
+            if pressed.chat_id is not None and pressed.message_id is not None:
+                await repos.lead_posts.note_message_id(
+                    pressed.chat_id, pressed.message_id, now=self.now(), capacity=self.per_minute
+                )
+            if button is None:
+                answer = ORPHAN
+            elif button.kind == "lead":
+                answer = await self._press_card(repos, pressed, button, commands)
+            else:
+                answer = await self._press_notice(repos, pressed, button, commands)
+            answer_id = f"cbq:{pressed.callback_query_id}"
+            if await add_command(
+                repos,
+                answer_id,
+                method="answer_callback_query",
+                params={"callback_query_id": pressed.callback_query_id, "text": answer},
+            ):
+                commands.insert(0, answer_id)
+        await dispatch_commands(self.db, self.publisher, commands)
+
+    async def _press_card(
+        self, repos: Repositories, pressed: LeadButtonPressed, button: Button, commands: list[str]
+    ) -> str:
+        lead = await repos.leads.get(button.id)
+        if lead is None:
+            log.info("LEAD_ORPHAN_BUTTON", data=pressed.data)
+            return ORPHAN
+        await self._prove_posted(repos, CARD, lead.id, pressed)
+        who = presser(pressed.user_name, pressed.username)
+        changed = await repos.leads.set_status(
+            lead.id,
+            status=TARGET_STATUS[button.action],
+            allowed_from=ALLOWED_FROM[button.action],
+            by_id=pressed.user_id,
+            by_name=who,
+            now=self.now(),
+        )
+        if changed is None:
+            current = await repos.leads.get(lead.id)
+            status = current.status if current else lead.status
+            by = f" by {current.status_by_name}" if current and current.status_by_name else ""
+            return f"Lead #{lead.id} is already {status}{by}."
+        metrics.LEADS.labels(event=changed.status).inc()
+        log.info("LEAD_STATUS", lead_id=lead.id, status=changed.status, by_id=pressed.user_id)
+        if pressed.chat_id is not None and pressed.message_id is not None:
+            edit_id = f"lead:{lead.id}:edit:{changed.status_version}"
+            params: dict[str, Any] = {
+                "chat_id": pressed.chat_id,
+                "message_id": pressed.message_id,
+                "text": card_text(changed),
+                "parse_mode": "HTML",
+                "reply_markup": card_markup(changed),
+            }
+            if await add_command(repos, edit_id, method="edit_message_text", params=params):
+                commands.append(edit_id)
+                await repos.lead_posts.spend_token(pressed.chat_id)
+        return _DONE_TEXT[button.action].format(id=lead.id)
+
+    async def _press_notice(
+        self, repos: Repositories, pressed: LeadButtonPressed, button: Button, commands: list[str]
+    ) -> str:
+        repeat = await repos.leads.get_repeat(button.id)
+        lead = await repos.leads.get(repeat.lead_id) if repeat is not None else None
+        if repeat is None or lead is None:
+            log.info("LEAD_ORPHAN_BUTTON", data=pressed.data)
+            return ORPHAN
+        await self._prove_posted(repos, NOTICE, repeat.id, pressed)
+        if pressed.chat_id is not None and pressed.message_id is not None:
+            edit_id = f"repeat:{repeat.id}:seen"
+            who = presser(pressed.user_name, pressed.username)
+            params = {
+                "chat_id": pressed.chat_id,
+                "message_id": pressed.message_id,
+                "text": notice_text(repeat, lead, seen_by=who),
+                "parse_mode": "HTML",
+            }
+            if await add_command(repos, edit_id, method="edit_message_text", params=params):
+                commands.append(edit_id)
+                await repos.lead_posts.spend_token(pressed.chat_id)
+        return "Noted, thank you."
+
+    async def _prove_posted(
+        self, repos: Repositories, kind: str, post_id: int, pressed: LeadButtonPressed
+    ) -> None:
+        """A press on a post whose send had no known outcome: the message exists, record its id."""
+        if pressed.chat_id is None or pressed.message_id is None:
+            return
+        post = await repos.lead_posts.get(kind, post_id)
+        if post is None or post.state == "posted":
+            return
+        if await repos.lead_posts.mark_posted(
+            kind, post_id, message_id=pressed.message_id, chat_id=pressed.chat_id, now=self.now()
+        ):
+            metrics.LEADS.labels(event="published" if kind == CARD else "repeat_posted").inc()
+            log.info("LEAD_POSTED", kind=kind, post_id=post_id, message_id=pressed.message_id, how="pressed")

@@ -1,0 +1,254 @@
+"""What the outcome of a card or notice command does to its post (spec/000 "Lead card publishing").
+
+| outcome of a send | post | next attempt |
+|---|---|---|
+| ok | ``posted`` with the message id | — |
+| flood control (429, ``retry_after``) | ``pending``, not a failure; the chat pauses | ``retry_after`` |
+| unknown (``error_code`` 0) | ``unsure``, one more failure | a search, after the backoff |
+| any other error | ``pending``, one more failure (a notice: ``failed`` after 5) | the backoff |
+
+| outcome of a search (``find_bot_message``) | post |
+|---|---|
+| found | ``posted`` with the found id (no second message) |
+| not in the chat | ``pending`` and due at once: sending again cannot duplicate it |
+| inconclusive (too many messages to search) | ``pending`` and due at once, with an admin alert |
+| error | ``unsure``, one more failure; searched again after the backoff |
+
+A card failing ``ALERT_AFTER`` (5) or more times in a row raises an admin alert at most every
+``LEADS_ALERT_EVERY_SEC`` (30 minutes) per lead. Every change is a conditional update naming the attempt
+or probe, so a redelivered or late outcome changes nothing; the result stream is a hint and the
+``tg_commands`` row the truth (:meth:`leads.publishing.LeadPublisher.tick` reads it when a result is late).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+import structlog
+
+from leads.backoff import Backoff
+from leads.command_ids import PostCommand, parse_command_id
+from shared import metrics
+from shared.alerts import queue_alert
+from shared.domain import LeadPost
+from shared.messages import TelegramResult
+from shared.outbox import dispatch_commands
+from shared.repositories import Database, Repositories
+from shared.repositories.lead_posts import CARD
+from shared.streams import Publisher
+
+log = structlog.get_logger(__name__)
+UNKNOWN_OUTCOME = 0
+FLOOD = 429
+
+
+@dataclass(frozen=True)
+class PublishPolicy:
+    """The publishing rules (settings of :class:`leads.settings.LeadsSettings`).
+
+    ``chat_id``: the leads chat; ``backoff``: delays after failures; ``alert_after`` failures raise an admin
+    alert at most every ``alert_every``; a notice is dropped after ``repeat_max_failures``;
+    ``per_minute``: messages per minute into the chat; ``result_timeout``: a command with no result after
+    this long is looked up in ``tg_commands``; ``probe_max``: Bot API calls one search may use.
+    """
+
+    chat_id: int
+    backoff: Backoff = field(default_factory=Backoff)
+    alert_after: int = 5
+    alert_every: timedelta = timedelta(minutes=30)
+    repeat_max_failures: int = 5
+    per_minute: float = 20.0
+    result_timeout: timedelta = timedelta(seconds=30)
+    probe_max: int = 30
+
+
+class OutcomeHandler:
+    """Applies ``tg:results:leads`` to posts. ``now`` returns the current UTC time (a fake in tests);
+    ``on_change`` is called after a post moved (the publisher wakes up for the next one)."""
+
+    def __init__(
+        self,
+        *,
+        db: Database,
+        publisher: Publisher,
+        policy: PublishPolicy,
+        now: Callable[[], datetime],
+        on_change: Callable[[], None] = lambda: None,
+    ) -> None:
+        self.db = db
+        self.publisher = publisher
+        self.policy = policy
+        self.now = now
+        self.on_change = on_change
+
+    async def handle(self, message: Any) -> None:
+        """Stream handler for ``tg:results:leads``; other messages and commands are ignored."""
+        if isinstance(message, TelegramResult):
+            await self.apply(message)
+
+    async def apply(self, result: TelegramResult) -> None:
+        """Move the post named by ``result.command_id`` (see the module's tables). Safe to repeat."""
+        command = parse_command_id(result.command_id)
+        if command is None:
+            if not result.ok:
+                log.warning("LEADS_COMMAND_FAILED", command_id=result.command_id, error=str(result.error))
+            return
+        alerts: list[str] = []
+        async with self.db.transaction() as repos:
+            post = await repos.lead_posts.get(command.kind, command.post_id)
+            if post is None:
+                return
+            if command.op == "send":
+                moved = await self._apply_send(repos, command, post, result, alerts)
+            else:
+                moved = await self._apply_find(repos, command, post, result, alerts)
+        if alerts:
+            await dispatch_commands(self.db, self.publisher, alerts)
+        if moved:
+            self.on_change()
+
+    async def _apply_send(
+        self,
+        repos: Repositories,
+        command: PostCommand,
+        post: LeadPost,
+        result: TelegramResult,
+        alerts: list[str],
+    ) -> bool:
+        now = self.now()
+        if result.ok and isinstance(result.result, dict):
+            return await self._posted(repos, post, result.result, event="published")
+        error = result.error
+        code = error.error_code if error else 500
+        description = error.description if error else "no result"
+        if code == FLOOD and error is not None and error.retry_after:
+            until = now + timedelta(seconds=error.retry_after)
+            await repos.lead_posts.pause_chat(self.policy.chat_id, until=until)  # the chat row first, always
+            moved = await repos.lead_posts.send_flooded(
+                post.kind, post.id, command.number, next_attempt_at=until, error=description
+            )
+            if moved is not None:
+                metrics.LEADS.labels(event="flood_wait").inc()
+                log.warning(
+                    "LEAD_FLOOD_CONTROL", kind=post.kind, post_id=post.id, retry_after=error.retry_after
+                )
+            return moved is not None
+        next_at = now + self.policy.backoff.delay(post.failures + 1)
+        if code == UNKNOWN_OUTCOME:
+            moved = await repos.lead_posts.send_unsure(
+                post.kind, post.id, command.number, next_attempt_at=next_at, error=description
+            )
+            event = "unsure"
+        else:
+            give_up = None if post.kind == CARD else self.policy.repeat_max_failures
+            moved = await repos.lead_posts.send_failed(
+                post.kind,
+                post.id,
+                command.number,
+                next_attempt_at=next_at,
+                error=description,
+                give_up_after=give_up,
+            )
+            event = "failed"
+        if moved is None:
+            return False
+        metrics.LEADS.labels(event=event if post.kind == CARD else f"repeat_{event}").inc()
+        log.warning(
+            "LEAD_POST_FAILED",
+            kind=post.kind,
+            post_id=post.id,
+            failures=moved.failures,
+            state=moved.state,
+            error=description,
+            next_attempt_at=next_at.isoformat(),
+        )
+        await self._maybe_alert(repos, moved, description, alerts)
+        return True
+
+    async def _apply_find(
+        self,
+        repos: Repositories,
+        command: PostCommand,
+        post: LeadPost,
+        result: TelegramResult,
+        alerts: list[str],
+    ) -> bool:
+        now = self.now()
+        found = result.result if result.ok and isinstance(result.result, dict) else None
+        if found is not None and found.get("message_id"):
+            if post.state != "checking" or post.probes != command.number:
+                return False
+            chat_id = int(found.get("chat_id") or self.policy.chat_id)
+            body = {"message_id": found["message_id"], "chat": {"id": chat_id}}
+            return await self._posted(repos, post, body, event="found")
+        if found is not None:
+            moved = await repos.lead_posts.probe_absent(post.kind, post.id, command.number, now=now)
+            if moved is not None and not found.get("conclusive", True):
+                log.error(
+                    "LEAD_SEARCH_INCONCLUSIVE", kind=post.kind, post_id=post.id, probes=found.get("probes")
+                )
+                command_id = await queue_alert(
+                    repos,
+                    key=f"lead_search:{post.kind}:{post.id}",
+                    text=(
+                        f"Lead #{post.lead_id}: a message may or may not have reached the leads chat and the "
+                        "search for it was inconclusive; it is sent again (check for a duplicate)."
+                    ),
+                )
+                if command_id:
+                    alerts.append(command_id)
+            elif moved is not None:
+                log.info("LEAD_NOT_IN_CHAT", kind=post.kind, post_id=post.id)
+            return moved is not None
+        description = result.error.description if result.error else "no result"
+        moved = await repos.lead_posts.probe_failed(
+            post.kind,
+            post.id,
+            command.number,
+            next_attempt_at=now + self.policy.backoff.delay(post.failures + 1),
+            error=description,
+        )
+        if moved is not None:
+            log.warning("LEAD_SEARCH_FAILED", kind=post.kind, post_id=post.id, error=description)
+            await self._maybe_alert(repos, moved, description, alerts)
+        return moved is not None
+
+    async def _posted(
+        self, repos: Repositories, post: LeadPost, message: dict[str, Any], *, event: str
+    ) -> bool:
+        chat_id = int((message.get("chat") or {}).get("id") or self.policy.chat_id)
+        message_id = int(message["message_id"])
+        # the chat row before the post's row, as in every transaction here: no lock-order deadlocks
+        await repos.lead_posts.note_message_id(
+            chat_id, message_id, now=self.now(), capacity=self.policy.per_minute
+        )
+        first = await repos.lead_posts.mark_posted(
+            post.kind, post.id, message_id=message_id, chat_id=chat_id, now=self.now()
+        )
+        if not first:
+            return False
+        metrics.LEADS.labels(event="published" if post.kind == CARD else "repeat_posted").inc()
+        if event == "found":
+            metrics.LEADS.labels(event="found").inc()
+        log.info("LEAD_POSTED", kind=post.kind, post_id=post.id, message_id=message_id, how=event)
+        return True
+
+    async def _maybe_alert(self, repos: Repositories, post: LeadPost, error: str, alerts: list[str]) -> None:
+        if post.kind != CARD or post.failures < self.policy.alert_after:
+            return
+        if not await repos.lead_posts.claim_alert(post.id, now=self.now(), every=self.policy.alert_every):
+            return
+        command_id = await queue_alert(
+            repos,
+            key=f"lead_publish:{post.id}",
+            text=(
+                f"Lead #{post.id} could not be posted to the leads chat {post.failures} times in a row "
+                f"(last error: {error}). Still retrying every {int(self.policy.backoff.later // 60)} min."
+            ),
+            cooldown=timedelta(0),  # the lead row's alerted_at is the cooldown (30 min, the clock above)
+        )
+        if command_id:
+            alerts.append(command_id)

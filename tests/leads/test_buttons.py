@@ -1,0 +1,114 @@
+"""Card buttons: a press changes the lead's status once (conditional update), edits the card in place to
+show who pressed, and is answered; orphan buttons get a polite answer."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from leads.buttons import ORPHAN
+from shared.messages import LeadButtonPressed, LeadsChatMessage
+from tests.leads.conftest import LEADS_CHAT, Rig
+
+pytestmark = pytest.mark.integration
+
+
+async def posted_card(rig: Rig) -> tuple[int, dict[str, Any]]:
+    stored = await rig.submit()
+    await rig.settle()
+    (card,) = await rig.chat()
+    return stored.lead.id, card
+
+
+async def answer(rig: Rig, callback_id: str) -> str | None:
+    body = await rig.sim.get(f"/sim/callbacks/{callback_id}")
+    return body["answer"]["text"] if body["answered"] else None
+
+
+def buttons(card: dict[str, Any]) -> list[str]:
+    markup = card.get("reply_markup") or {"inline_keyboard": []}
+    return [b["callback_data"].rsplit(":", 1)[1] for row in markup["inline_keyboard"] for b in row]
+
+
+async def test_take_then_done_edit_the_card_in_place_showing_who_pressed(rig: Rig) -> None:
+    lead_id, card = await posted_card(rig)
+    taken = await rig.press(
+        7, card["message_id"], f"stickers_lead:{lead_id}:take", name="Olga", username="olga"
+    )
+    await rig.gateway()
+    (card,) = await rig.chat()
+    assert "Taken by Olga (@olga)" in card["text"] and buttons(card) == ["done", "spam"]
+    assert await answer(rig, taken) == f"You took lead #{lead_id}."
+    done = await rig.press(8, card["message_id"], f"stickers_lead:{lead_id}:done", name="Ivan")
+    await rig.gateway()
+    (card,) = await rig.chat()
+    assert "Done by Ivan" in card["text"] and buttons(card) == []
+    assert await answer(rig, done) == f"Lead #{lead_id} is done."
+    async with rig.db.transaction() as repos:
+        lead = await repos.leads.get(lead_id)
+    assert lead is not None and (lead.status, lead.status_by_id) == ("done", 8)
+
+
+async def test_two_staff_pressing_take_at_once_get_one_winner(rig: Rig) -> None:
+    lead_id, card = await posted_card(rig)
+    data = f"stickers_lead:{lead_id}:take"
+    ids = await asyncio.gather(rig.press(7, card["message_id"], data), rig.press(8, card["message_id"], data))
+    await rig.gateway()
+    answers = sorted([await answer(rig, i) or "" for i in ids])
+    assert answers[1] == f"You took lead #{lead_id}."
+    assert answers[0].startswith(f"Lead #{lead_id} is already taken by Staff ")
+    edits = await rig.sim.get("/sim/calls?method=editMessageText")
+    assert len(edits) == 1
+
+
+async def test_a_redelivered_press_answers_and_edits_once(rig: Rig) -> None:
+    lead_id, card = await posted_card(rig)
+    callback_id = await rig.press(7, card["message_id"], f"stickers_lead:{lead_id}:spam")
+    again = LeadButtonPressed(
+        callback_query_id=callback_id,
+        data=f"stickers_lead:{lead_id}:spam",
+        user_id=7,
+        user_name="Staff 7",
+        chat_id=LEADS_CHAT,
+        message_id=card["message_id"],
+    )
+    await rig.service.buttons.handle(again)
+    executed = await rig.gateway()
+    assert sorted(executed) == sorted([f"cbq:{callback_id}", f"lead:{lead_id}:edit:1"])
+
+
+@pytest.mark.parametrize("data", ["stickers_lead:999999:take", "stickers_lead:1:explode", "stickers_other"])
+async def test_orphan_buttons_get_a_polite_answer(rig: Rig, data: str) -> None:
+    _lead_id, card = await posted_card(rig)
+    # a real press in the simulator (so it can be answered); the data the gateway routes is the orphan
+    callback = await rig.sim.post(
+        "/sim/callbacks",
+        {"user_id": 7, "chat_id": LEADS_CHAT, "message_id": card["message_id"], "data": card_data(card)},
+    )
+    await rig.service.buttons.handle(
+        LeadButtonPressed(
+            callback_query_id=callback["id"],
+            data=data,
+            user_id=7,
+            user_name="Staff",
+            chat_id=LEADS_CHAT,
+            message_id=card["message_id"],
+        )
+    )
+    await rig.gateway()
+    assert await answer(rig, callback["id"]) == ORPHAN
+    assert await rig.sim.get("/sim/calls?method=editMessageText") == []
+
+
+def card_data(card: dict[str, Any]) -> str:
+    return str(card["reply_markup"]["inline_keyboard"][0][0]["callback_data"])
+
+
+async def test_message_ids_seen_in_the_chat_raise_the_search_floor(rig: Rig) -> None:
+    await rig.service.buttons.handle(LeadsChatMessage(chat_id=LEADS_CHAT, message_id=41))
+    await rig.service.buttons.handle(LeadsChatMessage(chat_id=LEADS_CHAT, message_id=17))
+    async with rig.db.transaction() as repos:
+        chat = await repos.lead_posts.lock_chat(LEADS_CHAT, now=rig.clock(), capacity=20)
+    assert chat is not None and chat.last_message_id == 41

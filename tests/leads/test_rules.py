@@ -1,0 +1,89 @@
+"""Pure rules of the leads service: the backoff table, command ids, callback data and card rendering."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from leads.backoff import Backoff
+from leads.cards import Button, card_markup, card_text, parse_button
+from leads.command_ids import PostCommand, find_command_id, parse_command_id, send_command_id
+from leads.settings import LeadsSettings
+from shared.domain import Lead
+
+pytestmark = pytest.mark.unit
+
+
+@pytest.mark.parametrize(
+    ("failures", "seconds"), [(0, 0), (1, 5), (2, 15), (3, 60), (4, 300), (5, 900), (40, 900)]
+)
+def test_the_backoff_follows_spec_000(failures: int, seconds: int) -> None:
+    assert Backoff().delay(failures) == timedelta(seconds=seconds)
+
+
+def test_backoff_settings_use_the_spec_names() -> None:
+    env = {"DATABASE_URL": "postgresql://x@h/db", "REDIS_URL": "redis://h", "LEADS_CHAT_ID": "-100"}
+    settings = LeadsSettings(**env, BACKOFF_SEC="1, 2", LATER_SEC=30, ALERT_AFTER=3)  # type: ignore[arg-type]
+    assert (settings.backoff_sec, settings.later_sec, settings.alert_after) == ((1.0, 2.0), 30.0, 3)
+    with pytest.raises(ValueError, match="BACKOFF_SEC"):
+        LeadsSettings(**env, BACKOFF_SEC="5,-1")  # type: ignore[arg-type]
+
+
+def test_command_ids_name_the_post_and_the_attempt() -> None:
+    assert parse_command_id(send_command_id("card", 12, 3)) == PostCommand("card", 12, "send", 3)
+    assert parse_command_id(send_command_id("notice", 4, 1)) == PostCommand("notice", 4, "send", 1)
+    assert parse_command_id(find_command_id("card", 12, 2)) == PostCommand("card", 12, "find", 2)
+    for other in ("lead:12:card", "lead:12:edit:1", "repeat:4:card:1", "cbq:123", "alert:x:1"):
+        assert parse_command_id(other) is None
+
+
+def test_only_our_callback_data_parses() -> None:
+    assert parse_button("stickers_lead:7:take") == Button("lead", 7, "take")
+    assert parse_button("stickers_repeat:3:seen") == Button("repeat", 3, "seen")
+    for data in ("stickers_lead:7:seen", "stickers_repeat:3:take", "stickers_lead:x:take", "lead:7:take"):
+        assert parse_button(data) is None
+
+
+def _lead(**fields: object) -> Lead:
+    now = datetime.now(UTC)
+    values: dict[str, object] = dict(
+        id=5,
+        request_id="r",
+        name="<Ann>",
+        contact="+7 999",
+        message="a & b",
+        source_page=None,
+        utm={"utm_source": "ads"},
+        status="new",
+        published_at=None,
+        card_message_id=None,
+        failures=0,
+        next_attempt_at=None,
+        created_at=now,
+        contact_kind="phone",
+        contact_key="k",
+        post_state="pending",
+        attempts=0,
+        last_error=None,
+        card_chat_id=None,
+        status_by_id=None,
+        status_by_name=None,
+        status_at=None,
+        status_version=0,
+    )
+    values.update(fields)
+    return Lead(**values)  # type: ignore[arg-type]
+
+
+def test_the_card_escapes_visitor_input_and_shows_who_pressed() -> None:
+    text = card_text(_lead(status="taken", status_by_name="Olga (@olga)"))
+    assert "&lt;Ann&gt;" in text and "a &amp; b" in text and "utm_source: ads" in text
+    assert text.endswith("Taken by Olga (@olga)")
+
+
+@pytest.mark.parametrize(("status", "actions"), [("new", 3), ("taken", 2), ("done", 0), ("spam", 0)])
+def test_the_buttons_left_depend_on_the_status(status: str, actions: int) -> None:
+    markup = card_markup(_lead(status=status))
+    shown = len(markup["inline_keyboard"][0]) if markup else 0
+    assert shown == actions
