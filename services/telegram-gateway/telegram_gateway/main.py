@@ -28,6 +28,7 @@ from shared.streams import Publisher, build_consumer, create_redis
 from telegram_gateway.admin import AdminHandlers
 from telegram_gateway.executor import CommandExecutor
 from telegram_gateway.handlers import GuestHandlers, log_error
+from telegram_gateway.leads_updates import LeadsUpdateRouter
 from telegram_gateway.lock import GatewayLock
 from telegram_gateway.maintenance_gate import MaintenanceGate
 from telegram_gateway.settings import GatewaySettings
@@ -54,14 +55,17 @@ def build_application(settings: GatewaySettings) -> Application:
 def register_handlers(
     application: Application, *, db: Database, publisher: Publisher, settings: GatewaySettings
 ) -> None:
-    """The conversation, in order: the maintenance gate (group -1), admin commands, guest handlers, and
-    the one global error handler."""
+    """The conversation, in order: the leads router (group -2), the maintenance gate (group -1), admin
+    commands, guest handlers, and the one global error handler."""
     env = settings.maintenance_mode
     MaintenanceGate(db=db, admin_ids=settings.admin_ids, env_maintenance=env).register(application)
     AdminHandlers(db=db, publisher=publisher, admin_ids=settings.admin_ids, env_maintenance=env).register(
         application
     )
     GuestHandlers(db).register(application)
+    LeadsUpdateRouter(
+        publisher=publisher, leads_chat_id=settings.leads_chat_id, enabled=settings.leads_enabled
+    ).register(application)
     application.add_error_handler(log_error)
 
 

@@ -14,7 +14,8 @@ class GatewaySettings(ServiceSettings):
     in dev), ``ADMIN_USER_IDS`` (comma-separated Telegram user ids), ``ADMIN_CHAT_ID`` (where admin alerts
     go; unset: alerts are only logged), ``OUTBOX_SLOTS`` (commands executed at once), ``POLL_TIMEOUT_SEC``
     (long-polling timeout, s), ``RATE_LIMIT_MAX_RETRIES`` (how often a 429 is waited out with its
-    ``retry_after`` before the command is handed back to the stream).
+    ``retry_after`` before the command is handed back to the stream), ``LEADS_ENABLED`` / ``LEADS_CHAT_ID``
+    (route the staff group and ``stickers_`` buttons to the leads service; :mod:`.leads_updates`).
     """
 
     telegram_bot_token: SecretStr = Field(validation_alias="TELEGRAM_BOT_TOKEN")
@@ -25,6 +26,8 @@ class GatewaySettings(ServiceSettings):
     poll_timeout_sec: int = Field(10, ge=0, validation_alias="POLL_TIMEOUT_SEC")
     rate_limit_max_retries: int = Field(3, ge=0, validation_alias="RATE_LIMIT_MAX_RETRIES")
     sending_stale_sec: float = Field(60.0, gt=0, validation_alias="SENDING_STALE_SEC")
+    leads_enabled: bool = Field(True, validation_alias="LEADS_ENABLED")
+    leads_chat_id: int | None = Field(None, validation_alias="LEADS_CHAT_ID")
 
     @field_validator("telegram_bot_token")
     @classmethod
