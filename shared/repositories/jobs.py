@@ -231,6 +231,13 @@ class JobRepository:
         )
         return [_job(r) for r in rows]
 
+    async def recent(self, *, limit: int = 100, status: str | None = None) -> list[Job]:
+        """The newest jobs first, optionally only those in ``status``."""
+        query = sa.select(*_job_columns()).order_by(jobs.c.created_at.desc()).limit(limit)
+        if status is not None:
+            query = query.where(jobs.c.status == status)
+        return [_job(r) for r in await self.conn.execute(query)]
+
     async def count_by_status(self) -> dict[str, int]:
         rows = await self.conn.execute(sa.select(jobs.c.status, sa.func.count()).group_by(jobs.c.status))
         return {r[0]: int(r[1]) for r in rows}

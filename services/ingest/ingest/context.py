@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Annotated
 
 from fastapi import Depends, Request
@@ -21,8 +20,6 @@ class IngestContext:
     db: Database
     publisher: Publisher
     catalog: dict[str, Outfit]
-    render_thumbnail: Callable[[Outfit], bytes] | None = None
-    thumbnails: dict[str, bytes] = field(default_factory=dict)
     lead_limiter: RateLimiter | None = None
 
 

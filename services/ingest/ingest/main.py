@@ -5,7 +5,7 @@ The only place clients are built; :func:`create_app` takes them as arguments so 
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 import structlog
@@ -14,14 +14,14 @@ from fastapi import FastAPI, Request, Response
 from fastapi.middleware.cors import CORSMiddleware
 from starlette.middleware.base import RequestResponseEndpoint
 
-from ingest.api import admin_leads, errors, kiosk, landing, leads, ops
+from ingest.api import admin_jobs, admin_leads, errors, kiosk, landing, leads, ops
 from ingest.context import IngestContext
 from ingest.ratelimit import RateLimiter
 from ingest.settings import IngestSettings
 from shared import metrics
 from shared.db import create_engine
 from shared.logging import configure_logging
-from shared.outfits import Outfit, load_catalog
+from shared.outfits import load_catalog
 from shared.repositories import Database
 from shared.streams import Publisher, create_redis
 
@@ -33,7 +33,6 @@ def create_app(
     *,
     db: Database | None = None,
     publisher: Publisher | None = None,
-    render_thumbnail: Callable[[Outfit], bytes] | None = None,
 ) -> FastAPI:
     """Build the FastAPI app. Clients not given are built from ``settings`` and closed on shutdown."""
     own_db = db is None
@@ -63,7 +62,6 @@ def create_app(
         db=database,
         publisher=pub,
         catalog=load_catalog(),
-        render_thumbnail=render_thumbnail,
         lead_limiter=RateLimiter(
             pub.redis, limit=settings.leads_rate_limit, window_s=settings.leads_rate_window_sec
         ),
@@ -72,6 +70,7 @@ def create_app(
     app.include_router(ops.router)
     app.include_router(kiosk.router)
     app.include_router(admin_leads.router)
+    app.include_router(admin_jobs.router)
     if settings.leads_enabled:
         app.include_router(leads.router)
         app.include_router(landing.router)

@@ -1,0 +1,109 @@
+"""Admin API for jobs and the queue (DESIGN.md §2, §9): list and inspect jobs, retry a failed one, pause
+and resume. Behind ``Authorization: Bearer <ADMIN_TOKEN>`` like every ``/admin`` route.
+
+Retry follows spec/002 "Job-level outcomes": ``failed → queued`` with a fresh cost ceiling and deadline
+(``created_at`` reset), only while the selfie still exists.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+from uuid import UUID
+
+from fastapi import APIRouter, Header, Query
+
+from ingest.api.admin_leads import require_admin
+from ingest.api.errors import ApiError
+from ingest.context import Ctx
+from shared import maintenance
+from shared.domain import Job
+from shared.joblife import republish_queued, retry_failed_job
+
+router = APIRouter()
+Auth = Annotated[str | None, Header()]
+JobStatus = Literal["queued", "processing", "rendered", "delivering", "delivered", "failed"]
+
+
+def _job(job: Job) -> dict[str, Any]:
+    return {
+        "id": str(job.id),
+        "status": job.status,
+        "outfit_id": job.outfit_id,
+        "attempts": job.attempts,
+        "error_class": job.error_class,
+        "error": job.error,
+        "sticker_set_name": job.sticker_set_name,
+        "created_at": job.created_at.isoformat(),
+        "updated_at": job.updated_at.isoformat(),
+        "selfie_deleted": job.selfie_deleted_at is not None,
+    }
+
+
+@router.get("/admin/status")
+async def queue_status(ctx: Ctx, authorization: Auth = None) -> dict[str, Any]:
+    """Jobs by status and the pause in force (``null`` when running)."""
+    require_admin(ctx, authorization)
+    async with ctx.db.transaction() as repos:
+        counts = await repos.jobs.count_by_status()
+        pause = await maintenance.current_pause(repos, env_on=ctx.settings.maintenance_mode)
+    return {"jobs": counts, "pause": pause.to_json() if pause else None}
+
+
+@router.get("/admin/jobs")
+async def list_jobs(
+    ctx: Ctx,
+    authorization: Auth = None,
+    status: Annotated[JobStatus | None, Query()] = None,
+    limit: Annotated[int, Query(ge=1, le=500)] = 100,
+) -> dict[str, Any]:
+    """The newest jobs first, optionally of one status."""
+    require_admin(ctx, authorization)
+    async with ctx.db.transaction() as repos:
+        jobs = await repos.jobs.recent(limit=limit, status=status)
+    return {"jobs": [_job(j) for j in jobs]}
+
+
+@router.get("/admin/jobs/{job_id}")
+async def show_job(ctx: Ctx, job_id: UUID, authorization: Auth = None) -> dict[str, Any]:
+    """One job with its transition log."""
+    require_admin(ctx, authorization)
+    async with ctx.db.transaction() as repos:
+        job = await repos.jobs.get(job_id)
+        events = await repos.jobs.events(job_id) if job else []
+    if job is None:
+        raise ApiError(404, "not_found", f"job {job_id} does not exist")
+    return {
+        **_job(job),
+        "events": [{"from": e[0], "to": e[1], "note": e[2], "at": e[3].isoformat()} for e in events],
+    }
+
+
+@router.post("/admin/jobs/{job_id}/retry")
+async def retry_job(ctx: Ctx, job_id: UUID, authorization: Auth = None) -> dict[str, Any]:
+    """Queue a failed job again; 409 ``not_retryable`` when it is not failed or its selfie is gone."""
+    require_admin(ctx, authorization)
+    async with ctx.db.transaction() as repos:
+        job = await retry_failed_job(repos, job_id, note="admin retry (web)")
+    if job is None:
+        raise ApiError(409, "not_retryable", "Only a failed job whose selfie still exists can be retried.")
+    await republish_queued(ctx.db, ctx.publisher)
+    return _job(job)
+
+
+@router.post("/admin/pause")
+async def pause_queue(ctx: Ctx, authorization: Auth = None) -> dict[str, Any]:
+    """The ``admin`` pause: workers claim nothing, kiosks show maintenance."""
+    require_admin(ctx, authorization)
+    async with ctx.db.transaction() as repos:
+        await maintenance.start_pause(repos, source="admin", reason="paused from the admin page")
+    return await queue_status(ctx, authorization)
+
+
+@router.post("/admin/resume")
+async def resume_queue(ctx: Ctx, authorization: Auth = None) -> dict[str, Any]:
+    """Clear an ``auto`` or ``admin`` pause (``env`` stays until a restart) and republish queued jobs."""
+    require_admin(ctx, authorization)
+    async with ctx.db.transaction() as repos:
+        await maintenance.end_pause(repos)
+    await republish_queued(ctx.db, ctx.publisher)
+    return await queue_status(ctx, authorization)

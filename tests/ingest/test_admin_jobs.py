@@ -1,0 +1,86 @@
+"""The admin API for jobs and the queue: behind the token; retry of a failed job; pause and resume."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import httpx
+import pytest
+import redis.asyncio as aioredis
+
+from ingest.main import create_app
+from ingest.settings import IngestSettings
+from shared import streams
+from shared.domain import Job
+from shared.repositories import Database
+from shared.streams import Publisher
+
+pytestmark = pytest.mark.integration
+TOKEN = "an-admin-token-that-is-long-enough-0123456789"
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
+
+
+@pytest.fixture
+async def client(
+    db: Database, redis: aioredis.Redis, database_url: str, redis_url: str
+) -> AsyncIterator[httpx.AsyncClient]:
+    settings = IngestSettings(  # type: ignore[call-arg]
+        DATABASE_URL=database_url, REDIS_URL=redis_url, BOT_USERNAME="stickerbooth_bot", ADMIN_TOKEN=TOKEN
+    )
+    app = create_app(settings, db=db, publisher=Publisher(redis))
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://ingest") as c:
+        yield c
+
+
+async def failed_job(db: Database, *, with_selfie: bool = True) -> Job:
+    async with db.transaction() as repos:
+        session = await repos.sessions.create(station="s", token="tok")
+        job = await repos.jobs.insert_queued(session_id=session.id, capture_id="c", outfit_id="chef")
+        if with_selfie:
+            await repos.blobs.put(kind="selfie", data=b"jpeg", content_type="image/jpeg", job_id=job.id)
+        await repos.jobs.claim(job.id, owner="w")
+        failed = await repos.jobs.transition(
+            job.id,
+            from_statuses=("processing",),
+            to_status="failed",
+            values={"error_class": "deadline", "attempts": 2},
+        )
+    assert failed is not None
+    return failed
+
+
+async def test_admin_routes_need_the_token(client: httpx.AsyncClient) -> None:
+    assert (await client.get("/admin/jobs")).status_code == 401
+    assert (await client.get("/admin/jobs", headers={"Authorization": "Bearer wrong"})).status_code == 401
+    assert (await client.get("/admin/jobs", headers=AUTH)).status_code == 200
+
+
+async def test_a_failed_job_is_retried_with_a_fresh_deadline(
+    client: httpx.AsyncClient, db: Database, redis: aioredis.Redis
+) -> None:
+    job = await failed_job(db)
+    response = await client.post(f"/admin/jobs/{job.id}/retry", headers=AUTH)
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert (body["status"], body["attempts"], body["error_class"]) == ("queued", 0, None)
+    assert body["created_at"] > job.created_at.isoformat()
+    assert await redis.xlen(streams.JOBS) == 1
+    detail = (await client.get(f"/admin/jobs/{job.id}", headers=AUTH)).json()
+    assert [e["to"] for e in detail["events"]] == ["queued", "processing", "failed", "queued"]
+    again = await client.post(f"/admin/jobs/{job.id}/retry", headers=AUTH)
+    assert again.status_code == 409 and again.json()["error"]["code"] == "not_retryable"
+
+
+async def test_a_job_whose_selfie_is_gone_cannot_be_retried(client: httpx.AsyncClient, db: Database) -> None:
+    job = await failed_job(db, with_selfie=False)
+    response = await client.post(f"/admin/jobs/{job.id}/retry", headers=AUTH)
+    assert response.status_code == 409
+
+
+async def test_pause_and_resume_from_the_admin_api(client: httpx.AsyncClient) -> None:
+    paused = (await client.post("/admin/pause", headers=AUTH)).json()
+    assert paused["pause"]["source"] == "admin"
+    assert (await client.post("/sessions", json={})).status_code == 503
+    resumed = (await client.post("/admin/resume", headers=AUTH)).json()
+    assert resumed["pause"] is None
+    assert (await client.post("/sessions", json={})).status_code == 201
