@@ -207,3 +207,24 @@ alerts = sa.Table(
     sa.Column("suppressed", sa.Integer, nullable=False, server_default="0"),
     sa.Column("sent_count", sa.Integer, nullable=False, server_default="1"),
 )
+
+# migration 0004: every AI provider call as it happens (DESIGN.md §3, spec/002 "Cost ceiling")
+api_usage = sa.Table(
+    "api_usage",
+    metadata,
+    sa.Column("id", sa.BigInteger, sa.Identity(), primary_key=True),
+    sa.Column("job_id", UUID(as_uuid=True), sa.ForeignKey("jobs.id", ondelete="SET NULL")),
+    sa.Column("provider", sa.Text, nullable=False),
+    sa.Column("model", sa.Text, nullable=False),
+    sa.Column("kind", sa.Text, nullable=False),
+    sa.Column("call_type", sa.Text, nullable=False),
+    sa.Column("image_size", sa.Text),
+    sa.Column("outcome", sa.Text, nullable=False),
+    sa.Column("cost_usd", sa.Numeric(12, 6), nullable=False, server_default="0"),
+    sa.Column("latency_ms", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("error", sa.Text),
+    sa.Column("created_at", TZ, nullable=False, server_default=sa.func.now()),
+    sa.CheckConstraint("call_type IN ('image', 'vision')", name="ck_api_usage_call_type"),
+)
+sa.Index("ix_api_usage_job", api_usage.c.job_id, api_usage.c.created_at)
+sa.Index("ix_api_usage_created", api_usage.c.created_at)

@@ -25,6 +25,7 @@ from shared.repositories.leads import LeadRepository
 from shared.repositories.sessions import SessionRepository
 from shared.repositories.settings import SettingsRepository
 from shared.repositories.tg_commands import TelegramCommandRepository
+from shared.repositories.usage import UsageRepository
 
 __all__ = ["Database", "Repositories"]
 
@@ -42,6 +43,7 @@ class Repositories:
         self.leads = LeadRepository(conn)
         self.lead_posts = LeadPostRepository(conn)
         self.alerts = AlertRepository(conn)
+        self.usage = UsageRepository(conn)
 
 
 class Database:

@@ -33,14 +33,14 @@ def settings(database_url: str, redis_url: str, **env: Any) -> WorkerSettings:
     return WorkerSettings(DATABASE_URL=database_url, REDIS_URL=redis_url, RETRY_DELAY_SEC=10, **env)  # type: ignore[call-arg]
 
 
-def fake_pack(_selfie: bytes, _outfit: Outfit, _layout: str) -> Pack:
+async def fake_pack(_job: Job, _selfie: bytes, _outfit: Outfit) -> Pack:
     return Pack(
         stickers=[Sticker(png=b"png%d" % i, emoji="🙂", width=512, height=512) for i in range(12)], timings={}
     )
 
 
 def failing(exc: Exception) -> Any:
-    def render(_selfie: bytes, _outfit: Outfit, _layout: str) -> Pack:
+    async def render(_job: Job, _selfie: bytes, _outfit: Outfit) -> Pack:
         raise exc
 
     return render
@@ -224,12 +224,10 @@ async def test_cancelling_a_running_job_requeues_it(
     job = await queued_job(db)
     started = asyncio.Event()
 
-    def slow(_selfie: bytes, _outfit: Outfit, _layout: str) -> Pack:
+    async def slow(_job: Job, _selfie: bytes, _outfit: Outfit) -> Pack:
         started.set()
-        import time
-
-        time.sleep(1.0)
-        return fake_pack(_selfie, _outfit, _layout)
+        await asyncio.sleep(1.0)
+        return await fake_pack(_job, _selfie, _outfit)
 
     task = asyncio.create_task(generator(db, redis, settings(database_url, redis_url), slow).process(job.id))
     async with asyncio.timeout(5):

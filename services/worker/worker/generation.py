@@ -1,8 +1,8 @@
 """The ``stk:jobs`` handler: claim a job, render its 12 stickers, store them, hand off to delivery.
 
-Idempotent: a redelivered hint finds the job already claimed or finished and does nothing. Rendering runs in
-a thread (CPU-bound image code); the job's heartbeat is refreshed meanwhile so crash recovery can tell a
-slow job from a dead one.
+Idempotent: a redelivered hint finds the job already claimed or finished and does nothing. Rendering is the
+injected async renderer (:class:`worker.render.PipelineRenderer`: provider calls, CPU work in threads); the
+job's heartbeat is refreshed meanwhile so crash recovery can tell a slow job from a dead one.
 """
 
 from __future__ import annotations
@@ -30,7 +30,8 @@ from worker.settings import WorkerSettings
 
 log = structlog.get_logger(__name__)
 
-RenderFn = Callable[[bytes, Outfit, str], Pack]
+#: ``render(job, selfie_bytes, outfit) -> Pack``; raises the errors of :func:`worker.render.render_job`.
+RenderFn = Callable[[Job, bytes, Outfit], Awaitable[Pack]]
 
 
 class Generator:
@@ -73,7 +74,6 @@ class Generator:
             job = await repos.jobs.claim(job_id, owner=self.owner)
         if job is None:
             return
-        log.info("JOB_RENDER_MODE", job_id=str(job.id), mode="local", attempt=job.attempts + 1)
         heartbeat = asyncio.create_task(self._heartbeat(job.id))
         try:
             pack = await self._render(job)
@@ -119,7 +119,7 @@ class Generator:
         if outfit is None:
             raise PermanentJobError(f"unknown outfit {job.outfit_id!r}")
         started = time.perf_counter()
-        pack = await asyncio.to_thread(self.render, selfies[0].data, outfit, self.settings.sheet_layout)
+        pack = await self.render(job, selfies[0].data, outfit)
         metrics.STAGE_SECONDS.labels(stage="render_pack").observe(time.perf_counter() - started)
         return pack
 

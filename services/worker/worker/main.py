@@ -12,20 +12,24 @@ import signal
 import socket
 import sys
 from collections.abc import Awaitable, Callable
+from datetime import timedelta
 
 import httpx
 import structlog
+from pydantic import ValidationError
 
 from shared import streams
-from shared.alerts import dead_letter_alerter
+from shared.alerts import dead_letter_alerter, send_alert
 from shared.db import create_engine
 from shared.logging import configure_logging
 from shared.ops import start_ops_server
 from shared.outfits import load_catalog
 from shared.repositories import Database
 from shared.streams import Publisher, build_consumer, create_redis
+from worker.cost import Alerter
 from worker.generation import Generator
-from worker.pipeline import render_pack
+from worker.providers.factory import build_chain, build_providers
+from worker.render import PipelineRenderer, startup_fields
 from worker.settings import WorkerSettings
 from worker.sweeper import run_sweeper
 
@@ -49,17 +53,38 @@ def notifier(url: str | None) -> Callable[[str], Awaitable[None]] | None:
     return notify
 
 
+def alerter(db: Database, publisher: Publisher) -> Alerter:
+    """Admin alerts with a per-key cooldown (:func:`shared.alerts.send_alert`)."""
+
+    async def alert(key: str, text: str, cooldown: timedelta) -> bool:
+        return await send_alert(db, publisher, key=key, text=text, cooldown=cooldown)
+
+    return alert
+
+
 async def run(settings: WorkerSettings) -> int:
     owner = settings.consumer_name or f"{SERVICE}-{socket.gethostname()}-{os.getpid()}"
     db = Database(create_engine(settings.database_url))
     redis = create_redis(settings.redis_url, block_ms=settings.stream_block_ms)
     publisher = Publisher(redis, maxlen=settings.stream_maxlen)
+    catalog = load_catalog()
+    providers, warnings = build_providers(settings, catalog)
+    for warning in warnings:
+        log.warning("STARTUP_PROVIDER", detail=warning)
+    alert = alerter(db, publisher)
+    renderer = PipelineRenderer(
+        settings=settings,
+        chain=build_chain(settings, providers, alert=alert),
+        db=db,
+        alert=alert,
+        cut_slots=asyncio.Semaphore(settings.cut_max_parallel),
+    )
     generator = Generator(
         db=db,
         publisher=publisher,
         settings=settings,
-        catalog=load_catalog(),
-        render=lambda selfie, outfit, layout: render_pack(selfie, outfit, layout=layout),
+        catalog=catalog,
+        render=renderer,
         owner=owner,
         notify=notifier(settings.notify_url),
     )
@@ -88,11 +113,8 @@ async def run(settings: WorkerSettings) -> int:
         "STARTUP",
         service=SERVICE,
         consumer=owner,
-        render_mode=settings.sticker_render_mode,
-        likeness="",
-        consistency_mode=0,
-        sheet_layout=settings.sheet_layout,
-        provider="local",
+        **startup_fields(settings),
+        providers=",".join(p.name for p in providers),
         slots=settings.worker_slots,
     )
     await asyncio.wait([asyncio.create_task(stop.wait()), *tasks], return_when=asyncio.FIRST_COMPLETED)
@@ -105,12 +127,18 @@ async def run(settings: WorkerSettings) -> int:
     await asyncio.gather(*tasks, return_exceptions=True)
     if ops is not None:
         await ops.cleanup()
+    for provider in providers:
+        await provider.aclose()
     await redis.aclose()
     await db.dispose()
     return 0
 
 
 def main() -> None:
-    settings = WorkerSettings()
+    try:
+        settings = WorkerSettings()
+    except ValidationError as exc:  # e.g. an empty STICKER_RENDER_MODE: a start-up error (spec/002)
+        print(f"worker: invalid settings: {exc}", file=sys.stderr)
+        sys.exit(2)
     configure_logging(service=SERVICE, level=settings.log_level, fmt=settings.log_format)
     sys.exit(asyncio.run(run(settings)))

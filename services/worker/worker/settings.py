@@ -1,22 +1,169 @@
-"""Worker settings: slots, attempts and the pipeline's mode (names and defaults of spec/002)."""
+"""Worker settings: slots and attempts (:class:`WorkerSettings`) and the generation pipeline
+(:class:`PipelineSettings`, names and defaults of spec/002)."""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import Field
+from pydantic import Field, SecretStr, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from shared.settings import ServiceSettings
 
+ProviderName = Literal["gemini", "openai", "local"]
 
-class WorkerSettings(ServiceSettings):
+
+class PipelineSettings(BaseSettings):
+    """The generation pipeline (spec/002; every number of its tables is a setting with its name and default).
+
+    ``SHEET_LAYOUT``: ``3x4`` (3 sheets of 4) or ``2x6``.
+
+    - Variant: ``STICKER_RENDER_MODE`` (``figure``/``composite``; empty is a start-up error; the default is
+      ``figure``, what venues ran with, spec/002 ".env.example" column), ``LIKENESS_MODE`` (``classic`` or
+      ``hybrid``; wins over) ``CONSISTENCY_MODE`` (1), ``FIGURE_FALLBACK_ENABLED`` (1),
+      ``FIGURE_SHEET_ASPECT`` (``2:3``: sheets of 6 are 2 columns × 3 rows; ``3:2``: 3 × 2),
+      ``ART_STYLE`` (``cute_cartoon``), ``QA_IDENTITY_ENABLED`` (true).
+    - Attempts: ``FIGURE_SHEET_ATTEMPTS`` (3), ``SHEET_ATTEMPTS`` (2, composite head sheets),
+      ``CARD_ATTEMPTS`` (2, appearance passport), ``ANCHOR_RETRIES`` (1, only on a verified mismatch),
+      ``CONSISTENCY_MAX_REGEN`` (4 single-figure regenerations per pack; missing figures are outside it).
+    - Time: ``AI_TIMEOUT_SEC`` (180 s) + ``AI_TIMEOUT_GUARD_SEC`` (15 s outer guard) per image call,
+      ``VISION_TIMEOUT_SEC`` (45 s) + ``VISION_TIMEOUT_GUARD_SEC`` (10 s), ``ANCHOR_VERIFY_TIMEOUT_SEC``
+      (10 s), ``EDGE_REGEN_TIMEOUT_SEC`` (35 s, edge or flat cut regenerations),
+      ``CONSISTENCY_REGEN_BUDGET_SEC`` (20 s, QA outlier regenerations).
+    - Parallelism: ``AI_MAX_PARALLEL_IMAGES`` (9 image requests per process, all slots together),
+      ``CUT_MAX_PARALLEL`` (sheets keyed and cut at once per process; spec/002 gives no number: 2, the
+      cores of a small worker).
+    - Colour (CIELAB ΔE2000): ``ANCHOR_SKIN_STRENGTH`` (0.6), ``CONSISTENCY_SKIN_DE_MAX`` (6),
+      ``CONSISTENCY_SKIN_STRENGTH`` (0.85), ``SKIN_NORM_MAX_DE`` (4, the largest shift ever applied),
+      ``HYBRID_SELFIE_PULL`` (how far the hybrid targets move from the pack's median toward the selfie,
+      0..1; spec/002 gives no number: 0.5).
+    - Providers: ``PRIMARY_AI_PROVIDER`` (gemini), ``FALLBACK_AI_PROVIDER`` (openai; empty = none),
+      ``GEMINI_API_KEY``/``OPENAI_API_KEY`` (secrets; a provider without one is skipped),
+      ``AI_BASE_URL_GEMINI``/``AI_BASE_URL_OPENAI`` (the simulator in dev and tests), models
+      ``GEMINI_IMAGE_MODEL``, ``OPENAI_IMAGE_MODEL``, ``GEMINI_VISION_MODEL``, ``OPENAI_VISION_MODEL``.
+    - 429 backoff: ``RATE_LIMIT_DELAYS`` (5,15,30 s), ``RATE_LIMIT_MAX_HINT_SEC`` (a ``retryDelay`` hint
+      is honoured up to 60 s), ``RATE_LIMIT_JITTER`` (up to +20 %); ``FALLBACK_ALERT_COOLDOWN_SEC``
+      (600: one fallback alert per provider pair per 10 minutes).
+    - Cost: ``JOB_MAX_COST_USD`` (1.5), ``DAILY_BUDGET_USD`` (unset = no daily budget),
+      ``IMAGE_RPD_LIMIT`` (1000 image requests per Pacific-time day), ``IMAGE_RPD_WARN_FRAC`` (0.7).
+    """
+
+    model_config = SettingsConfigDict(env_file=None, extra="ignore", case_sensitive=False)
+
+    sheet_layout: Literal["3x4", "2x6"] = Field("3x4", validation_alias="SHEET_LAYOUT")
+    sticker_render_mode: Literal["figure", "composite"] = Field(
+        "figure", validation_alias="STICKER_RENDER_MODE"
+    )
+
+    # variant (spec/002 "Which path runs")
+    likeness_mode: Literal["", "classic", "hybrid"] = Field("", validation_alias="LIKENESS_MODE")
+    consistency_mode: bool = Field(True, validation_alias="CONSISTENCY_MODE")
+    figure_fallback_enabled: bool = Field(True, validation_alias="FIGURE_FALLBACK_ENABLED")
+    figure_sheet_aspect: Literal["2:3", "3:2"] = Field("2:3", validation_alias="FIGURE_SHEET_ASPECT")
+    art_style: str = Field("cute_cartoon", min_length=1, validation_alias="ART_STYLE")
+    qa_identity_enabled: bool = Field(True, validation_alias="QA_IDENTITY_ENABLED")
+    anchor_verify: bool = Field(True, validation_alias="ANCHOR_VERIFY")
+
+    # attempts (spec/002 "Retries, timeouts and limits")
+    figure_sheet_attempts: int = Field(3, ge=1, validation_alias="FIGURE_SHEET_ATTEMPTS")
+    sheet_attempts: int = Field(2, ge=1, validation_alias="SHEET_ATTEMPTS")
+    card_attempts: int = Field(2, ge=1, validation_alias="CARD_ATTEMPTS")
+    anchor_retries: int = Field(1, ge=0, validation_alias="ANCHOR_RETRIES")
+    consistency_max_regen: int = Field(4, ge=0, validation_alias="CONSISTENCY_MAX_REGEN")
+
+    # time (s)
+    ai_timeout_sec: float = Field(180.0, gt=0, validation_alias="AI_TIMEOUT_SEC")
+    ai_timeout_guard_sec: float = Field(15.0, ge=0, validation_alias="AI_TIMEOUT_GUARD_SEC")
+    vision_timeout_sec: float = Field(45.0, gt=0, validation_alias="VISION_TIMEOUT_SEC")
+    vision_timeout_guard_sec: float = Field(10.0, ge=0, validation_alias="VISION_TIMEOUT_GUARD_SEC")
+    anchor_verify_timeout_sec: float = Field(10.0, gt=0, validation_alias="ANCHOR_VERIFY_TIMEOUT_SEC")
+    edge_regen_timeout_sec: float = Field(35.0, gt=0, validation_alias="EDGE_REGEN_TIMEOUT_SEC")
+    consistency_regen_budget_sec: float = Field(20.0, gt=0, validation_alias="CONSISTENCY_REGEN_BUDGET_SEC")
+
+    # parallelism
+    ai_max_parallel_images: int = Field(9, ge=1, validation_alias="AI_MAX_PARALLEL_IMAGES")
+    cut_max_parallel: int = Field(2, ge=1, validation_alias="CUT_MAX_PARALLEL")
+
+    # colour (ΔE2000)
+    anchor_skin_strength: float = Field(0.6, ge=0, le=1, validation_alias="ANCHOR_SKIN_STRENGTH")
+    consistency_skin_de_max: float = Field(6.0, ge=0, validation_alias="CONSISTENCY_SKIN_DE_MAX")
+    consistency_skin_strength: float = Field(0.85, ge=0, le=1, validation_alias="CONSISTENCY_SKIN_STRENGTH")
+    skin_norm_max_de: float = Field(4.0, ge=0, validation_alias="SKIN_NORM_MAX_DE")
+    hybrid_selfie_pull: float = Field(0.5, ge=0, le=1, validation_alias="HYBRID_SELFIE_PULL")
+
+    # providers
+    primary_ai_provider: ProviderName = Field("gemini", validation_alias="PRIMARY_AI_PROVIDER")
+    fallback_ai_provider: ProviderName | Literal[""] = Field(
+        "openai", validation_alias="FALLBACK_AI_PROVIDER"
+    )
+    gemini_api_key: SecretStr | None = Field(None, validation_alias="GEMINI_API_KEY")
+    openai_api_key: SecretStr | None = Field(None, validation_alias="OPENAI_API_KEY")
+    ai_base_url_gemini: str | None = Field(None, validation_alias="AI_BASE_URL_GEMINI")
+    ai_base_url_openai: str | None = Field(None, validation_alias="AI_BASE_URL_OPENAI")
+    gemini_image_model: str = Field("gemini-3.1-flash-image", validation_alias="GEMINI_IMAGE_MODEL")
+    openai_image_model: str = Field("gpt-image-2", validation_alias="OPENAI_IMAGE_MODEL")
+    gemini_vision_model: str = Field("gemini-3.5-flash-lite", validation_alias="GEMINI_VISION_MODEL")
+    openai_vision_model: str = Field("gpt-5-mini", validation_alias="OPENAI_VISION_MODEL")
+    rate_limit_delays: Annotated[tuple[float, ...], NoDecode] = Field(
+        (5.0, 15.0, 30.0), validation_alias="RATE_LIMIT_DELAYS"
+    )
+    rate_limit_max_hint_sec: float = Field(60.0, ge=0, validation_alias="RATE_LIMIT_MAX_HINT_SEC")
+    rate_limit_jitter: float = Field(0.2, ge=0, le=1, validation_alias="RATE_LIMIT_JITTER")
+    fallback_alert_cooldown_sec: float = Field(600.0, ge=0, validation_alias="FALLBACK_ALERT_COOLDOWN_SEC")
+
+    # cost
+    job_max_cost_usd: float = Field(1.5, gt=0, validation_alias="JOB_MAX_COST_USD")
+    daily_budget_usd: float | None = Field(None, gt=0, validation_alias="DAILY_BUDGET_USD")
+    image_rpd_limit: int = Field(1000, ge=1, validation_alias="IMAGE_RPD_LIMIT")
+    image_rpd_warn_frac: float = Field(0.7, gt=0, le=1, validation_alias="IMAGE_RPD_WARN_FRAC")
+
+    @field_validator("sticker_render_mode", mode="before")
+    @classmethod
+    def _render_mode_not_empty(cls, value: object) -> object:
+        if isinstance(value, str) and not value.strip():
+            raise ValueError("STICKER_RENDER_MODE is empty: set figure or composite (spec/002), or unset it")
+        return value
+
+    @field_validator("likeness_mode", mode="before")
+    @classmethod
+    def _likeness_lower(cls, value: object) -> object:
+        return value.strip().lower() if isinstance(value, str) else value
+
+    @field_validator("fallback_ai_provider", "primary_ai_provider", mode="before")
+    @classmethod
+    def _provider_lower(cls, value: object) -> object:
+        return value.strip().lower() if isinstance(value, str) else value
+
+    @field_validator("rate_limit_delays", mode="before")
+    @classmethod
+    def _split_delays(cls, value: object) -> object:
+        if isinstance(value, str):
+            return tuple(float(part) for part in value.replace(" ", "").split(",") if part)
+        return value
+
+    @field_validator(
+        "daily_budget_usd",
+        "gemini_api_key",
+        "openai_api_key",
+        "ai_base_url_gemini",
+        "ai_base_url_openai",
+        mode="before",
+    )
+    @classmethod
+    def _empty_is_unset(cls, value: object) -> object:
+        return None if isinstance(value, str) and not value.strip() else value
+
+
+class WorkerSettings(ServiceSettings, PipelineSettings):
     """Env of the worker.
 
     ``WORKER_SLOTS``: jobs rendered at once per replica. ``MAX_ATTEMPTS`` (2) and ``RETRY_DELAY_SEC`` (10 s)
     from spec/002 "Retries, timeouts and limits". ``HEARTBEAT_SEC``: how often a running job refreshes
     ``jobs.heartbeat_at``; ``HEARTBEAT_TIMEOUT_SEC``: a ``processing`` job silent that long has a dead owner
-    and is recovered as ``crashed`` (DESIGN.md §5). ``SHEET_LAYOUT``: ``3x4`` (3 sheets of 4) or ``2x6``.
-    ``NOTIFY_URL``: POSTed a fixed, secret-free text on the first queue pause of an episode (e.g. ntfy).
+    and is recovered as ``crashed`` (DESIGN.md §5). ``NOTIFY_URL``: POSTed a fixed, secret-free text on the
+    first queue pause of an episode (e.g. ntfy).
+
+    The pipeline's settings are those of :class:`PipelineSettings`.
     """
 
     worker_slots: int = Field(2, ge=1, validation_alias="WORKER_SLOTS")
@@ -24,8 +171,4 @@ class WorkerSettings(ServiceSettings):
     retry_delay_sec: float = Field(10.0, ge=0, validation_alias="RETRY_DELAY_SEC")
     heartbeat_sec: float = Field(5.0, gt=0, validation_alias="HEARTBEAT_SEC")
     heartbeat_timeout_sec: float = Field(30.0, gt=0, validation_alias="HEARTBEAT_TIMEOUT_SEC")
-    sheet_layout: Literal["3x4", "2x6"] = Field("3x4", validation_alias="SHEET_LAYOUT")
     notify_url: str | None = Field(None, validation_alias="NOTIFY_URL")
-    sticker_render_mode: Literal["figure", "composite"] = Field(
-        "figure", validation_alias="STICKER_RENDER_MODE"
-    )

@@ -33,6 +33,8 @@ _MIN_FIGURE_FRACTION = 0.03  # of a cell's area: a smaller main component is not
 _SPLIT_SHARE = 0.15  # a component with this share of its pixels in a second cell spans two cells
 _FRINGE_PX = 2  # soft edge pixels kept around a figure's opaque core
 _MAJOR_SHARE = 0.2  # a piece this big relative to the largest is a figure, not a decoration
+_FLAT_RUN = 0.3  # a straight run of the silhouette this long (of the side) may be a cut
+_INK_LUMA = 90.0  # boundary pixels darker than this are outline ink: the figure was drawn to there
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +47,8 @@ class CutFigure:
         box: (x, y, w, h) of the crop in sheet px.
         touches_edge: the figure reaches the sheet border (probably clipped).
         was_split: the figure touched a neighbour and was separated from it.
+        flat_cut: a side of the figure is a straight line without outline ink, away from the sheet
+            border: the provider cut it at the cell line (queued for single-figure regeneration).
     """
 
     cell: int
@@ -52,6 +56,7 @@ class CutFigure:
     box: tuple[int, int, int, int]
     touches_edge: bool
     was_split: bool
+    flat_cut: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -257,6 +262,25 @@ class _Grid:
         return min(lines, default=float("inf"))
 
 
+def _flat_cut(core: npt.NDArray[np.bool_], rgb: npt.NDArray[np.uint8]) -> bool:
+    """Whether the top, left or right side of a figure's silhouette (``core``, cropped to its box) is a
+    long straight line (:data:`_FLAT_RUN` of the side) without outline ink: cartoon figures end in a
+    dark outline, a figure cut at a cell line ends in its fill colours. The bottom is not judged: feet
+    stand on a straight line."""
+    height, width = core.shape
+    if height < 8 or width < 8:
+        return False
+    luma = rgb.astype(np.float32) @ np.array([0.299, 0.587, 0.114], np.float32)
+    for line, values, side in (
+        (core[0, :], luma[0, :], width),
+        (core[:, 0], luma[:, 0], height),
+        (core[:, -1], luma[:, -1], height),
+    ):
+        if line.sum() >= _FLAT_RUN * side and float(np.median(values[line])) > _INK_LUMA:
+            return True
+    return False
+
+
 def cut_sheet(sheet: npt.NDArray[np.uint8], figures: int) -> SheetCut:
     """Key a green-screen sheet (or take an already keyed one) and cut it into figures.
 
@@ -335,9 +359,16 @@ def cut_sheet(sheet: npt.NDArray[np.uint8], figures: int) -> SheetCut:
         touches = core_x <= 0 or core_y <= 0 or core_x + core_w >= width or core_y + core_h >= height
         if touches:
             edge_cut.append(cell)
+        core = mine[core_y : core_y + core_h, core_x : core_x + core_w]
+        flat = not touches and _flat_cut(core, rgba[core_y : core_y + core_h, core_x : core_x + core_w, :3])
         found.append(
             CutFigure(
-                cell=cell, rgba=crop, box=(x, y, w, h), touches_edge=touches, was_split=cell in split_cells
+                cell=cell,
+                rgba=crop,
+                box=(x, y, w, h),
+                touches_edge=touches,
+                was_split=cell in split_cells,
+                flat_cut=flat,
             )
         )
     return SheetCut(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 import numpy as np
 import numpy.typing as npt
 
@@ -129,7 +131,12 @@ def _draw_extras(canvas: Canvas, pose: Pose, colours: Colours) -> None:
 
 
 def draw_figure(
-    face: CartoonFace | None, outfit: Outfit, pose: Pose, *, seed: int = 0
+    face: CartoonFace | None,
+    outfit: Outfit,
+    pose: Pose,
+    *,
+    seed: int = 0,
+    parts: Literal["all", "head", "body"] = "all",
 ) -> npt.NDArray[np.uint8]:
     """Draw one sticker figure.
 
@@ -138,18 +145,24 @@ def draw_figure(
         outfit: what the figure wears.
         pose: arms, face overlays and decorations.
         seed: makes scattered decorations (confetti) reproducible.
+        parts: ``all``; ``head`` (the head with its headwear only, upright: a composite head sheet's
+            cell); ``body`` (everything but the head: a composite body template).
 
     Returns:
         512×512×4 uint8 RGBA, transparent around the figure, anti-aliased.
     """
     colours = colours_for(outfit, face.skin if face else FACELESS_SKIN)
     canvas = Canvas(CELL, CELL, supersample=SUPERSAMPLE, shift=FIGURE_SHIFT)
+    if parts == "head":
+        _draw_head(canvas, face, outfit, colours, pose)
+        return canvas.to_rgba()
     draw_cape(canvas, colours)
     draw_legs(canvas, colours, stance=pose.stance)
     draw_torso(canvas, outfit, colours)
-    head = Canvas(CELL, CELL, supersample=SUPERSAMPLE, shift=FIGURE_SHIFT)
-    _draw_head(head, face, outfit, colours, pose)
-    canvas.overlay(head, rotate=-pose.tilt, pivot=NECK)
+    if parts == "all":
+        head = Canvas(CELL, CELL, supersample=SUPERSAMPLE, shift=FIGURE_SHIFT)
+        _draw_head(head, face, outfit, colours, pose)
+        canvas.overlay(head, rotate=-pose.tilt, pivot=NECK)
     if "confetti" in pose.extras:  # behind the arms: no confetti on a palm
         avoid = (HEAD_CENTRE, (HEAD_RADII[0] + 40, HEAD_RADII[1] + 60))
         draw_confetti(canvas, (60, 30, 452, 200), 12, seed, avoid=avoid)

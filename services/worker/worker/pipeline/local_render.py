@@ -8,7 +8,9 @@ It produces the same artefact an AI provider returns, sheets of figures on green
 from __future__ import annotations
 
 import io
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -28,6 +30,7 @@ __all__ = [
     "LAYOUTS",
     "SheetLayout",
     "decode_rgb",
+    "draw_grid",
     "draw_sheets",
     "prepare_face",
     "render_outfit_thumbnail",
@@ -61,16 +64,26 @@ class SheetLayout:
 LAYOUTS: dict[str, SheetLayout] = {"3x4": SheetLayout(3, 2, 2), "2x6": SheetLayout(2, 3, 2)}
 
 
-def sheet_layout(layout: str) -> SheetLayout:
-    """The layout named ``3x4`` or ``2x6`` (``SHEET_LAYOUT``).
+def sheet_layout(layout: str, aspect: str = "3:2") -> SheetLayout:
+    """The layout named ``3x4`` (3 sheets of 2 × 2, 1:1) or ``2x6`` (2 sheets of 6) (``SHEET_LAYOUT``).
+
+    Sheets of 6 follow ``aspect`` (``FIGURE_SHEET_ASPECT``): ``3:2`` is 3 columns × 2 rows (landscape),
+    ``2:3`` is 2 columns × 3 rows (portrait).
 
     Raises:
-        ValueError: any other name.
+        ValueError: any other name or aspect.
     """
     try:
-        return LAYOUTS[layout]
+        grid = LAYOUTS[layout]
     except KeyError:
         raise ValueError(f"unknown sheet layout {layout!r}; expected one of {sorted(LAYOUTS)}") from None
+    if grid.per_sheet != 6:
+        return grid
+    if aspect == "3:2":
+        return SheetLayout(grid.sheets, 3, 2)
+    if aspect == "2:3":
+        return SheetLayout(grid.sheets, 2, 3)
+    raise ValueError(f"unknown sheet aspect {aspect!r}; expected 3:2 or 2:3")
 
 
 def decode_rgb(image_bytes: bytes) -> npt.NDArray[np.uint8]:
@@ -102,6 +115,36 @@ def prepare_face(selfie: npt.NDArray[np.uint8]) -> CartoonFace:
     return cartoonize_face(selfie, face, face_size_px())
 
 
+def draw_grid(
+    face: CartoonFace | None,
+    outfit: Outfit,
+    poses: Sequence[Pose | None],
+    cols: int,
+    rows: int,
+    *,
+    parts: Literal["all", "head"] = "all",
+    seed: int = 0,
+) -> npt.NDArray[np.uint8]:
+    """One sheet: the figures (or heads) of ``poses`` in reading order in a ``cols`` × ``rows`` grid of
+    512 px cells on pure green; ``None`` leaves a cell empty.
+
+    Returns:
+        (rows·512)×(cols·512)×3 uint8 RGB.
+    """
+    sheet = np.empty((rows * CELL, cols * CELL, 3), np.uint8)
+    sheet[:] = CHROMA_GREEN
+    for k, pose in enumerate(poses[: cols * rows]):
+        if pose is None:
+            continue
+        figure = draw_figure(face, outfit, pose, seed=seed + k, parts=parts)
+        row, col = divmod(k, cols)
+        cell = sheet[row * CELL : (row + 1) * CELL, col * CELL : (col + 1) * CELL]
+        alpha = figure[..., 3:4].astype(np.float32) / 255.0
+        blended = figure[..., :3].astype(np.float32) * alpha + cell.astype(np.float32) * (1.0 - alpha)
+        cell[:] = np.clip(blended + 0.5, 0, 255).astype(np.uint8)
+    return sheet
+
+
 def draw_sheets(
     face: CartoonFace | None, outfit: Outfit, layout: SheetLayout, poses: tuple[Pose, ...] = POSES
 ) -> list[npt.NDArray[np.uint8]]:
@@ -110,23 +153,17 @@ def draw_sheets(
     Returns:
         ``layout.sheets`` images, each H×W×3 uint8 RGB of ``layout.sheet_size``.
     """
-    width, height = layout.sheet_size
-    sheets = []
-    for s in range(layout.sheets):
-        sheet = np.empty((height, width, 3), np.uint8)
-        sheet[:] = CHROMA_GREEN
-        for k in range(layout.per_sheet):
-            index = s * layout.per_sheet + k
-            if index >= len(poses):
-                break
-            figure = draw_figure(face, outfit, poses[index], seed=index)
-            row, col = divmod(k, layout.cols)
-            cell = sheet[row * CELL : (row + 1) * CELL, col * CELL : (col + 1) * CELL]
-            alpha = figure[..., 3:4].astype(np.float32) / 255.0
-            blended = figure[..., :3].astype(np.float32) * alpha + cell.astype(np.float32) * (1.0 - alpha)
-            cell[:] = np.clip(blended + 0.5, 0, 255).astype(np.uint8)
-        sheets.append(sheet)
-    return sheets
+    return [
+        draw_grid(
+            face,
+            outfit,
+            poses[s * layout.per_sheet : (s + 1) * layout.per_sheet],
+            layout.cols,
+            layout.rows,
+            seed=s * layout.per_sheet,
+        )
+        for s in range(layout.sheets)
+    ]
 
 
 def render_sheets(

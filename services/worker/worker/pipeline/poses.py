@@ -11,7 +11,7 @@ from typing import Literal
 
 from worker.pipeline.hands import Gesture
 
-__all__ = ["POSES", "Arm", "Pose"]
+__all__ = ["NEUTRAL", "POSES", "Arm", "Pose", "pose_named"]
 
 Point = tuple[float, float]
 FaceOverlay = Literal["sunglasses", "heart_eyes", "closed_eyes", "blush", "tears", "o_mouth"]
@@ -161,3 +161,18 @@ POSES: tuple[Pose, ...] = (
         extras=("prop", "sparkles"),
     ),
 )
+
+#: The anchor portrait's pose (spec/002 "Anchor": a neutral, front-facing figure): arms down, a smile.
+NEUTRAL = Pose("neutral", "🙂", _DOWN_L, _DOWN_R)
+
+
+def pose_named(name: str) -> Pose:
+    """The pose called ``name`` (one of :data:`POSES`, or ``neutral``).
+
+    Raises:
+        KeyError: no such pose.
+    """
+    for pose in (*POSES, NEUTRAL):
+        if pose.name == name:
+            return pose
+    raise KeyError(name)

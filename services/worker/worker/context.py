@@ -1,0 +1,138 @@
+"""What one render of a job works with: the job's inputs, the provider chain, the cost ledger bound to
+the job, the artefact cache, the process-wide limits, and the report of stages, timings and events.
+
+Built per job by :class:`worker.render.PipelineRenderer` (the worker) or by the CLI; the variants
+(:mod:`worker.variants`) and steps (:mod:`worker.steps`) only read it and add to its report.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol, TypeVar
+from uuid import UUID
+
+import numpy as np
+import numpy.typing as npt
+import structlog
+
+from shared import metrics
+from shared.outfits import Outfit
+from shared.repositories import Database
+from worker.cost import Alerter, CostLedger
+from worker.pipeline.cut import SheetCut, cut_sheet
+from worker.providers.chain import ProviderChain
+from worker.settings import PipelineSettings
+
+__all__ = ["ArtefactCache", "DbArtefacts", "MemoryArtefacts", "NoValidSheet", "RenderContext"]
+
+log = structlog.get_logger(__name__)
+T = TypeVar("T")
+
+
+class NoValidSheet(Exception):
+    """A figure path got no valid sheet within its attempts: the job falls back to composite
+    (``FIGURE_FALLBACK_ENABLED``) or the attempt fails (spec/002 "Which path runs")."""
+
+
+class ArtefactCache(Protocol):
+    """Intermediate artefacts of a job (``passport`` JSON, ``anchor`` PNG), kept so a job retry does not
+    pay for them again (spec/002 "Appearance passport", "Anchor")."""
+
+    async def get(self, kind: str) -> bytes | None:
+        """The stored artefact of ``kind``, or ``None``."""
+        ...
+
+    async def put(self, kind: str, data: bytes, content_type: str) -> None:
+        """Store (replace) the artefact of ``kind``."""
+        ...
+
+
+class DbArtefacts:
+    """Artefacts as blobs of the job (``blobs.kind`` = ``passport`` / ``anchor``)."""
+
+    def __init__(self, db: Database, job_id: UUID) -> None:
+        self._db = db
+        self._job_id = job_id
+
+    async def get(self, kind: str) -> bytes | None:
+        async with self._db.transaction() as repos:
+            found = await repos.blobs.for_job(self._job_id, kind)
+        return found[0].data if found else None
+
+    async def put(self, kind: str, data: bytes, content_type: str) -> None:
+        async with self._db.transaction() as repos:
+            await repos.blobs.delete_for_job(self._job_id, kind)
+            await repos.blobs.put(kind=kind, data=data, content_type=content_type, job_id=self._job_id)
+
+
+class MemoryArtefacts:
+    """Artefacts in a dict (the CLI, tests)."""
+
+    def __init__(self) -> None:
+        self.items: dict[str, bytes] = {}
+
+    async def get(self, kind: str) -> bytes | None:
+        return self.items.get(kind)
+
+    async def put(self, kind: str, data: bytes, content_type: str) -> None:
+        self.items[kind] = data
+
+
+@dataclass
+class RenderContext:
+    """One job's render.
+
+    Attributes:
+        job_id: the job (``None`` in the CLI).
+        selfie: the stored selfie's bytes (JPEG from ingest; any Pillow-readable image).
+        outfit: the costume.
+        settings: the pipeline's settings.
+        chain: the provider chain.
+        ledger: the job's cost ledger.
+        artefacts: the job's artefact cache.
+        cut_slots: the process-wide limit of sheets cut at once (``CUT_MAX_PARALLEL``).
+        alert: admin alerts with a cooldown (``None``: log only).
+        timings: seconds per stage (summed), for the ``JOB_RENDERED`` line and the CLI report.
+        events: what happened (markers and their fields), for the CLI report.
+    """
+
+    job_id: UUID | None
+    selfie: bytes
+    outfit: Outfit
+    settings: PipelineSettings
+    chain: ProviderChain
+    ledger: CostLedger
+    artefacts: ArtefactCache
+    cut_slots: asyncio.Semaphore
+    alert: Alerter | None = None
+    timings: dict[str, float] = field(default_factory=dict)
+    events: list[dict[str, Any]] = field(default_factory=list)
+
+    def event(self, marker: str, *, level: str = "info", **fields: Any) -> None:
+        """Log ``marker`` with the job id and keep it for the report."""
+        self.events.append({"event": marker, **fields})
+        getattr(log, level)(marker, job_id=str(self.job_id) if self.job_id else None, **fields)
+
+    @contextlib.asynccontextmanager
+    async def stage(self, name: str) -> AsyncIterator[None]:
+        """Time a stage (wall seconds, summed when a stage runs several times; ``stk_stage_seconds``)."""
+        started = time.perf_counter()
+        try:
+            yield
+        finally:
+            elapsed = time.perf_counter() - started
+            self.timings[name] = self.timings.get(name, 0.0) + elapsed
+            metrics.STAGE_SECONDS.labels(stage=name).observe(elapsed)
+
+    async def cpu(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run CPU-bound image code in a thread (the event loop keeps serving the other slots)."""
+        return await asyncio.to_thread(fn, *args)
+
+    async def cut(self, image: npt.NDArray[np.uint8], figures: int) -> SheetCut:
+        """Key and cut a sheet in a thread, at most ``CUT_MAX_PARALLEL`` sheets at once per process."""
+        async with self.cut_slots:
+            return await asyncio.to_thread(cut_sheet, image, figures)

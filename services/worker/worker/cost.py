@@ -1,0 +1,228 @@
+"""What a job spends: every provider call recorded as it happens, the job's cost ceiling checked before
+every call, the optional daily budget, and the image-requests-per-day warning (spec/002 "Cost ceiling";
+DESIGN.md §5 ``job_cost`` and ``budget``).
+
+The ceiling adds what earlier attempts of the job spent (``api_usage`` since ``jobs.created_at``: an admin
+retry resets it, so a retried job gets a fresh ceiling) to the calls of this attempt. Calls already in
+flight are not cancelled, so the real spend can pass the ceiling by the cost of those calls.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Awaitable, Callable, Sequence
+from datetime import UTC, date, datetime, timedelta
+from typing import Protocol
+from uuid import UUID
+
+import structlog
+
+from shared import metrics
+from shared.errors import ErrorClass, JobCostExceeded, ProviderUnavailable
+from shared.repositories import Database
+from shared.repositories.usage import ApiCall
+
+__all__ = [
+    "Alerter",
+    "CostLedger",
+    "DbUsageStore",
+    "MemoryUsageStore",
+    "UsageStore",
+    "pacific_day_start",
+    "warn_image_rpd",
+]
+
+log = structlog.get_logger(__name__)
+
+#: ``(key, text, cooldown)`` → whether an admin alert was queued (:func:`shared.alerts.send_alert`).
+Alerter = Callable[[str, str, timedelta], Awaitable[bool]]
+
+
+class UsageStore(Protocol):
+    """Where provider calls are kept: ``api_usage`` in Postgres, or memory (CLI, tests)."""
+
+    async def record(self, call: ApiCall) -> None:
+        """Keep one call."""
+        ...
+
+    async def job_spend(self, job_id: UUID, *, since: datetime) -> float:
+        """USD of the job's calls since ``since``."""
+        ...
+
+    async def spend_since(self, since: datetime) -> float:
+        """USD of every call since ``since``."""
+        ...
+
+    async def image_requests_since(self, provider: str, since: datetime) -> int:
+        """Image requests to ``provider`` since ``since``."""
+        ...
+
+
+class DbUsageStore:
+    """``api_usage`` through :class:`shared.repositories.usage.UsageRepository`, one transaction per
+    call (written as it happens, so a killed attempt's spend still counts)."""
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    async def record(self, call: ApiCall) -> None:
+        async with self._db.transaction() as repos:
+            await repos.usage.record(call)
+
+    async def job_spend(self, job_id: UUID, *, since: datetime) -> float:
+        async with self._db.transaction() as repos:
+            return await repos.usage.job_spend(job_id, since=since)
+
+    async def spend_since(self, since: datetime) -> float:
+        async with self._db.transaction() as repos:
+            return await repos.usage.spend_since(since)
+
+    async def image_requests_since(self, provider: str, since: datetime) -> int:
+        async with self._db.transaction() as repos:
+            return await repos.usage.image_requests_since(provider, since)
+
+
+class MemoryUsageStore:
+    """Calls kept in a list, with the time they were recorded (``clock``: UTC now)."""
+
+    def __init__(self, clock: Callable[[], datetime] = lambda: datetime.now(UTC)) -> None:
+        self.calls: list[tuple[datetime, ApiCall]] = []
+        self._clock = clock
+
+    async def record(self, call: ApiCall) -> None:
+        self.calls.append((self._clock(), call))
+
+    async def job_spend(self, job_id: UUID, *, since: datetime) -> float:
+        return sum(c.cost_usd for at, c in self.calls if c.job_id == job_id and at >= since)
+
+    async def spend_since(self, since: datetime) -> float:
+        return sum(c.cost_usd for at, c in self.calls if at >= since)
+
+    async def image_requests_since(self, provider: str, since: datetime) -> int:
+        return sum(
+            1 for at, c in self.calls if c.provider == provider and c.call_type == "image" and at >= since
+        )
+
+
+class CostLedger:
+    """The spend of one job attempt, bound to its ``api_usage`` rows.
+
+    Args:
+        store: where calls are recorded.
+        job_id: the job (``None`` outside a job: no ceiling history).
+        created_at: the job's ``created_at`` (the ceiling counts from it).
+        max_cost_usd: ``JOB_MAX_COST_USD``.
+        daily_budget_usd: ``DAILY_BUDGET_USD`` or ``None``.
+        clock: UTC now.
+    """
+
+    def __init__(
+        self,
+        store: UsageStore,
+        *,
+        job_id: UUID | None,
+        created_at: datetime,
+        max_cost_usd: float,
+        daily_budget_usd: float | None = None,
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+    ) -> None:
+        self.store = store
+        self.job_id = job_id
+        self.created_at = created_at
+        self.max_cost_usd = max_cost_usd
+        self.daily_budget_usd = daily_budget_usd
+        self.clock = clock
+        self.calls: list[ApiCall] = []
+        self._earlier: float | None = None
+
+    @property
+    def attempt_spend(self) -> float:
+        """USD of this attempt's recorded calls."""
+        return sum(call.cost_usd for call in self.calls)
+
+    async def spent(self) -> float:
+        """USD the job spent: earlier attempts (read once) plus this attempt's calls."""
+        if self._earlier is None:
+            self._earlier = (
+                await self.store.job_spend(self.job_id, since=self.created_at) if self.job_id else 0.0
+            )
+        return self._earlier + self.attempt_spend
+
+    async def check_before_call(self, provider: str) -> None:
+        """Refuse the next call when the job's ceiling or the day's budget is reached.
+
+        Raises:
+            JobCostExceeded: the job spent ``JOB_MAX_COST_USD`` or more (logged ``JOB_COST_LIMIT``).
+            ProviderUnavailable: (``budget``) the UTC day's spend reached ``DAILY_BUDGET_USD``.
+        """
+        spent = await self.spent()
+        if spent >= self.max_cost_usd:
+            log.error(
+                "JOB_COST_LIMIT", job_id=str(self.job_id), spent_usd=round(spent, 4), limit=self.max_cost_usd
+            )
+            raise JobCostExceeded(f"the job spent {spent:.2f} USD of {self.max_cost_usd:.2f}")
+        if self.daily_budget_usd is not None and provider != "local":
+            now = self.clock()
+            day = await self.store.spend_since(datetime.combine(now.date(), datetime.min.time(), UTC))
+            if day >= self.daily_budget_usd:
+                log.error("DAILY_BUDGET_REACHED", spent_usd=round(day, 4), budget=self.daily_budget_usd)
+                raise ProviderUnavailable(
+                    f"daily budget reached: {day:.2f} of {self.daily_budget_usd:.2f} USD",
+                    error_class=ErrorClass.BUDGET,
+                )
+
+    async def record(self, call: ApiCall) -> None:
+        """Record one finished call (in ``api_usage`` and the metrics) as it happens."""
+        call = dataclasses.replace(call, job_id=self.job_id)
+        self.calls.append(call)
+        await self.store.record(call)
+        metrics.PROVIDER_CALLS.labels(provider=call.provider, model=call.model, outcome=call.outcome).inc()
+        metrics.PROVIDER_LATENCY.labels(provider=call.provider, model=call.model).observe(call.latency_s)
+        if call.cost_usd:
+            metrics.PROVIDER_COST.labels(provider=call.provider, model=call.model).inc(call.cost_usd)
+
+
+def pacific_day_start(now: datetime) -> datetime:
+    """The start (as UTC) of the Pacific-time day holding ``now``: Gemini's requests-per-day quota
+    resets at midnight Pacific (REFERENCE.md). US daylight time runs from the second Sunday of March,
+    02:00, to the first Sunday of November, 02:00 (UTC−7; UTC−8 otherwise)."""
+
+    def sunday(year: int, month: int, nth: int) -> date:
+        first = date(year, month, 1)
+        return first + timedelta(days=(6 - first.weekday()) % 7 + 7 * (nth - 1))
+
+    utc = now.astimezone(UTC)
+    year = utc.year
+    dst_start = datetime.combine(sunday(year, 3, 2), datetime.min.time(), UTC) + timedelta(hours=10)
+    dst_end = datetime.combine(sunday(year, 11, 1), datetime.min.time(), UTC) + timedelta(hours=9)
+    offset = timedelta(hours=-7) if dst_start <= utc < dst_end else timedelta(hours=-8)
+    local = utc + offset
+    return datetime.combine(local.date(), datetime.min.time(), UTC) - offset
+
+
+async def warn_image_rpd(
+    store: UsageStore,
+    alert: Alerter | None,
+    *,
+    providers: Sequence[str],
+    limit: int,
+    warn_frac: float,
+    now: datetime,
+) -> list[str]:
+    """After a job: warn once per Pacific-time day per provider whose image requests today reached
+    ``warn_frac`` of ``limit`` (``IMAGE_RPD_WARN_FRAC`` of ``IMAGE_RPD_LIMIT``). Returns the providers
+    warned about now."""
+    start = pacific_day_start(now)
+    day = (start + timedelta(hours=12)).date().isoformat()
+    warned = []
+    for provider in providers:
+        if provider == "local":
+            continue
+        count = await store.image_requests_since(provider, start)
+        if count < warn_frac * limit:
+            continue
+        text = f"{provider}: {count} image requests today (Pacific time), {count / limit:.0%} of {limit}"
+        log.warning("IMAGE_RPD_WARNING", provider=provider, count=count, limit=limit)
+        if alert is not None and await alert(f"image_rpd:{provider}:{day}", text, timedelta(hours=24)):
+            warned.append(provider)
+    return warned

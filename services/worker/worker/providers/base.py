@@ -1,0 +1,178 @@
+"""What a provider is asked and what it answers: the request types, the provider protocol and the one
+exception every provider adapter raises.
+
+Each request carries both the prompt an AI model reads and a :class:`DrawSpec`, the same content in a
+structured form, which the offline ``local`` provider draws directly (the AI provider simulator rebuilds
+it from the prompt, as a model would read it: :func:`worker.providers.prompts.parse_image_prompt`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol
+
+from shared.errors import ErrorClass
+from shared.logging import redact
+
+__all__ = [
+    "CallUsage",
+    "DrawSpec",
+    "ImageKind",
+    "ImageRequest",
+    "InputImage",
+    "Provider",
+    "ProviderCallError",
+    "VisionKind",
+    "VisionRequest",
+]
+
+ImageKind = Literal["anchor", "sheet", "heads", "figure"]
+VisionKind = Literal["passport", "verify", "sheet_qa", "pack_qa"]
+ImageSize = Literal["1K", "2K"]
+Aspect = Literal["1:1", "3:2", "2:3"]
+ImageRole = Literal["selfie", "face", "anchor", "reference", "contact"]
+
+
+@dataclass(frozen=True, slots=True)
+class InputImage:
+    """An image sent with a request, already downscaled and encoded for the wire
+    (:mod:`worker.providers.images`).
+
+    Attributes:
+        data: encoded bytes (JPEG for photos, PNG for drawings).
+        mime: ``image/jpeg`` or ``image/png``.
+        role: what the prompt calls it (``Image 1 is the anchor …``).
+    """
+
+    data: bytes
+    mime: str
+    role: ImageRole
+
+
+@dataclass(frozen=True, slots=True)
+class DrawSpec:
+    """What an image request asks to be drawn, structured.
+
+    Attributes:
+        outfit_id: the outfit of every figure.
+        poses: pose names (:data:`worker.pipeline.poses.POSES`), one per grid cell in reading order;
+            ``""`` leaves a cell empty.
+        cols, rows: the grid (1 × 1 for an anchor or a single figure).
+        heads_only: draw heads without bodies (composite head sheets).
+    """
+
+    outfit_id: str
+    poses: tuple[str, ...]
+    cols: int = 1
+    rows: int = 1
+    heads_only: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ImageRequest:
+    """One image to generate.
+
+    Attributes:
+        kind: ``anchor`` (portrait), ``sheet`` (figures on green), ``heads`` (composite heads on green),
+            ``figure`` (one figure on green, a single-figure regeneration).
+        prompt: the text a model reads.
+        images: reference images, in the order the prompt names them.
+        size: ``1K`` or ``2K`` (spec/002: anchor and single figures 1K, sheets 2K).
+        aspect: ``1:1``, ``3:2`` or ``2:3``.
+        spec: the same request, structured (for the offline renderer).
+    """
+
+    kind: ImageKind
+    prompt: str
+    images: tuple[InputImage, ...]
+    size: ImageSize
+    aspect: Aspect
+    spec: DrawSpec
+
+
+@dataclass(frozen=True, slots=True)
+class VisionRequest:
+    """One structured (JSON) answer about images.
+
+    Attributes:
+        kind: ``passport``, ``verify`` (anchor vs selfie), ``sheet_qa`` or ``pack_qa``.
+        prompt: the text a model reads.
+        images: the images, in the order the prompt names them.
+        schema: JSON schema of the answer (an object).
+        contact_grid: (cols, rows) of the contact sheets among ``images``, for QA requests.
+    """
+
+    kind: VisionKind
+    prompt: str
+    images: tuple[InputImage, ...]
+    schema: dict[str, Any]
+    contact_grid: tuple[int, int] = (4, 3)
+
+
+@dataclass(frozen=True, slots=True)
+class CallUsage:
+    """Tokens a vision call used, as the provider reported them (0 when it did not)."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
+class ProviderCallError(Exception):
+    """A provider call failed; ``error_class`` is one of DESIGN.md §5 (the adapters classify the
+    provider's wire shape, :mod:`worker.providers.classify`).
+
+    Attributes:
+        error_class: ``rate_limit``, ``quota_day``, ``credit``, ``auth``, ``outage``, ``timeout``,
+            ``invalid``, ``content`` or ``internal``.
+        message: redacted text for logs and ``api_usage.error`` (at most 500 characters).
+        status: the HTTP status, when there was one.
+        retry_after_s: the provider's own hint (``retryDelay``, ``retry-after``), seconds.
+    """
+
+    def __init__(
+        self,
+        error_class: ErrorClass,
+        message: str,
+        *,
+        status: int | None = None,
+        retry_after_s: float | None = None,
+    ) -> None:
+        self.error_class = error_class
+        self.message = redact(message)[:500]
+        self.status = status
+        self.retry_after_s = retry_after_s
+        super().__init__(f"{error_class}: {self.message}")
+
+
+class Provider(Protocol):
+    """An image and vision provider (``gemini``, ``openai``, ``local``).
+
+    Adapters translate their SDK's exceptions into :class:`ProviderCallError` and never retry on
+    their own: the chain (:class:`worker.providers.chain.ProviderChain`) is the only retry policy.
+    """
+
+    name: str
+    image_model: str
+    vision_model: str
+
+    async def generate_image(self, request: ImageRequest, *, timeout_s: float) -> bytes:
+        """The generated image's bytes (PNG or JPEG).
+
+        Raises:
+            ProviderCallError: classified failure, including a response without an image.
+        """
+        ...
+
+    async def vision_json(
+        self, request: VisionRequest, *, timeout_s: float
+    ) -> tuple[dict[str, Any], CallUsage]:
+        """The model's JSON answer (an object) and the tokens it used.
+
+        Raises:
+            ProviderCallError: classified failure, including an answer that is not a JSON object.
+        """
+        ...
+
+    async def aclose(self) -> None:
+        """Release connections."""
+        ...

@@ -1,0 +1,293 @@
+"""The provider chain: ``PRIMARY_AI_PROVIDER`` then ``FALLBACK_AI_PROVIDER``, one rule set for image and
+vision calls (spec/002 "Provider chain"; DESIGN.md §5 error classes).
+
+Per provider: before every call the job's cost ceiling and the daily budget are checked
+(:class:`worker.cost.CostLedger`); the call runs under the SDK timeout plus an outer guard; it is
+recorded in ``api_usage`` whatever its outcome. A ``rate_limit`` is retried on the same provider after 5,
+15 and 30 s (``RATE_LIMIT_DELAYS``), or after the provider's ``retryDelay`` hint capped at 60 s, plus up
+to 20 % jitter (log ``RATE_LIMIT``); every other failure, ``quota_day`` and ``credit`` included, moves to
+the next provider at once. When a later provider serves, one fallback alert per provider pair per 10
+minutes goes to the admins.
+
+When no provider serves, the failures decide (DESIGN.md §5): any ``credit`` → the queue pauses
+(``ProviderUnavailable(credit)``); else any ``auth`` → pause (``auth``); else when every failure was the
+providers' unavailability (``outage``, ``rate_limit``, ``quota_day``) → pause (``outage``, with the
+provider's ``retry-after`` when one gave it); else the attempt is charged (``RetryableJobError`` of class
+``content``, ``timeout``, ``invalid`` or ``internal``, in that order of precedence).
+``JobCostExceeded``, ``ProviderUnavailable(budget)`` and permanent errors (no face) stop the chain at once:
+they never trigger the fallback.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import random
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any, TypeVar
+
+import structlog
+
+from shared.errors import ErrorClass, JobError, ProviderUnavailable, RetryableJobError
+from shared.repositories.usage import ApiCall
+from worker.cost import Alerter, CostLedger
+from worker.providers.base import ImageRequest, Provider, ProviderCallError, VisionRequest
+from worker.providers.classify import classify_exception
+from worker.providers.prices import image_cost, vision_cost
+
+__all__ = ["ChainPolicy", "ImageResult", "ProviderChain"]
+
+log = structlog.get_logger(__name__)
+T = TypeVar("T")
+
+_UNAVAILABLE = frozenset({ErrorClass.OUTAGE, ErrorClass.RATE_LIMIT, ErrorClass.QUOTA_DAY})
+_CHARGED_ORDER = (ErrorClass.CONTENT, ErrorClass.TIMEOUT, ErrorClass.INVALID, ErrorClass.INTERNAL)
+
+
+@dataclass(frozen=True, slots=True)
+class ChainPolicy:
+    """The chain's numbers (spec/002 "Retries, timeouts and limits", "Provider chain").
+
+    Attributes:
+        rate_limit_delays: waits (s) before each retry of a 429 on the same provider (5, 15, 30).
+        max_hint_s: the provider's ``retryDelay`` is honoured up to this (60 s).
+        jitter: up to this fraction is added to each wait (0.2).
+        image_timeout_s, image_guard_s: SDK timeout (180 s) and outer guard (+15 s) of an image call.
+        vision_timeout_s, vision_guard_s: the same for a vision call (45 s, +10 s).
+        fallback_alert_cooldown_s: one fallback alert per provider pair per this long (600 s).
+    """
+
+    rate_limit_delays: tuple[float, ...] = (5.0, 15.0, 30.0)
+    max_hint_s: float = 60.0
+    jitter: float = 0.2
+    image_timeout_s: float = 180.0
+    image_guard_s: float = 15.0
+    vision_timeout_s: float = 45.0
+    vision_guard_s: float = 10.0
+    fallback_alert_cooldown_s: float = 600.0
+
+
+@dataclass(frozen=True, slots=True)
+class ImageResult:
+    """A generated image: its bytes and the provider that drew it."""
+
+    data: bytes
+    provider: str
+
+
+class ProviderChain:
+    """Providers in order, with one retry policy.
+
+    Args:
+        providers: the chain, primary first (providers without a key were left out at start-up).
+        policy: the numbers.
+        image_slots: the process-wide limit of image requests in flight (``AI_MAX_PARALLEL_IMAGES``),
+            shared by every worker slot.
+        alert: sends an admin alert with a cooldown (fallback alerts); ``None`` only logs.
+        sleep: ``asyncio.sleep`` (tests inject a recorder).
+        rand: uniform [0, 1) for the jitter.
+        clock: monotonic seconds (latency).
+    """
+
+    def __init__(
+        self,
+        providers: Sequence[Provider],
+        policy: ChainPolicy,
+        *,
+        image_slots: asyncio.Semaphore,
+        alert: Alerter | None = None,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        rand: Callable[[], float] = random.random,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        if not providers:
+            raise ValueError("the provider chain is empty")
+        self.providers = list(providers)
+        self.policy = policy
+        self.image_slots = image_slots
+        self.alert = alert
+        self.sleep = sleep
+        self.rand = rand
+        self.clock = clock
+
+    @property
+    def names(self) -> list[str]:
+        """Provider names in chain order."""
+        return [p.name for p in self.providers]
+
+    async def image(self, request: ImageRequest, ledger: CostLedger) -> ImageResult:
+        """Generate one image through the chain.
+
+        Raises:
+            ProviderUnavailable: no provider served, for a reason that pauses the queue.
+            RetryableJobError: no provider served, and the attempt is charged.
+            JobCostExceeded: the job's ceiling was reached before a call.
+            NoFaceError: the ``local`` provider found no face.
+        """
+
+        async def call(provider: Provider) -> ImageResult:
+            async with self.image_slots:
+                data = await asyncio.wait_for(
+                    provider.generate_image(request, timeout_s=self.policy.image_timeout_s),
+                    self.policy.image_timeout_s + self.policy.image_guard_s,
+                )
+            return ImageResult(data=data, provider=provider.name)
+
+        def cost(provider: Provider, _result: ImageResult) -> float:
+            return image_cost(provider.image_model, request.size)
+
+        return await self._run("image", request.kind, call, cost, ledger, size=request.size)
+
+    async def vision(
+        self, request: VisionRequest, ledger: CostLedger, *, timeout_s: float | None = None
+    ) -> dict[str, Any]:
+        """One structured vision answer through the chain (``timeout_s`` overrides
+        ``VISION_TIMEOUT_SEC``, e.g. ``ANCHOR_VERIFY_TIMEOUT_SEC``).
+
+        Raises:
+            The same as :meth:`image`.
+        """
+        timeout = timeout_s if timeout_s is not None else self.policy.vision_timeout_s
+        usage: dict[str, Any] = {}
+
+        async def call(provider: Provider) -> dict[str, Any]:
+            answer, used = await asyncio.wait_for(
+                provider.vision_json(request, timeout_s=timeout), timeout + self.policy.vision_guard_s
+            )
+            usage[provider.name] = used
+            return answer
+
+        def cost(provider: Provider, _answer: dict[str, Any]) -> float:
+            return vision_cost(provider.vision_model, usage[provider.name])
+
+        return await self._run("vision", request.kind, call, cost, ledger, size=None)
+
+    async def _run(
+        self,
+        call_type: str,
+        kind: str,
+        call: Callable[[Provider], Awaitable[T]],
+        cost: Callable[[Provider, T], float],
+        ledger: CostLedger,
+        *,
+        size: str | None,
+    ) -> T:
+        failures: list[tuple[str, ProviderCallError]] = []
+        for provider in self.providers:
+            try:
+                result = await self._with_backoff(provider, call_type, kind, call, cost, ledger, size=size)
+            except ProviderCallError as exc:
+                failures.append((provider.name, exc))
+                log.warning(
+                    "PROVIDER_FAILED",
+                    provider=provider.name,
+                    kind=kind,
+                    error_class=str(exc.error_class),
+                    error=exc.message,
+                )
+                continue
+            if failures:
+                await self._fallback_alert(failures[0], provider.name, kind)
+            return result
+        raise self._give_up(failures, kind)
+
+    async def _with_backoff(
+        self,
+        provider: Provider,
+        call_type: str,
+        kind: str,
+        call: Callable[[Provider], Awaitable[T]],
+        cost: Callable[[Provider, T], float],
+        ledger: CostLedger,
+        *,
+        size: str | None,
+    ) -> T:
+        model = provider.image_model if call_type == "image" else provider.vision_model
+        delays = self.policy.rate_limit_delays
+        for retry in range(len(delays) + 1):
+            await ledger.check_before_call(provider.name)
+            started = self.clock()
+            try:
+                result = await call(provider)
+            except JobError:
+                raise
+            except Exception as exc:  # every SDK, transport and timeout error is classified here
+                error = classify_exception(exc)
+            else:
+                await ledger.record(
+                    ApiCall(
+                        provider=provider.name,
+                        model=model,
+                        kind=kind,
+                        call_type=call_type,
+                        outcome="ok",
+                        cost_usd=cost(provider, result),
+                        latency_s=self.clock() - started,
+                        image_size=size,
+                    )
+                )
+                return result
+            await ledger.record(
+                ApiCall(
+                    provider=provider.name,
+                    model=model,
+                    kind=kind,
+                    call_type=call_type,
+                    outcome=str(error.error_class),
+                    cost_usd=0.0,
+                    latency_s=self.clock() - started,
+                    image_size=size,
+                    error=error.message,
+                )
+            )
+            if error.error_class is not ErrorClass.RATE_LIMIT or retry >= len(delays):
+                raise error
+            wait = delays[retry]
+            if error.retry_after_s is not None:
+                wait = min(error.retry_after_s, self.policy.max_hint_s)
+            wait *= 1.0 + self.policy.jitter * self.rand()
+            log.warning(
+                "RATE_LIMIT", provider=provider.name, kind=kind, retry=retry + 1, wait_s=round(wait, 2)
+            )
+            await self.sleep(wait)
+        raise AssertionError("unreachable")  # the loop returns or raises
+
+    async def _fallback_alert(self, failed: tuple[str, ProviderCallError], served: str, kind: str) -> None:
+        name, error = failed
+        log.warning(
+            "PROVIDER_FALLBACK", failed=name, served=served, kind=kind, error_class=str(error.error_class)
+        )
+        if self.alert is None:
+            return
+        with contextlib.suppress(Exception):  # an alert never fails the job
+            await self.alert(
+                f"fallback:{name}->{served}",
+                f"AI provider {name} failed ({error.error_class}: {error.message[:120]}); "
+                f"{served} served instead.",
+                timedelta(seconds=self.policy.fallback_alert_cooldown_s),
+            )
+
+    @staticmethod
+    def _give_up(failures: list[tuple[str, ProviderCallError]], kind: str) -> JobError:
+        classes = [error.error_class for _name, error in failures]
+        summary = "; ".join(f"{name}: {error}" for name, error in failures)
+        if ErrorClass.CREDIT in classes:
+            return ProviderUnavailable(f"{kind}: {summary}", error_class=ErrorClass.CREDIT)
+        if ErrorClass.AUTH in classes:
+            return ProviderUnavailable(f"{kind}: {summary}", error_class=ErrorClass.AUTH)
+        if all(c in _UNAVAILABLE for c in classes):
+            hints = [
+                e.retry_after_s
+                for _n, e in failures
+                if e.error_class is ErrorClass.OUTAGE and e.retry_after_s
+            ]
+            return ProviderUnavailable(
+                f"{kind}: {summary}",
+                error_class=ErrorClass.OUTAGE,
+                retry_after_s=max(hints) if hints else None,
+            )
+        error_class = next(c for c in _CHARGED_ORDER if c in classes or c is ErrorClass.INTERNAL)
+        return RetryableJobError(f"{kind}: {summary}", error_class=error_class)

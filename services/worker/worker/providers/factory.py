@@ -1,0 +1,98 @@
+"""The provider chain from settings (spec/002 "Provider chain"): ``PRIMARY_AI_PROVIDER`` then
+``FALLBACK_AI_PROVIDER``; a provider without an API key is skipped with a start-up warning; with no
+usable provider at all the ``local`` renderer serves (the demo's default, DESIGN.md §5)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Mapping
+
+from shared.outfits import Outfit
+from worker.cost import Alerter
+from worker.providers.base import Provider
+from worker.providers.chain import ChainPolicy, ProviderChain
+from worker.providers.gemini import GeminiProvider
+from worker.providers.local import LocalProvider
+from worker.providers.openai_api import OpenAIProvider
+from worker.settings import PipelineSettings
+
+__all__ = ["build_chain", "build_providers", "chain_policy"]
+
+
+def build_providers(
+    settings: PipelineSettings, catalog: Mapping[str, Outfit]
+) -> tuple[list[Provider], list[str]]:
+    """The providers of the chain, in order, and the start-up warnings (skipped providers, no fallback).
+
+    Keys are read from the settings here and handed to the SDK clients; they appear nowhere else.
+    """
+    wanted = [settings.primary_ai_provider]
+    if settings.fallback_ai_provider and settings.fallback_ai_provider != settings.primary_ai_provider:
+        wanted.append(settings.fallback_ai_provider)
+    providers: list[Provider] = []
+    warnings: list[str] = []
+    for name in wanted:
+        if name == "local":
+            providers.append(LocalProvider(catalog))
+        elif name == "gemini":
+            if settings.gemini_api_key is None:
+                warnings.append("gemini skipped: GEMINI_API_KEY is not set")
+                continue
+            providers.append(
+                GeminiProvider(
+                    settings.gemini_api_key.get_secret_value(),
+                    base_url=settings.ai_base_url_gemini,
+                    image_model=settings.gemini_image_model,
+                    vision_model=settings.gemini_vision_model,
+                )
+            )
+        else:
+            if settings.openai_api_key is None:
+                warnings.append("openai skipped: OPENAI_API_KEY is not set")
+                continue
+            providers.append(
+                OpenAIProvider(
+                    settings.openai_api_key.get_secret_value(),
+                    base_url=settings.ai_base_url_openai,
+                    image_model=settings.openai_image_model,
+                    vision_model=settings.openai_vision_model,
+                    timeout_s=settings.ai_timeout_sec,
+                )
+            )
+    if not providers:
+        warnings.append("no AI provider has a key: the local renderer serves every call")
+        providers.append(LocalProvider(catalog))
+    elif len(providers) == 1 and providers[0].name != "local":
+        warnings.append(f"{providers[0].name} has no fallback provider")
+    return providers, warnings
+
+
+def chain_policy(settings: PipelineSettings) -> ChainPolicy:
+    """The chain's numbers from the settings."""
+    return ChainPolicy(
+        rate_limit_delays=settings.rate_limit_delays,
+        max_hint_s=settings.rate_limit_max_hint_sec,
+        jitter=settings.rate_limit_jitter,
+        image_timeout_s=settings.ai_timeout_sec,
+        image_guard_s=settings.ai_timeout_guard_sec,
+        vision_timeout_s=settings.vision_timeout_sec,
+        vision_guard_s=settings.vision_timeout_guard_sec,
+        fallback_alert_cooldown_s=settings.fallback_alert_cooldown_sec,
+    )
+
+
+def build_chain(
+    settings: PipelineSettings,
+    providers: list[Provider],
+    *,
+    alert: Alerter | None,
+    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+) -> ProviderChain:
+    """The process's chain, with its ``AI_MAX_PARALLEL_IMAGES`` semaphore (shared by every slot)."""
+    return ProviderChain(
+        providers,
+        chain_policy(settings),
+        image_slots=asyncio.Semaphore(settings.ai_max_parallel_images),
+        alert=alert,
+        sleep=sleep,
+    )

@@ -1,0 +1,150 @@
+"""The ``gemini`` provider: google-genai's async client, ``models.generate_content`` for images and for
+structured (JSON) vision answers.
+
+SDK-internal retries are off: ``HttpRetryOptions(attempts=1)`` means one attempt, and (unlike leaving
+``retry_options`` unset) also stops the SDK's implicit repeat of a request whose aiohttp connection failed
+(google-genai ``_api_client.py``). Timeouts are ours in seconds and the SDK's ``HttpOptions.timeout`` in
+milliseconds, set per call (REFERENCE.md: it has no default). ``base_url`` points the SDK at the provider
+simulator in dev and tests.
+
+A response without an image part is never an empty success (REFERENCE.md "Gemini"): a blocked prompt
+(``promptFeedback.blockReason``) or a safety finish reason (``SAFETY``, ``IMAGE_SAFETY``, ``PROHIBITED_*``,
+``IMAGE_PROHIBITED_CONTENT``, ``BLOCKLIST``, ``SPII``) is ``content``; any other answer without an image
+(``NO_IMAGE``, text only) is ``invalid``.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from google import genai
+from google.genai import types
+
+from shared.errors import ErrorClass
+from worker.providers.base import CallUsage, ImageRequest, ProviderCallError, VisionRequest
+
+__all__ = ["GeminiProvider"]
+
+_SAFETY_REASONS = frozenset(
+    {
+        "SAFETY",
+        "IMAGE_SAFETY",
+        "PROHIBITED_CONTENT",
+        "IMAGE_PROHIBITED_CONTENT",
+        "BLOCKLIST",
+        "SPII",
+        "RECITATION",
+        "IMAGE_RECITATION",
+    }
+)
+
+
+def _ms(seconds: float) -> int:
+    return max(1, round(seconds * 1000))
+
+
+class GeminiProvider:
+    """Gemini through google-genai.
+
+    Args:
+        api_key: the Gemini API key (``GEMINI_API_KEY``).
+        base_url: ``AI_BASE_URL_GEMINI``, or ``None`` for Google's endpoint.
+        image_model, vision_model: ``GEMINI_IMAGE_MODEL``, ``GEMINI_VISION_MODEL``.
+    """
+
+    name = "gemini"
+
+    def __init__(self, api_key: str, *, base_url: str | None, image_model: str, vision_model: str) -> None:
+        self.image_model = image_model
+        self.vision_model = vision_model
+        self._client = genai.Client(
+            api_key=api_key,
+            http_options=types.HttpOptions(
+                base_url=base_url, retry_options=types.HttpRetryOptions(attempts=1)
+            ),
+        )
+
+    @staticmethod
+    def _parts(prompt: str, images: tuple[Any, ...]) -> list[Any]:
+        parts: list[Any] = [types.Part.from_bytes(data=image.data, mime_type=image.mime) for image in images]
+        parts.append(prompt)
+        return parts
+
+    async def generate_image(self, request: ImageRequest, *, timeout_s: float) -> bytes:
+        """One image from ``generate_content`` with ``responseModalities=[IMAGE]`` and the image config
+        (aspect ratio, ``1K``/``2K``).
+
+        Raises:
+            ProviderCallError: classified by the caller from the SDK error, or ``content``/``invalid``
+                for an answer without an image.
+        """
+        config = types.GenerateContentConfig(
+            response_modalities=["IMAGE"],
+            image_config=types.ImageConfig(aspect_ratio=request.aspect, image_size=request.size),
+            http_options=types.HttpOptions(timeout=_ms(timeout_s)),
+        )
+        response = await self._client.aio.models.generate_content(
+            model=self.image_model, contents=self._parts(request.prompt, request.images), config=config
+        )
+        for candidate in response.candidates or []:
+            for part in (candidate.content.parts if candidate.content else None) or []:
+                blob = part.inline_data
+                if blob is not None and blob.data and (blob.mime_type or "").startswith("image/"):
+                    return bytes(blob.data)
+        raise self._no_image(response)
+
+    @staticmethod
+    def _no_image(response: types.GenerateContentResponse) -> ProviderCallError:
+        feedback = response.prompt_feedback
+        if feedback is not None and feedback.block_reason is not None:
+            return ProviderCallError(ErrorClass.CONTENT, f"prompt blocked: {feedback.block_reason}")
+        reasons = [str(getattr(c.finish_reason, "value", c.finish_reason)) for c in response.candidates or []]
+        if any(reason in _SAFETY_REASONS for reason in reasons):
+            return ProviderCallError(ErrorClass.CONTENT, f"refused: finishReason {', '.join(reasons)}")
+        return ProviderCallError(
+            ErrorClass.INVALID, f"no image in the answer (finishReason {reasons or '-'})"
+        )
+
+    async def vision_json(
+        self, request: VisionRequest, *, timeout_s: float
+    ) -> tuple[dict[str, Any], CallUsage]:
+        """A JSON object from ``generate_content`` with ``responseMimeType=application/json`` and the
+        request's schema.
+
+        Raises:
+            ProviderCallError: ``content`` for a blocked answer, ``invalid`` for one that is not a JSON
+                object.
+        """
+        config = types.GenerateContentConfig(
+            response_mime_type="application/json",
+            response_json_schema=request.schema,
+            http_options=types.HttpOptions(timeout=_ms(timeout_s)),
+        )
+        response = await self._client.aio.models.generate_content(
+            model=self.vision_model, contents=self._parts(request.prompt, request.images), config=config
+        )
+        text = "".join(
+            part.text or ""
+            for candidate in (response.candidates or [])[:1]
+            for part in ((candidate.content.parts if candidate.content else None) or [])
+            if not part.thought
+        )
+        if not text:
+            raise self._no_image(response)
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ProviderCallError(ErrorClass.INVALID, f"answer is not JSON: {exc}") from exc
+        if not isinstance(data, dict):
+            raise ProviderCallError(ErrorClass.INVALID, "answer is not a JSON object")
+        meta = response.usage_metadata
+        usage = CallUsage(
+            input_tokens=int(meta.prompt_token_count or 0) if meta else 0,
+            output_tokens=int(meta.candidates_token_count or 0) if meta else 0,
+        )
+        return data, usage
+
+    async def aclose(self) -> None:
+        """Close the SDK's HTTP sessions."""
+        await self._client.aio.aclose()

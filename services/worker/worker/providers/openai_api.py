@@ -1,0 +1,143 @@
+"""The ``openai`` provider: the openai SDK's ``AsyncOpenAI``, ``images.edit`` (with reference images) or
+``images.generate`` for images and the Responses API for structured (JSON) vision answers.
+
+SDK retries are off (``max_retries=0``; its default of 2 would repeat 408/409/429/5xx and connection
+errors, REFERENCE.md "OpenAI") and every call carries its own timeout in seconds, the SDK's unit.
+``base_url`` points the SDK at the provider simulator in dev and tests.
+
+Images: the API takes ``png``/``webp``/``jpg`` files as multipart uploads, several per edit; sizes are
+``1024x1024``, ``1536x1024`` and ``1024x1536`` (the aspect asked for), quality ``high`` for 2K sheets and
+``medium`` for 1K images, ``input_fidelity=high`` (faces stay closer to the references). An answer
+without ``b64_json`` is ``invalid``; a moderation block comes back as a 400 (``content``, classified in
+:mod:`worker.providers.classify`). A refusal in a vision answer is ``content``.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from typing import Any, Literal
+
+import openai
+
+from shared.errors import ErrorClass
+from worker.providers.base import CallUsage, ImageRequest, InputImage, ProviderCallError, VisionRequest
+
+__all__ = ["OpenAIProvider"]
+
+_SIZES: dict[str, Literal["1024x1024", "1536x1024", "1024x1536"]] = {
+    "1:1": "1024x1024",
+    "3:2": "1536x1024",
+    "2:3": "1024x1536",
+}
+_EXTENSION = {"image/png": "png", "image/jpeg": "jpg", "image/webp": "webp"}
+
+
+def _file(index: int, image: InputImage) -> tuple[str, bytes, str]:
+    return (f"{image.role}-{index}.{_EXTENSION.get(image.mime, 'png')}", image.data, image.mime)
+
+
+def _data_url(image: InputImage) -> str:
+    return f"data:{image.mime};base64,{base64.b64encode(image.data).decode()}"
+
+
+class OpenAIProvider:
+    """OpenAI through the openai SDK.
+
+    Args:
+        api_key: ``OPENAI_API_KEY``.
+        base_url: ``AI_BASE_URL_OPENAI`` (e.g. ``http://127.0.0.1:8082/v1``), or ``None`` for OpenAI's.
+        image_model, vision_model: ``OPENAI_IMAGE_MODEL``, ``OPENAI_VISION_MODEL``.
+        timeout_s: the client's default timeout (s); each call passes its own.
+    """
+
+    name = "openai"
+
+    def __init__(
+        self, api_key: str, *, base_url: str | None, image_model: str, vision_model: str, timeout_s: float
+    ) -> None:
+        self.image_model = image_model
+        self.vision_model = vision_model
+        self._client = openai.AsyncOpenAI(
+            api_key=api_key, base_url=base_url, max_retries=0, timeout=timeout_s
+        )
+
+    async def generate_image(self, request: ImageRequest, *, timeout_s: float) -> bytes:
+        """One PNG from ``images.edit`` (references given) or ``images.generate``.
+
+        Raises:
+            openai.OpenAIError: the SDK's errors (classified by the chain).
+            ProviderCallError: ``invalid`` when the answer holds no image.
+        """
+        size = _SIZES[request.aspect]
+        quality: Literal["high", "medium"] = "high" if request.size == "2K" else "medium"
+        if request.images:
+            response = await self._client.images.edit(
+                model=self.image_model,
+                image=[_file(k, image) for k, image in enumerate(request.images, start=1)],
+                prompt=request.prompt,
+                size=size,
+                quality=quality,
+                input_fidelity="high",
+                background="opaque",
+                output_format="png",
+                n=1,
+                timeout=timeout_s,
+            )
+        else:
+            response = await self._client.images.generate(
+                model=self.image_model,
+                prompt=request.prompt,
+                size=size,
+                quality=quality,
+                background="opaque",
+                output_format="png",
+                moderation="low",
+                n=1,
+                timeout=timeout_s,
+            )
+        for item in response.data or []:
+            if item.b64_json:
+                return base64.b64decode(item.b64_json)
+        raise ProviderCallError(ErrorClass.INVALID, "no image in the answer")
+
+    async def vision_json(
+        self, request: VisionRequest, *, timeout_s: float
+    ) -> tuple[dict[str, Any], CallUsage]:
+        """A JSON object from the Responses API with a JSON-schema text format.
+
+        Raises:
+            openai.OpenAIError: the SDK's errors (classified by the chain).
+            ProviderCallError: ``content`` for a refusal, ``invalid`` for an answer that is not a JSON
+                object.
+        """
+        content: list[Any] = [{"type": "input_text", "text": request.prompt}]
+        content += [
+            {"type": "input_image", "image_url": _data_url(i), "detail": "auto"} for i in request.images
+        ]
+        response = await self._client.responses.create(
+            model=self.vision_model,
+            input=[{"role": "user", "content": content}],
+            text={"format": {"type": "json_schema", "name": request.kind, "schema": request.schema}},
+            timeout=timeout_s,
+        )
+        for item in response.output or []:
+            for part in getattr(item, "content", None) or []:
+                if getattr(part, "type", "") == "refusal":
+                    raise ProviderCallError(ErrorClass.CONTENT, f"refused: {getattr(part, 'refusal', '')}")
+        text = response.output_text
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ProviderCallError(ErrorClass.INVALID, f"answer is not JSON: {exc}") from exc
+        if not isinstance(data, dict):
+            raise ProviderCallError(ErrorClass.INVALID, "answer is not a JSON object")
+        usage = response.usage
+        return data, CallUsage(
+            input_tokens=int(usage.input_tokens) if usage else 0,
+            output_tokens=int(usage.output_tokens) if usage else 0,
+        )
+
+    async def aclose(self) -> None:
+        """Close the SDK's HTTP client."""
+        await self._client.close()

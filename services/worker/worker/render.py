@@ -1,0 +1,206 @@
+"""Rendering one job: which variant runs, the steps every variant shares, and the figure → composite
+fallback (spec/002 "Which path runs"; DESIGN.md §5).
+
+``STICKER_RENDER_MODE=composite`` runs composite. Otherwise ``LIKENESS_MODE`` (``classic``/``hybrid``) wins
+over ``CONSISTENCY_MODE``: 1 runs the consistency path (the legacy path when no anchor could be drawn),
+0 the legacy path. A figure path whose sheets are never valid falls back to composite when
+``FIGURE_FALLBACK_ENABLED`` (log ``FIGURE_FALLBACK_TO_COMPOSITE`` and a calm admin notice), else the
+attempt fails (``invalid``).
+
+:class:`PipelineRenderer` is what the worker's :class:`worker.generation.Generator` calls per job; the CLI
+builds a :class:`worker.context.RenderContext` itself and calls :func:`render_job`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from typing import Literal
+
+import structlog
+
+from shared.domain import Job
+from shared.errors import ErrorClass, RetryableJobError
+from shared.outfits import Outfit
+from shared.repositories import Database
+from worker.context import DbArtefacts, NoValidSheet, RenderContext
+from worker.cost import Alerter, CostLedger, DbUsageStore, UsageStore, warn_image_rpd
+from worker.pipeline import Pack
+from worker.providers.answers import Passport
+from worker.providers.base import InputImage
+from worker.providers.chain import ProviderChain
+from worker.settings import PipelineSettings
+from worker.steps.anchor import anchor_portrait
+from worker.steps.inputs import Inputs, face_crop, prepare_inputs
+from worker.steps.passport import appearance_passport
+from worker.steps.slots import Slot, stickers_of
+from worker.variants.classic import render_classic
+from worker.variants.composite import render_composite
+from worker.variants.consistency import render_consistency
+from worker.variants.legacy import render_legacy
+
+__all__ = ["PipelineRenderer", "RenderMode", "render_job", "resolve_mode", "startup_fields"]
+
+log = structlog.get_logger(__name__)
+RenderMode = Literal["consistency", "classic", "hybrid", "legacy", "composite"]
+
+
+def resolve_mode(settings: PipelineSettings) -> RenderMode:
+    """The variant the settings select (``LIKENESS_MODE`` wins over ``CONSISTENCY_MODE``)."""
+    if settings.sticker_render_mode == "composite":
+        return "composite"
+    if settings.likeness_mode == "classic":
+        return "classic"
+    if settings.likeness_mode == "hybrid":
+        return "hybrid"
+    return "consistency" if settings.consistency_mode else "legacy"
+
+
+def startup_fields(settings: PipelineSettings) -> dict[str, object]:
+    """The ``STARTUP`` line's mode fields (spec/002: ``render_mode``, ``likeness``, ``consistency_mode``,
+    ``sheet_layout``) and the variant they select."""
+    return {
+        "render_mode": settings.sticker_render_mode,
+        "likeness": settings.likeness_mode,
+        "consistency_mode": int(settings.consistency_mode),
+        "sheet_layout": settings.sheet_layout,
+        "variant": resolve_mode(settings),
+    }
+
+
+async def _figure_path(
+    ctx: RenderContext, mode: RenderMode, inputs: Inputs, face: InputImage | None, passport: Passport | None
+) -> list[Slot]:
+    if mode in ("classic", "hybrid"):
+        return await render_classic(ctx, inputs, face, passport, hybrid=mode == "hybrid")
+    if mode == "consistency":
+        anchor = await anchor_portrait(ctx, inputs.selfie, face, passport)
+        if anchor is not None:
+            return await render_consistency(ctx, inputs, face, passport, anchor)
+        ctx.event("ANCHOR_MISSING_LEGACY_PATH", level="warning")
+    return await render_legacy(ctx, inputs, face, passport)
+
+
+async def render_job(ctx: RenderContext) -> Pack:
+    """Render the 12 stickers of ``ctx``'s job.
+
+    Returns:
+        The pack, with seconds per stage (``passport``, ``anchor``, ``generate``, ``cut``, ``skin``,
+        ``finish``, ``qa``, ``regen`` …).
+
+    Raises:
+        NoFaceError, PermanentJobError: the selfie cannot be used.
+        JobCostExceeded: ``JOB_MAX_COST_USD`` reached before a call.
+        ProviderUnavailable: no provider could serve (``credit``, ``auth``, ``outage``, ``budget``).
+        RetryableJobError: a charged failure (no valid sheet and no fallback, a missing figure that
+            could not be drawn, …).
+    """
+    mode = resolve_mode(ctx.settings)
+    log.info(
+        "JOB_RENDER_MODE", job=str(ctx.job_id) if ctx.job_id else None, mode=mode, providers=ctx.chain.names
+    )
+    ctx.events.append({"event": "JOB_RENDER_MODE", "mode": mode})
+    async with ctx.stage("inputs"):
+        inputs = await ctx.cpu(prepare_inputs, ctx.selfie)
+    async with ctx.stage("passport"):
+        passport = await appearance_passport(ctx, inputs.selfie)
+    face = await ctx.cpu(face_crop, inputs.rgb, passport)
+    if mode == "composite":
+        slots = await render_composite(ctx, inputs, face, passport)
+    else:
+        try:
+            slots = await _figure_path(ctx, mode, inputs, face, passport)
+        except NoValidSheet as exc:
+            if not ctx.settings.figure_fallback_enabled:
+                raise RetryableJobError(f"no valid sheet: {exc}", error_class=ErrorClass.INVALID) from exc
+            ctx.event("FIGURE_FALLBACK_TO_COMPOSITE", level="warning", mode=mode, reason=str(exc))
+            if ctx.alert is not None:
+                with contextlib.suppress(Exception):
+                    await ctx.alert(
+                        "figure_fallback",
+                        f"A job's figure sheets were never valid ({mode}); it was rebuilt as composite.",
+                        timedelta(minutes=10),
+                    )
+            slots = await render_composite(ctx, inputs, face, passport)
+    return Pack(stickers=stickers_of(slots), timings=dict(ctx.timings))
+
+
+class PipelineRenderer:
+    """The worker's renderer: builds each job's context (ledger bound to the job, artefacts as the job's
+    blobs) and renders it; after each job, the image-requests-per-day warning.
+
+    Args:
+        settings: the pipeline's settings.
+        chain: the provider chain (one per process).
+        db: the database (``api_usage``, blobs).
+        alert: admin alerts with a cooldown.
+        cut_slots: the process-wide ``CUT_MAX_PARALLEL`` semaphore.
+        usage: where calls are recorded (default ``api_usage``).
+        clock: UTC now.
+    """
+
+    def __init__(
+        self,
+        *,
+        settings: PipelineSettings,
+        chain: ProviderChain,
+        db: Database,
+        alert: Alerter | None,
+        cut_slots: asyncio.Semaphore,
+        usage: UsageStore | None = None,
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+    ) -> None:
+        self.settings = settings
+        self.chain = chain
+        self.db = db
+        self.alert = alert
+        self.cut_slots = cut_slots
+        self.usage = usage or DbUsageStore(db)
+        self.clock = clock
+
+    async def __call__(self, job: Job, selfie: bytes, outfit: Outfit) -> Pack:
+        """Render ``job`` (see :func:`render_job` for what is raised)."""
+        ledger = CostLedger(
+            self.usage,
+            job_id=job.id,
+            created_at=job.created_at,
+            max_cost_usd=self.settings.job_max_cost_usd,
+            daily_budget_usd=self.settings.daily_budget_usd,
+            clock=self.clock,
+        )
+        ctx = RenderContext(
+            job_id=job.id,
+            selfie=selfie,
+            outfit=outfit,
+            settings=self.settings,
+            chain=self.chain,
+            ledger=ledger,
+            artefacts=DbArtefacts(self.db, job.id),
+            cut_slots=self.cut_slots,
+            alert=self.alert,
+        )
+        try:
+            pack = await render_job(ctx)
+        except Exception:
+            await self._after_job(job, ledger)
+            raise
+        await self._after_job(job, ledger)
+        return pack
+
+    async def _after_job(self, job: Job, ledger: CostLedger) -> None:
+        log.info(
+            "JOB_COST", job=str(job.id), attempt_usd=round(ledger.attempt_spend, 4), calls=len(ledger.calls)
+        )
+        try:
+            await warn_image_rpd(
+                self.usage,
+                self.alert,
+                providers=self.chain.names,
+                limit=self.settings.image_rpd_limit,
+                warn_frac=self.settings.image_rpd_warn_frac,
+                now=self.clock(),
+            )
+        except Exception as exc:  # a warning never fails a job
+            log.warning("IMAGE_RPD_CHECK_FAILED", error=type(exc).__name__)

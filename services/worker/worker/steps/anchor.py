@@ -1,0 +1,156 @@
+"""The anchor portrait of the consistency path (spec/002 "Anchor"): a neutral, front-facing figure in the
+target style and outfit (1K, 1:1); verified against the selfie (hair length, hair colour, facial hair,
+glasses; ``ANCHOR_VERIFY_TIMEOUT_SEC``) with exactly one retry on a verified mismatch (the first anchor is
+used when the retry does not match either); its skin shifted toward the passport's estimate
+(``ANCHOR_SKIN_STRENGTH`` 0.6, at most ``SKIN_NORM_MAX_DE`` 4 ΔE); cached on the job (blob ``anchor``).
+No anchor at all sends the job down the legacy figure path.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from shared.errors import ProviderUnavailable, RetryableJobError
+from worker.context import RenderContext
+from worker.pipeline.cut import cut_sheet
+from worker.pipeline.skin import Lab, capped_shift, delta_e, hex_to_lab, mean_lab, shift_region, skin_mask
+from worker.providers.answers import ANCHOR_CHECK_SCHEMA, AnchorCheck, Passport, parse_answer
+from worker.providers.base import DrawSpec, ImageRequest, InputImage, ProviderCallError, VisionRequest
+from worker.providers.images import decode_output, encode_drawing
+from worker.providers.offline import encode_png
+from worker.providers.prompts import image_prompt, vision_prompt
+
+__all__ = ["Anchor", "anchor_portrait", "shift_anchor_skin"]
+
+
+@dataclass(frozen=True, slots=True)
+class Anchor:
+    """The anchor: the image (H×W×3 RGB on green), its wire encoding (image 1 of every sheet request)
+    and its skin colour (Lab; ``None`` when no skin is visible)."""
+
+    rgb: npt.NDArray[np.uint8]
+    image: InputImage
+    skin: Lab | None
+
+
+def _skin_of(rgb: npt.NDArray[np.uint8], near: Lab | None) -> Lab | None:
+    cut = cut_sheet(rgb, 1)
+    if not cut.figures:
+        return None
+    figure = cut.figures[0].rgba
+    return mean_lab(figure, skin_mask(figure, near))
+
+
+def shift_anchor_skin(
+    rgb: npt.NDArray[np.uint8], target: Lab, *, strength: float, max_de: float
+) -> tuple[npt.NDArray[np.uint8], float, float | None]:
+    """Move the anchor's skin toward ``target`` (the passport's skin tone).
+
+    Returns:
+        The shifted H×W×3 image, the ΔE2000 of the applied shift, and the skin's ΔE2000 from the
+        target before (``None`` when no skin was found).
+    """
+    rgba = np.dstack([rgb, np.full(rgb.shape[:2], 255, np.uint8)])
+    mask = skin_mask(rgba, target)
+    current = mean_lab(rgba, mask)
+    if current is None:
+        return rgb, 0.0, None
+    shift = capped_shift(current, target, strength=strength, max_de=max_de)
+    applied = delta_e(current, current + shift)
+    return np.ascontiguousarray(shift_region(rgba, mask, shift)[..., :3]), applied, delta_e(current, target)
+
+
+async def _draw(
+    ctx: RenderContext, refs: tuple[InputImage, ...], passport: Passport | None
+) -> npt.NDArray[np.uint8]:
+    spec = DrawSpec(outfit_id=ctx.outfit.id, poses=("neutral",))
+    prompt = image_prompt(
+        "anchor",
+        spec,
+        outfit=ctx.outfit,
+        art_style=ctx.settings.art_style,
+        roles=[image.role for image in refs],
+        aspect="1:1",
+        passport=passport,
+    )
+    result = await ctx.chain.image(
+        ImageRequest(kind="anchor", prompt=prompt, images=refs, size="1K", aspect="1:1", spec=spec),
+        ctx.ledger,
+    )
+    image = decode_output(result.data)
+    return np.ascontiguousarray(image[..., :3])
+
+
+async def _verify(
+    ctx: RenderContext, anchor: npt.NDArray[np.uint8], selfie: InputImage
+) -> AnchorCheck | None:
+    request = VisionRequest(
+        kind="verify",
+        prompt=vision_prompt("verify"),
+        images=(encode_drawing(anchor, "anchor"), selfie),
+        schema=ANCHOR_CHECK_SCHEMA,
+    )
+    try:
+        answer = await ctx.chain.vision(request, ctx.ledger, timeout_s=ctx.settings.anchor_verify_timeout_sec)
+    except (RetryableJobError, ProviderUnavailable) as exc:
+        ctx.event("ANCHOR_VERIFY_UNAVAILABLE", level="warning", error=str(exc)[:200])
+        return None
+    return parse_answer(AnchorCheck, answer)
+
+
+async def anchor_portrait(
+    ctx: RenderContext, selfie: InputImage, face: InputImage | None, passport: Passport | None
+) -> Anchor | None:
+    """The job's anchor: cached, else drawn, verified (one retry on a mismatch) and skin-shifted; ``None``
+    when it could not be drawn (the caller takes the legacy path).
+
+    Raises:
+        JobCostExceeded, ProviderUnavailable: from the chain.
+    """
+    cached = await ctx.artefacts.get("anchor")
+    if cached is not None:
+        stored = np.ascontiguousarray(decode_output(cached)[..., :3])
+        ctx.event("ANCHOR_REUSED")
+        return Anchor(
+            rgb=stored, image=encode_drawing(stored, "anchor"), skin=await ctx.cpu(_skin_of, stored, None)
+        )
+    refs = (selfie, face) if face is not None else (selfie,)
+    rgb: npt.NDArray[np.uint8] | None = None
+    async with ctx.stage("anchor"):
+        for attempt in range(ctx.settings.anchor_retries + 1):
+            try:
+                drawn = await _draw(ctx, refs, passport)
+            except (RetryableJobError, ProviderCallError) as exc:
+                ctx.event("ANCHOR_FAILED", level="warning", attempt=attempt + 1, error=str(exc)[:200])
+                break
+            rgb = drawn if rgb is None else rgb
+            if not ctx.settings.anchor_verify:
+                rgb = drawn
+                break
+            check = await _verify(ctx, drawn, selfie)
+            if check is None or check.match:
+                rgb = drawn
+                ctx.event("ANCHOR_VERIFIED", attempt=attempt + 1, match=check.match if check else None)
+                break
+            ctx.event("ANCHOR_MISMATCH", level="warning", attempt=attempt + 1, mismatches=check.mismatches)
+    if rgb is None:
+        return None
+    chosen: npt.NDArray[np.uint8] = rgb
+    target = hex_to_lab(passport.skin_tone_hex) if passport is not None else None
+    if target is not None:
+        strength, cap = ctx.settings.anchor_skin_strength, ctx.settings.skin_norm_max_de
+        chosen, applied, before = await ctx.cpu(
+            lambda: shift_anchor_skin(chosen, target, strength=strength, max_de=cap)
+        )
+        ctx.event(
+            "ANCHOR_SKIN_SHIFT",
+            before_de=None if before is None else round(before, 2),
+            applied_de=round(applied, 2),
+        )
+    await ctx.artefacts.put("anchor", await ctx.cpu(encode_png, chosen), "image/png")
+    return Anchor(
+        rgb=chosen, image=encode_drawing(chosen, "anchor"), skin=await ctx.cpu(_skin_of, chosen, target)
+    )

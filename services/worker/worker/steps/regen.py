@@ -1,0 +1,150 @@
+"""Single-figure regeneration (spec/002 "Single-figure regeneration" and its limits).
+
+Every defective slot is redrawn once, all in parallel, as one figure at 1K: QA outliers, edge cuts, flat
+cuts and slivers at most ``CONSISTENCY_MAX_REGEN`` (4) per pack, missing figures outside that cap. Time
+budgets: edge or flat cut ``EDGE_REGEN_TIMEOUT_SEC`` (35 s), QA outlier ``CONSISTENCY_REGEN_BUDGET_SEC``
+(20 s), missing figure none. A regenerated figure replaces the original only if a second QA does not
+reject it; a regeneration that fails or runs out of time leaves the original in place
+(``CONSISTENCY_REGEN_TIMEOUT``, ``CONSISTENCY_REGEN_FAILED``, ``EDGE_CUT_LEFT``, ``FLAT_CUT_LEFT``). A
+missing figure that cannot be drawn leaves the pack incomplete: the attempt fails
+(``RetryableJobError``, the job's normal retry).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+from shared.errors import ErrorClass, ProviderUnavailable, RetryableJobError
+from worker.context import RenderContext
+from worker.providers.answers import Passport
+from worker.providers.base import DrawSpec, ImageRequest, InputImage, ProviderCallError
+from worker.providers.images import decode_output
+from worker.providers.prompts import ColourLock, image_prompt
+from worker.steps.qa import identity_outliers
+from worker.steps.slots import Slot, finish_slots
+
+__all__ = ["regenerate"]
+
+_LEFT_MARKER = {"edge": "EDGE_CUT_LEFT", "flat": "FLAT_CUT_LEFT"}
+_ORDER = {"missing": 0, "small": 0, "edge": 1, "flat": 1, "qa": 2}
+
+
+async def _draw_one(
+    ctx: RenderContext,
+    slot: Slot,
+    refs: Sequence[InputImage],
+    passport: Passport | None,
+    hard_locks: bool,
+    colour_lock: ColourLock | None,
+) -> npt.NDArray[np.uint8] | None:
+    spec = DrawSpec(outfit_id=ctx.outfit.id, poses=(slot.pose.name,))
+    prompt = image_prompt(
+        "figure",
+        spec,
+        outfit=ctx.outfit,
+        art_style=ctx.settings.art_style,
+        roles=[image.role for image in refs],
+        aspect="1:1",
+        passport=passport,
+        hard_locks=hard_locks,
+        colour_lock=colour_lock,
+    )
+    request = ImageRequest(
+        kind="figure", prompt=prompt, images=tuple(refs), size="1K", aspect="1:1", spec=spec
+    )
+    result = await ctx.chain.image(request, ctx.ledger)
+    image = await ctx.cpu(decode_output, result.data)
+    cut = await ctx.cut(image, 1)
+    if not cut.figures or cut.edge_cut or cut.figures[0].flat_cut:
+        return None
+    return cut.figures[0].rgba
+
+
+async def regenerate(
+    ctx: RenderContext,
+    slots: Sequence[Slot],
+    refs: Sequence[InputImage],
+    *,
+    qa_reference: InputImage | None,
+    passport: Passport | None = None,
+    hard_locks: bool = False,
+    colour_lock: ColourLock | None = None,
+) -> None:
+    """Redraw the defective slots (in place) under the caps and budgets, then finish them.
+
+    Args:
+        slots: the pack's 12 slots (defects set, stickers finished where there is a figure).
+        refs: the reference images of a single-figure request (as for the path's sheets).
+        qa_reference: image 1 of the second QA (``None``: no second QA).
+
+    Raises:
+        RetryableJobError: (``invalid``) a missing figure could not be drawn.
+        ProviderUnavailable: a missing figure could not be drawn because no provider serves.
+        JobCostExceeded: the job's ceiling was reached.
+    """
+    defective = sorted(
+        (s for s in slots if s.defect is not None), key=lambda s: (_ORDER[s.defect or "qa"], s.index)
+    )
+    capped = [s for s in defective if s.defect not in ("missing", "small")]
+    chosen = [s for s in defective if s.defect in ("missing", "small")]
+    chosen += capped[: ctx.settings.consistency_max_regen]
+    for slot in capped[ctx.settings.consistency_max_regen :]:
+        ctx.event("REGEN_CAP_REACHED", level="warning", slot=slot.index, defect=slot.defect)
+    if not chosen:
+        return
+
+    def budget(slot: Slot) -> float | None:
+        if slot.defect in ("edge", "flat"):
+            return ctx.settings.edge_regen_timeout_sec
+        if slot.defect == "qa":
+            return ctx.settings.consistency_regen_budget_sec
+        return None
+
+    async def one(slot: Slot) -> npt.NDArray[np.uint8] | None:
+        try:
+            return await asyncio.wait_for(
+                _draw_one(ctx, slot, refs, passport, hard_locks, colour_lock), budget(slot)
+            )
+        except TimeoutError:
+            ctx.event("CONSISTENCY_REGEN_TIMEOUT", level="warning", slot=slot.index, defect=slot.defect)
+        except (RetryableJobError, ProviderCallError) as exc:
+            ctx.event("CONSISTENCY_REGEN_FAILED", level="warning", slot=slot.index, error=str(exc)[:200])
+        except ProviderUnavailable as exc:
+            if slot.figure is None:
+                raise
+            ctx.event("CONSISTENCY_REGEN_FAILED", level="warning", slot=slot.index, error=str(exc)[:200])
+        return None
+
+    async with ctx.stage("regen"):
+        drawn = await asyncio.gather(*(one(slot) for slot in chosen))
+    fresh: list[Slot] = []
+    for slot, figure in zip(chosen, drawn, strict=True):
+        if figure is None:
+            if slot.figure is None:
+                raise RetryableJobError(
+                    f"the missing figure {slot.index + 1} ({slot.pose.name}) could not be drawn",
+                    error_class=ErrorClass.INVALID,
+                )
+            if slot.defect in _LEFT_MARKER:
+                ctx.event(_LEFT_MARKER[slot.defect], level="warning", slot=slot.index)
+            continue
+        fresh.append(Slot(index=slot.index, pose=slot.pose, figure=figure, regenerated=True))
+    await finish_slots(ctx, fresh)
+    rejected: dict[int, list[str]] = {}
+    replaceable = [f for f in fresh if slots[f.index].figure is not None]
+    if qa_reference is not None and replaceable:
+        outlined = [f.outlined for f in replaceable if f.outlined is not None]
+        found = await identity_outliers(ctx, qa_reference, outlined, kind="pack_qa")
+        rejected = {replaceable[k].index: reasons for k, reasons in found.items()}
+    for new in fresh:
+        old = slots[new.index]
+        if new.index in rejected:
+            ctx.event("REGEN_REJECTED", slot=new.index, reasons=rejected[new.index])
+            continue
+        old.figure, old.sticker, old.outlined, old.qa = new.figure, new.sticker, new.outlined, new.qa
+        old.defect, old.regenerated = None, True
+        ctx.event("REGENERATED", slot=new.index)

@@ -1,0 +1,183 @@
+"""Sheets: asked for, decoded, keyed and cut, and judged (spec/002 "Sheets", "Cut and chroma key",
+"Sheet validity").
+
+Layout ``3x4`` is 3 sheets of 4 figures (2 × 2, 1:1); ``2x6`` is 2 sheets of 6 (3 × 2 or 2 × 3 after
+``FIGURE_SHEET_ASPECT``); sheets are asked for at 2K. An invalid sheet, or one the chain could not deliver
+for a charged reason (a refusal, a timeout, an answer without an image), burns one sheet attempt; a
+valid sheet is taken at once. "Valid" is strict in the legacy and composite paths (one figure in every
+cell, no extra) and lenient in the newer paths, where a missing or edge-cut figure becomes a single-figure
+regeneration instead: there a sheet is valid with no extra figure and at most half its cells missing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from shared.errors import RetryableJobError
+from worker.context import RenderContext
+from worker.pipeline.cut import SheetCut
+from worker.pipeline.local_render import sheet_layout
+from worker.pipeline.poses import POSES
+from worker.providers.answers import Passport
+from worker.providers.base import Aspect, DrawSpec, ImageKind, ImageRequest, InputImage, ProviderCallError
+from worker.providers.images import decode_output
+from worker.providers.prompts import ColourLock, image_prompt
+
+__all__ = [
+    "SheetPlan",
+    "SheetResult",
+    "draw_sheet",
+    "lenient",
+    "plan_sheets",
+    "sheet_with_attempts",
+    "strict",
+]
+
+PACK_SIZE = 12
+
+
+@dataclass(frozen=True, slots=True)
+class SheetPlan:
+    """One sheet of a pack: its number (0-based), the poses of its cells in reading order, the pack
+    slot of its first cell, its grid and aspect ratio."""
+
+    number: int
+    poses: tuple[str, ...]
+    first_slot: int
+    cols: int
+    rows: int
+
+    @property
+    def figures(self) -> int:
+        """Cells on the sheet."""
+        return self.cols * self.rows
+
+    @property
+    def aspect(self) -> Aspect:
+        """``1:1``, ``3:2`` (landscape) or ``2:3`` (portrait)."""
+        if self.cols == self.rows:
+            return "1:1"
+        return "3:2" if self.cols > self.rows else "2:3"
+
+
+def plan_sheets(layout: str, aspect: str) -> list[SheetPlan]:
+    """The sheets of a 12-sticker pack for ``SHEET_LAYOUT`` and ``FIGURE_SHEET_ASPECT``."""
+    grid = sheet_layout(layout, aspect)
+    names = [pose.name for pose in POSES[:PACK_SIZE]]
+    return [
+        SheetPlan(
+            number=s,
+            poses=tuple(names[s * grid.per_sheet : (s + 1) * grid.per_sheet]),
+            first_slot=s * grid.per_sheet,
+            cols=grid.cols,
+            rows=grid.rows,
+        )
+        for s in range(grid.sheets)
+    ]
+
+
+@dataclass(frozen=True, slots=True)
+class SheetResult:
+    """A sheet that came back: the image (H×W×3 RGB, or ×4 when the provider drew transparency), its
+    cut, and how many attempts it took."""
+
+    plan: SheetPlan
+    image: npt.NDArray[np.uint8]
+    cut: SheetCut
+    attempts: int
+
+
+def strict(cut: SheetCut) -> bool:
+    """Legacy and composite validity: one figure in every cell, no extra figure."""
+    return cut.valid
+
+
+def lenient(cut: SheetCut) -> bool:
+    """Newer-path validity: no extra figure, at most half the cells missing (those are regenerated)."""
+    return not cut.extra and len(cut.missing) <= cut.expected // 2
+
+
+async def draw_sheet(
+    ctx: RenderContext,
+    plan: SheetPlan,
+    refs: Sequence[InputImage],
+    *,
+    kind: str = "sheet",
+    passport: Passport | None = None,
+    hard_locks: bool = False,
+    colour_lock: ColourLock | None = None,
+) -> tuple[npt.NDArray[np.uint8], SheetCut]:
+    """Ask for one sheet (``kind`` ``sheet`` or ``heads``) and cut it.
+
+    Raises:
+        RetryableJobError: the chain could not deliver for a charged reason.
+        ProviderCallError: (``invalid``) the answer is not an image.
+        ProviderUnavailable, JobCostExceeded: from the chain.
+    """
+    spec = DrawSpec(
+        outfit_id=ctx.outfit.id, poses=plan.poses, cols=plan.cols, rows=plan.rows, heads_only=kind == "heads"
+    )
+    image_kind: ImageKind = "heads" if kind == "heads" else "sheet"
+    prompt = image_prompt(
+        image_kind,
+        spec,
+        outfit=ctx.outfit,
+        art_style=ctx.settings.art_style,
+        roles=[image.role for image in refs],
+        aspect=plan.aspect,
+        passport=passport,
+        hard_locks=hard_locks,
+        colour_lock=colour_lock,
+    )
+    request = ImageRequest(
+        kind=image_kind, prompt=prompt, images=tuple(refs), size="2K", aspect=plan.aspect, spec=spec
+    )
+    async with ctx.stage("generate"):
+        result = await ctx.chain.image(request, ctx.ledger)
+    async with ctx.stage("cut"):
+        image = await ctx.cpu(decode_output, result.data)
+        cut = await ctx.cut(image, plan.figures)
+    return image, cut
+
+
+async def sheet_with_attempts(
+    ctx: RenderContext,
+    plan: SheetPlan,
+    refs: Sequence[InputImage],
+    *,
+    attempts: int,
+    accept: Callable[[SheetCut], bool],
+    kind: str = "sheet",
+    passport: Passport | None = None,
+    hard_locks: bool = False,
+    colour_lock: ColourLock | None = None,
+    keep: list[SheetResult] | None = None,
+) -> SheetResult | None:
+    """Ask for a sheet until ``accept`` takes one, at most ``attempts`` times; ``None`` when none was
+    taken. Every sheet that came back is appended to ``keep`` (composite uses the best cells of all).
+
+    Raises:
+        ProviderUnavailable, JobCostExceeded: from the chain.
+    """
+    for attempt in range(1, attempts + 1):
+        try:
+            image, cut = await draw_sheet(
+                ctx, plan, refs, kind=kind, passport=passport, hard_locks=hard_locks, colour_lock=colour_lock
+            )
+        except (RetryableJobError, ProviderCallError) as exc:
+            ctx.event(
+                "SHEET_FAILED", level="warning", sheet=plan.number, attempt=attempt, error=str(exc)[:200]
+            )
+            continue
+        result = SheetResult(plan=plan, image=image, cut=cut, attempts=attempt)
+        if keep is not None:
+            keep.append(result)
+        if accept(cut):
+            ctx.event("SHEET", sheet=plan.number, attempt=attempt, cut=cut.describe())
+            return result
+        ctx.event("SHEET_INVALID", level="warning", sheet=plan.number, attempt=attempt, cut=cut.describe())
+    return None

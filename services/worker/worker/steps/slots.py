@@ -1,0 +1,113 @@
+"""The 12 places of a pack: which figure fills each, what is wrong with it, and its finished sticker.
+
+A slot's defect decides its single-figure regeneration (spec/002 "Single-figure regeneration"):
+``missing`` (no figure: outside the cap, no time budget, must be drawn), ``edge`` (touches the sheet
+border) and ``flat`` (cut at a cell line; both ``EDGE_REGEN_TIMEOUT_SEC``), ``small`` (a sliver after
+export, handled like ``missing``), ``qa`` (a QA outlier, ``CONSISTENCY_REGEN_BUDGET_SEC``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
+import numpy.typing as npt
+
+from worker.context import RenderContext
+from worker.pipeline.finish import MIN_COVERAGE, StickerQA, finish_sticker
+from worker.pipeline.pack import Sticker
+from worker.pipeline.poses import POSES, Pose
+from worker.steps.sheets import SheetResult
+
+__all__ = ["Defect", "Slot", "finish_slots", "slots_from_sheets", "stickers_of"]
+
+Defect = Literal["missing", "edge", "flat", "small", "qa"]
+
+
+@dataclass
+class Slot:
+    """One sticker of the pack.
+
+    Attributes:
+        index: 0..11, the pose's place in :data:`worker.pipeline.poses.POSES`.
+        pose: the pose.
+        figure: the cut figure (h×w×4 uint8 RGBA) or ``None`` (missing).
+        defect: why it should be regenerated, if it should.
+        reasons: QA reasons (``hair_length``, ``skin_tone`` …).
+        sticker, outlined, qa: the finished sticker, its outlined RGBA and its QA numbers.
+        regenerated: the figure came from a single-figure regeneration.
+    """
+
+    index: int
+    pose: Pose
+    figure: npt.NDArray[np.uint8] | None = None
+    defect: Defect | None = None
+    reasons: list[str] = field(default_factory=list)
+    sticker: Sticker | None = None
+    outlined: npt.NDArray[np.uint8] | None = None
+    qa: StickerQA | None = None
+    regenerated: bool = False
+
+
+def slots_from_sheets(results: Sequence[SheetResult | None], plans_poses: int = 12) -> list[Slot]:
+    """The 12 slots filled from cut sheets (a ``None`` sheet leaves its slots missing), with their
+    edge and flat-cut defects."""
+    slots = [Slot(index=k, pose=POSES[k], defect="missing") for k in range(plans_poses)]
+    for result in results:
+        if result is None:
+            continue
+        for figure in result.cut.figures:
+            slot = slots[result.plan.first_slot + figure.cell]
+            slot.figure = figure.rgba
+            slot.defect = "edge" if figure.touches_edge else "flat" if figure.flat_cut else None
+    return slots
+
+
+def _finish(slot: Slot) -> None:
+    assert slot.figure is not None
+    slot.sticker, slot.outlined, slot.qa = finish_sticker(slot.figure, slot.pose.emoji)
+
+
+def _finish_all(slots: Sequence[Slot]) -> None:
+    for slot in slots:
+        _finish(slot)
+
+
+async def finish_slots(ctx: RenderContext, slots: Sequence[Slot]) -> None:
+    """Outline and export every slot with a figure and no sticker yet (in a thread); log each sticker's
+    QA numbers (``STICKER_QA``) and mark slivers (coverage under 8 %) ``small``."""
+    todo = [slot for slot in slots if slot.figure is not None and slot.sticker is None]
+    if not todo:
+        return
+    async with ctx.stage("finish"):
+        await ctx.cpu(_finish_all, todo)
+    for slot in todo:
+        qa = slot.qa
+        assert qa is not None
+        ctx.event(
+            "STICKER_QA",
+            slot=slot.index,
+            coverage=round(qa.coverage, 3),
+            fringe=round(qa.fringe, 4),
+            fits=qa.fits,
+            bytes=qa.bytes,
+            despilled=qa.despilled,
+        )
+        if qa.coverage < MIN_COVERAGE and slot.defect is None:
+            slot.defect = "small"
+
+
+def stickers_of(slots: Sequence[Slot]) -> list[Sticker]:
+    """The finished stickers in pack order.
+
+    Raises:
+        ValueError: a slot has no sticker (a bug: callers check for missing figures first).
+    """
+    stickers = []
+    for slot in slots:
+        if slot.sticker is None:
+            raise ValueError(f"slot {slot.index} has no sticker")
+        stickers.append(slot.sticker)
+    return stickers

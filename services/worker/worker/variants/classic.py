@@ -1,0 +1,112 @@
+"""Classic and hybrid paths (``LIKENESS_MODE=classic|hybrid``, spec/002): the selfie and the face crop
+only, no anchor; sheet 1 first, the rest in parallel with sheet 1 as a reference.
+
+- classic: identity QA per sheet against the selfie; skin untouched.
+- hybrid: a ``COLOR LOCK`` block in every prompt; skin and hair moved to targets (the 12 figures' median
+  pulled toward the selfie by ``HYBRID_SELFIE_PULL``) and green spill removed; one pack-level QA against
+  the selfie.
+
+Failures become single-figure regenerations in both.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from worker.context import NoValidSheet, RenderContext
+from worker.pipeline.skin import hex_to_lab
+from worker.providers.answers import Passport
+from worker.providers.base import InputImage
+from worker.providers.images import encode_drawing
+from worker.providers.prompts import ColourLock
+from worker.steps.colour import hybrid_colours
+from worker.steps.inputs import Inputs
+from worker.steps.qa import identity_outliers
+from worker.steps.regen import regenerate
+from worker.steps.sheets import SheetResult, lenient, plan_sheets, sheet_with_attempts
+from worker.steps.slots import Slot, finish_slots, slots_from_sheets
+
+__all__ = ["render_classic"]
+
+
+def _mark(slots: list[Slot], judged: list[Slot], outliers: dict[int, list[str]]) -> None:
+    for position, reasons in outliers.items():
+        slot = judged[position]
+        slot.reasons = reasons
+        slot.defect = slot.defect or "qa"
+
+
+async def render_classic(
+    ctx: RenderContext, inputs: Inputs, face: InputImage | None, passport: Passport | None, *, hybrid: bool
+) -> list[Slot]:
+    """The 12 finished slots of the classic (or hybrid) path.
+
+    Raises:
+        NoValidSheet: a sheet was never valid in ``FIGURE_SHEET_ATTEMPTS`` attempts.
+        RetryableJobError: a missing figure could not be drawn.
+        ProviderUnavailable, JobCostExceeded: from the chain.
+    """
+    s = ctx.settings
+    refs = [inputs.selfie, *([face] if face is not None else [])]
+    lock = ColourLock(passport.skin_tone_hex, passport.hair_color_hex) if hybrid and passport else None
+    plans = plan_sheets(s.sheet_layout, s.figure_sheet_aspect)
+
+    async def sheet(plan_index: int, extra: list[InputImage]) -> SheetResult | None:
+        return await sheet_with_attempts(
+            ctx,
+            plans[plan_index],
+            [*refs, *extra],
+            attempts=s.figure_sheet_attempts,
+            accept=lenient,
+            passport=passport,
+            colour_lock=lock,
+        )
+
+    first = await sheet(0, [])
+    if first is None:
+        raise NoValidSheet("sheet 0 never valid")
+    reference = encode_drawing(first.image[..., :3], "reference")
+    rest = await asyncio.gather(*(sheet(k, [reference]) for k in range(1, len(plans))))
+    results = [first, *rest]
+    if any(result is None for result in results):
+        raise NoValidSheet("a sheet after the first was never valid")
+    slots = slots_from_sheets(results)
+    if hybrid:
+        skin = hex_to_lab(passport.skin_tone_hex) if passport else None
+        hair = hex_to_lab(passport.hair_color_hex) if passport and passport.hair_color_hex else None
+        await hybrid_colours(ctx, slots, skin, hair)
+    await finish_slots(ctx, slots)
+    if hybrid:
+        judged = [slot for slot in slots if slot.outlined is not None]
+        _mark(
+            slots,
+            judged,
+            await identity_outliers(
+                ctx, inputs.selfie, [x.outlined for x in judged if x.outlined is not None]
+            ),
+        )
+    else:
+        per_sheet = [
+            [
+                slot
+                for slot in slots[plan.first_slot : plan.first_slot + plan.figures]
+                if slot.outlined is not None
+            ]
+            for plan in plans
+        ]
+        found = await asyncio.gather(
+            *(
+                identity_outliers(
+                    ctx,
+                    inputs.selfie,
+                    [x.outlined for x in judged if x.outlined is not None],
+                    kind="sheet_qa",
+                    grid=(plan.cols, plan.rows),
+                )
+                for plan, judged in zip(plans, per_sheet, strict=True)
+            )
+        )
+        for judged, outliers in zip(per_sheet, found, strict=True):
+            _mark(slots, judged, outliers)
+    await regenerate(ctx, slots, refs, qa_reference=inputs.selfie, passport=passport, colour_lock=lock)
+    return slots

@@ -1,0 +1,67 @@
+"""Consistency path (``CONSISTENCY_MODE=1``, spec/002): the anchor portrait is image 1 of every sheet,
+the sheets are asked for in parallel with a ``HARD LOCKS`` block; skin normalised to the anchor; one
+pack-level QA against the anchor; defects and outliers regenerated as single figures."""
+
+from __future__ import annotations
+
+import asyncio
+
+from worker.context import NoValidSheet, RenderContext
+from worker.providers.answers import Passport
+from worker.providers.base import InputImage
+from worker.steps.anchor import Anchor
+from worker.steps.colour import normalise_skin
+from worker.steps.inputs import Inputs
+from worker.steps.qa import identity_outliers
+from worker.steps.regen import regenerate
+from worker.steps.sheets import lenient, plan_sheets, sheet_with_attempts
+from worker.steps.slots import Slot, finish_slots, slots_from_sheets
+
+__all__ = ["render_consistency"]
+
+
+async def render_consistency(
+    ctx: RenderContext, inputs: Inputs, face: InputImage | None, passport: Passport | None, anchor: Anchor
+) -> list[Slot]:
+    """The 12 finished slots of the consistency path.
+
+    Raises:
+        NoValidSheet: a sheet was never valid in ``FIGURE_SHEET_ATTEMPTS`` attempts.
+        RetryableJobError: a missing figure could not be drawn.
+        ProviderUnavailable, JobCostExceeded: from the chain.
+    """
+    s = ctx.settings
+    refs = [anchor.image, inputs.selfie, *([face] if face is not None else [])]
+    plans = plan_sheets(s.sheet_layout, s.figure_sheet_aspect)
+    results = await asyncio.gather(
+        *(
+            sheet_with_attempts(
+                ctx,
+                plan,
+                refs,
+                attempts=s.figure_sheet_attempts,
+                accept=lenient,
+                passport=passport,
+                hard_locks=True,
+            )
+            for plan in plans
+        )
+    )
+    if any(result is None for result in results):
+        raise NoValidSheet(
+            f"sheets never valid: {[p.number for p, r in zip(plans, results, strict=True) if r is None]}"
+        )
+    slots = slots_from_sheets(results)
+    if anchor.skin is not None:
+        await normalise_skin(ctx, slots, anchor.skin)
+    await finish_slots(ctx, slots)
+    judged = [slot for slot in slots if slot.outlined is not None]
+    outliers = await identity_outliers(
+        ctx, anchor.image, [slot.outlined for slot in judged if slot.outlined is not None]
+    )
+    for position, reasons in outliers.items():
+        slot = judged[position]
+        slot.reasons = reasons
+        slot.defect = slot.defect or "qa"
+    await regenerate(ctx, slots, refs, qa_reference=anchor.image, passport=passport, hard_locks=True)
+    return slots
