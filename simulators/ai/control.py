@@ -1,0 +1,101 @@
+"""The control API under ``/sim/``: script faults, latency, imperfect sheets and QA answers; read the call
+log; reset. JSON in and out; a bad body is ``400 {"error": ...}``.
+
+- ``POST /sim/faults`` (body :class:`simulators.ai.state.FaultSpec`), ``GET /sim/faults``,
+  ``DELETE /sim/faults``.
+- ``POST /sim/latency`` ``{"seconds"}``: added to every call.
+- ``POST /sim/imperfections`` (body :class:`simulators.ai.state.ImperfectionSpec`): the next sheets.
+- ``POST /sim/qa`` ``{"outliers": [{"index", "reasons"}], "count"}``: the next QA answers.
+- ``POST /sim/verify`` ``{"mismatches": [...], "count"}``: the next anchor checks.
+- ``GET /sim/calls``: every call (provider, model, call, kind, size, aspect, images, roles, outcome).
+- ``POST /sim/reset``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
+
+from aiohttp import web
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from simulators.ai.state import FaultSpec, ImperfectionSpec, ScriptedAnswer, SimState
+
+__all__ = ["ControlApi"]
+
+ModelT = TypeVar("ModelT", bound=BaseModel)
+
+
+class LatencyIn(BaseModel):
+    """Body of ``POST /sim/latency``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    seconds: float = Field(ge=0, le=600)
+
+
+async def _body(request: web.Request, model: type[ModelT]) -> ModelT:
+    try:
+        return model.model_validate(await request.json())
+    except (ValueError, ValidationError) as exc:
+        raise web.HTTPBadRequest(
+            text=json.dumps({"error": str(exc)[:500]}), content_type="application/json"
+        ) from exc
+
+
+class ControlApi:
+    """The ``/sim/`` routes of one simulator state."""
+
+    def __init__(self, state: SimState) -> None:
+        self._state = state
+
+    def add_routes(self, router: web.UrlDispatcher) -> None:
+        """Register the control routes."""
+        routes: list[tuple[str, str, Callable[[web.Request], Awaitable[web.StreamResponse]]]] = [
+            ("POST", "/sim/faults", self.add_fault),
+            ("GET", "/sim/faults", self.faults),
+            ("DELETE", "/sim/faults", self.clear_faults),
+            ("POST", "/sim/latency", self.latency),
+            ("POST", "/sim/imperfections", self.imperfections),
+            ("POST", "/sim/qa", self.qa),
+            ("POST", "/sim/verify", self.verify),
+            ("GET", "/sim/calls", self.calls),
+            ("POST", "/sim/reset", self.reset),
+        ]
+        for method, path, handler in routes:
+            router.add_route(method, path, handler)
+
+    async def add_fault(self, request: web.Request) -> web.StreamResponse:
+        self._state.faults.append(await _body(request, FaultSpec))
+        return await self.faults(request)
+
+    async def faults(self, request: web.Request) -> web.StreamResponse:
+        return web.json_response([f.model_dump() for f in self._state.faults])
+
+    async def clear_faults(self, request: web.Request) -> web.StreamResponse:
+        self._state.faults.clear()
+        return web.json_response([])
+
+    async def latency(self, request: web.Request) -> web.StreamResponse:
+        self._state.latency_s = (await _body(request, LatencyIn)).seconds
+        return web.json_response({"seconds": self._state.latency_s})
+
+    async def imperfections(self, request: web.Request) -> web.StreamResponse:
+        self._state.imperfections.append(await _body(request, ImperfectionSpec))
+        return web.json_response([i.model_dump() for i in self._state.imperfections])
+
+    async def qa(self, request: web.Request) -> web.StreamResponse:
+        self._state.qa.append(await _body(request, ScriptedAnswer))
+        return web.json_response({"queued": len(self._state.qa)})
+
+    async def verify(self, request: web.Request) -> web.StreamResponse:
+        self._state.verify.append(await _body(request, ScriptedAnswer))
+        return web.json_response({"queued": len(self._state.verify)})
+
+    async def calls(self, request: web.Request) -> web.StreamResponse:
+        return web.json_response([c.model_dump() for c in self._state.calls])
+
+    async def reset(self, request: web.Request) -> web.StreamResponse:
+        self._state.reset()
+        return web.json_response({"ok": True})

@@ -1,0 +1,132 @@
+"""The Gemini API surface google-genai calls: ``POST /v1beta/models/{model}:generateContent``.
+
+The API key comes in ``x-goog-api-key`` (or ``?key=``). ``generationConfig.responseModalities`` holding
+``IMAGE`` makes an image call (``imageConfig.aspectRatio`` / ``imageSize``), otherwise a vision call
+answering JSON text. Answers are ``GenerateContentResponse`` JSON (``candidates[].content.parts[]`` with
+``inlineData`` or ``text``, ``finishReason``, ``usageMetadata``).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import uuid
+from typing import Any
+
+from aiohttp import web
+
+from simulators.ai.handling import Call, Served, serve_call
+from simulators.ai.state import SimState
+from simulators.ai.wire import gemini_error
+
+__all__ = ["GeminiApi"]
+
+_IMAGE_TOKENS = {"1K": 1290, "2K": 1290, "4K": 2000}
+
+
+def _b64(data: str) -> bytes:
+    """Standard or URL-safe base64 (google-genai sends URL-safe; the API takes both)."""
+    return base64.b64decode(data.replace("-", "+").replace("_", "/") + "=" * (-len(data) % 4))
+
+
+def _image_parts(body: dict[str, Any]) -> tuple[str, list[bytes]]:
+    texts: list[str] = []
+    images: list[bytes] = []
+    for content in body.get("contents", []):
+        for part in content.get("parts", []):
+            if "text" in part:
+                texts.append(str(part["text"]))
+            blob = part.get("inlineData") or part.get("inline_data")
+            if blob and blob.get("data"):
+                images.append(_b64(str(blob["data"])))
+    return "\n".join(texts), images
+
+
+def _response(
+    model: str, parts: list[dict[str, Any]], finish: str, prompt_tokens: int, out_tokens: int
+) -> dict[str, Any]:
+    candidate: dict[str, Any] = {"finishReason": finish, "index": 0}
+    if parts:
+        candidate["content"] = {"role": "model", "parts": parts}
+    return {
+        "candidates": [candidate],
+        "usageMetadata": {
+            "promptTokenCount": prompt_tokens,
+            "candidatesTokenCount": out_tokens,
+            "totalTokenCount": prompt_tokens + out_tokens,
+        },
+        "modelVersion": model,
+        "responseId": uuid.uuid4().hex[:20],
+    }
+
+
+class GeminiApi:
+    """The ``generateContent`` route bound to a simulator's state and drawing function."""
+
+    def __init__(self, state: SimState, serve: Served, accepts: Any) -> None:
+        self._state = state
+        self._serve = serve
+        self._accepts = accepts
+
+    def add_routes(self, router: web.UrlDispatcher) -> None:
+        """Register ``/v1beta/models/{model_action}`` (and ``/v1/…``)."""
+        router.add_post("/v1beta/models/{model_action}", self.generate_content)
+        router.add_post("/v1/models/{model_action}", self.generate_content)
+
+    async def generate_content(self, request: web.Request) -> web.StreamResponse:
+        """``models/{model}:generateContent``."""
+        model, _, action = request.match_info["model_action"].partition(":")
+        if action != "generateContent":
+            missing = {"code": 404, "message": f"method {action} not found", "status": "NOT_FOUND"}
+            return web.json_response({"error": missing}, status=404)
+        key = request.headers.get("x-goog-api-key") or request.query.get("key")
+        body = await request.json()
+        config = body.get("generationConfig", {})
+        prompt, images = _image_parts(body)
+        image_config = config.get("imageConfig", {})
+        is_image = "IMAGE" in [m.upper() for m in config.get("responseModalities", [])]
+        call = Call(
+            provider="gemini",
+            model=model,
+            call="image" if is_image else "vision",
+            prompt=prompt,
+            images=images,
+            size=image_config.get("imageSize"),
+            aspect=image_config.get("aspectRatio"),
+            authorised=self._accepts(key),
+        )
+        return await serve_call(
+            request, self._state, call, self._serve, render=self._render, error=gemini_error
+        )
+
+    @staticmethod
+    def _render(call: Call, kind: str, payload: bytes | dict[str, Any] | None) -> web.Response:
+        prompt_tokens = 258 * len(call.images) + len(call.prompt) // 4
+        if kind == "safety":
+            if call.call == "image":
+                return web.json_response(_response(call.model, [], "IMAGE_SAFETY", prompt_tokens, 0))
+            return web.json_response(
+                {
+                    "promptFeedback": {"blockReason": "SAFETY"},
+                    "usageMetadata": {"promptTokenCount": prompt_tokens},
+                }
+            )
+        if kind in ("no_image", "refusal"):
+            text = (
+                "I can't help with that image."
+                if call.call == "image"
+                else "Sorry, I cannot describe people."
+            )
+            finish = "STOP" if kind == "refusal" or call.call == "vision" else "NO_IMAGE"
+            return web.json_response(_response(call.model, [{"text": text}], finish, prompt_tokens, 12))
+        if isinstance(payload, bytes):
+            part = {"inlineData": {"mimeType": "image/png", "data": base64.b64encode(payload).decode()}}
+            return web.json_response(
+                _response(
+                    call.model, [part], "STOP", prompt_tokens, _IMAGE_TOKENS.get(call.size or "1K", 1290)
+                )
+            )
+        text = json.dumps(payload)
+        return web.json_response(
+            _response(call.model, [{"text": text}], "STOP", prompt_tokens, len(text) // 4)
+        )

@@ -1,0 +1,99 @@
+"""One call through the simulator, whatever the provider: check the key, apply latency and the queued
+fault, else draw or answer; every call is logged (``GET /sim/calls``)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from aiohttp import web
+
+from simulators.ai.state import CallRecord, SimState
+
+__all__ = ["Call", "ErrorShape", "Renderer", "Served", "serve_call"]
+
+_log = logging.getLogger(__name__)
+
+#: Answers a call with a result (``kind`` ``ok``) or a rendered failure (``safety``, ``no_image``,
+#: ``refusal``); ``payload`` is PNG bytes (image) or a JSON object (vision).
+Renderer = Callable[["Call", str, bytes | dict[str, Any] | None], web.StreamResponse]
+#: (fault kind, model, retry_after_s) → (HTTP status, JSON body, headers) in the provider's wire shape.
+ErrorShape = Callable[[str, str, float | None], tuple[int, dict[str, Any], dict[str, str]]]
+
+
+@dataclass
+class Call:
+    """A call as received: provider, model, ``image`` or ``vision``, the prompt and the images."""
+
+    provider: str
+    model: str
+    call: str
+    prompt: str
+    images: list[bytes]
+    size: str | None = None
+    aspect: str | None = None
+    authorised: bool = True
+
+
+#: Draws an image (PNG bytes) or answers a vision call (JSON object) for a call, filling in the record.
+Served = Callable[[Call, CallRecord], Awaitable[bytes | dict[str, Any]]]
+
+_RENDERED = frozenset({"no_image", "refusal"})
+
+
+async def serve_call(
+    request: web.Request,
+    state: SimState,
+    call: Call,
+    serve: Served,
+    *,
+    render: Renderer,
+    error: ErrorShape,
+) -> web.StreamResponse:
+    """Answer one call (see the module docstring)."""
+    record = state.log(
+        CallRecord(
+            at=state.now(),
+            provider=call.provider,
+            model=call.model,
+            call=call.call,
+            kind="?",
+            size=call.size,
+            aspect=call.aspect,
+            images=len(call.images),
+        )
+    )
+    if not call.authorised:
+        record.outcome = "auth"
+        status, body, headers = error("auth", call.model, None)
+        return web.json_response(body, status=status, headers=headers)
+    fault = state.take_fault(call.provider, call.call)
+    if state.latency_s:
+        await asyncio.sleep(state.latency_s)
+    if fault is not None:
+        record.outcome = fault.kind
+        if fault.kind == "timeout":
+            await asyncio.sleep(fault.delay_s)
+        elif fault.kind == "drop":
+            _log.info("dropping a %s call (injected fault)", call.provider)
+            if request.transport is not None:
+                request.transport.close()
+            return web.Response(status=500)
+        elif fault.kind in _RENDERED or (
+            fault.kind == "safety" and (call.provider == "gemini" or call.call == "vision")
+        ):
+            return render(call, fault.kind, None)
+        else:
+            status, body, headers = error(fault.kind, call.model, fault.retry_after_s)
+            return web.json_response(body, status=status, headers=headers)
+    try:
+        payload = await serve(call, record)
+    except ValueError as exc:
+        record.outcome = "invalid_argument"
+        return web.json_response(
+            {"error": {"code": 400, "message": str(exc), "status": "INVALID_ARGUMENT"}}, status=400
+        )
+    return render(call, "ok", payload)

@@ -1,0 +1,168 @@
+"""The OpenAI API surface the openai SDK calls: ``POST /v1/images/edits`` (multipart, one or more
+``image`` files), ``POST /v1/images/generations`` (JSON) and ``POST /v1/responses`` (JSON, vision with
+``input_image`` data URLs, answered as ``output_text``).
+
+The API key comes as ``Authorization: Bearer <key>``. Image answers are ``ImagesResponse`` JSON
+(``data[].b64_json``, ``size``, ``quality``, ``usage``); vision answers are ``Response`` objects.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import time
+import uuid
+from typing import Any
+
+from aiohttp import web
+
+from simulators.ai.handling import Call, Served, serve_call
+from simulators.ai.state import SimState
+from simulators.ai.wire import openai_error
+
+__all__ = ["OpenAIApi"]
+
+_ASPECT = {"1024x1024": "1:1", "1536x1024": "3:2", "1024x1536": "2:3"}
+
+
+def _bearer(request: web.Request) -> str | None:
+    header = request.headers.get("Authorization", "")
+    return header[7:].strip() if header.lower().startswith("bearer ") else None
+
+
+def _data_url_bytes(url: str) -> bytes | None:
+    if not url.startswith("data:") or "," not in url:
+        return None
+    return base64.b64decode(url.split(",", 1)[1])
+
+
+class OpenAIApi:
+    """The image and responses routes bound to a simulator's state and drawing function."""
+
+    def __init__(self, state: SimState, serve: Served, accepts: Any) -> None:
+        self._state = state
+        self._serve = serve
+        self._accepts = accepts
+
+    def add_routes(self, router: web.UrlDispatcher) -> None:
+        """Register ``/v1/images/edits``, ``/v1/images/generations`` and ``/v1/responses``."""
+        router.add_post("/v1/images/edits", self.images_edit)
+        router.add_post("/v1/images/generations", self.images_generate)
+        router.add_post("/v1/responses", self.responses)
+
+    async def images_edit(self, request: web.Request) -> web.StreamResponse:
+        """``images.edit``: multipart form with ``image`` (or ``image[]``) files and the prompt."""
+        form = await request.post()
+        images = [
+            field.file.read()
+            for name, field in form.items()
+            if name.startswith("image") and isinstance(field, web.FileField)
+        ]
+        return await self._image(request, dict(form), images)
+
+    async def images_generate(self, request: web.Request) -> web.StreamResponse:
+        """``images.generate``: JSON with the prompt and no images."""
+        return await self._image(request, await request.json(), [])
+
+    async def _image(
+        self, request: web.Request, fields: dict[str, Any], images: list[bytes]
+    ) -> web.StreamResponse:
+        size = str(fields.get("size", "1024x1024"))
+        quality = str(fields.get("quality", "auto"))
+        call = Call(
+            provider="openai",
+            model=str(fields.get("model", "gpt-image-2")),
+            call="image",
+            prompt=str(fields.get("prompt", "")),
+            images=images,
+            size="2K" if quality == "high" else "1K",
+            aspect=_ASPECT.get(size, "1:1"),
+            authorised=self._accepts(_bearer(request)),
+        )
+
+        def render(call: Call, kind: str, payload: bytes | dict[str, Any] | None) -> web.Response:
+            item: dict[str, Any] = {}
+            if isinstance(payload, bytes) and kind == "ok":
+                item["b64_json"] = base64.b64encode(payload).decode()
+            return web.json_response(
+                {
+                    "created": int(time.time()),
+                    "data": [item],
+                    "background": "opaque",
+                    "output_format": "png",
+                    "quality": quality,
+                    "size": size,
+                    "usage": {
+                        "input_tokens": 300 * len(call.images) + len(call.prompt) // 4,
+                        "output_tokens": 4160,
+                        "total_tokens": 4160 + 300 * len(call.images),
+                        "input_tokens_details": {
+                            "image_tokens": 300 * len(call.images),
+                            "text_tokens": len(call.prompt) // 4,
+                        },
+                    },
+                }
+            )
+
+        return await serve_call(request, self._state, call, self._serve, render=render, error=openai_error)
+
+    async def responses(self, request: web.Request) -> web.StreamResponse:
+        """``responses.create`` with text and ``input_image`` parts; answers JSON as ``output_text``."""
+        body = await request.json()
+        texts: list[str] = []
+        images: list[bytes] = []
+        for message in body.get("input", []) if isinstance(body.get("input"), list) else []:
+            for part in message.get("content", []) if isinstance(message, dict) else []:
+                if part.get("type") == "input_text":
+                    texts.append(str(part.get("text", "")))
+                elif part.get("type") == "input_image":
+                    data = _data_url_bytes(str(part.get("image_url", "")))
+                    if data is not None:
+                        images.append(data)
+        call = Call(
+            provider="openai",
+            model=str(body.get("model", "gpt-5-mini")),
+            call="vision",
+            prompt="\n".join(texts),
+            images=images,
+            authorised=self._accepts(_bearer(request)),
+        )
+
+        def render(call: Call, kind: str, payload: bytes | dict[str, Any] | None) -> web.Response:
+            content: list[dict[str, Any]]
+            if kind in ("refusal", "safety"):
+                content = [{"type": "refusal", "refusal": "I'm sorry, I can't help with that."}]
+            elif kind == "no_image":
+                content = [{"type": "output_text", "text": "The person looks happy.", "annotations": []}]
+            else:
+                content = [{"type": "output_text", "text": json.dumps(payload), "annotations": []}]
+            return web.json_response(
+                {
+                    "id": f"resp_{uuid.uuid4().hex}",
+                    "object": "response",
+                    "created_at": int(time.time()),
+                    "status": "completed",
+                    "model": call.model,
+                    "output": [
+                        {
+                            "id": f"msg_{uuid.uuid4().hex}",
+                            "type": "message",
+                            "status": "completed",
+                            "role": "assistant",
+                            "content": content,
+                        }
+                    ],
+                    "parallel_tool_calls": True,
+                    "tool_choice": "auto",
+                    "tools": [],
+                    "usage": {
+                        "input_tokens": 800 * len(call.images) + len(call.prompt) // 4,
+                        "output_tokens": 60,
+                        "total_tokens": 860 * max(1, len(call.images)),
+                        "input_tokens_details": {"cached_tokens": 0},
+                        "output_tokens_details": {"reasoning_tokens": 0},
+                    },
+                }
+            )
+
+        return await serve_call(request, self._state, call, self._serve, render=render, error=openai_error)

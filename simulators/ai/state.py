@@ -1,0 +1,163 @@
+"""What the simulator remembers and what tests script: queued faults, latency, imperfect sheets, scripted
+QA and anchor-check answers, and the log of calls.
+
+Fault kinds (each answered in the provider's real wire shape, :mod:`simulators.ai.wire`):
+
+- ``rate_limit`` (429; ``retry_after_s`` becomes Gemini's ``RetryInfo.retryDelay`` / OpenAI's
+  ``retry-after`` header and "Please try again in …s"), ``quota_day`` (429 on a per-day quota),
+- ``credit`` (Gemini: 429 "prepayment credits are depleted"; OpenAI: 429 ``insufficient_quota``),
+  ``payment_required`` (HTTP 402), ``billing_hard_limit`` (OpenAI's 400 ``billing_hard_limit_reached``),
+- ``auth`` (Gemini: 400 ``API_KEY_INVALID``; OpenAI: 401 ``invalid_api_key``), ``forbidden`` (403),
+- ``outage`` (500), ``overloaded`` (503 "overloaded"), ``drop`` (the connection is closed unanswered),
+- ``timeout`` (the answer comes after ``delay_s``: the client gives up first),
+- ``safety`` (Gemini: 200 with ``finishReason`` ``IMAGE_SAFETY`` and no image; OpenAI: 400
+  ``moderation_blocked``), ``no_image`` (200 without an image / without a JSON answer), ``refusal``
+  (a vision answer that refuses).
+
+Imperfections of the next sheets (:mod:`simulators.ai.imperfect`): ``off_green``, ``shaded``,
+``touching``, ``missing``, ``edge_cut``.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Literal, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = [
+    "CallRecord",
+    "FaultKind",
+    "FaultSpec",
+    "Imperfection",
+    "ImperfectionSpec",
+    "ScriptedAnswer",
+    "SimState",
+]
+
+FaultKind = Literal[
+    "rate_limit",
+    "quota_day",
+    "credit",
+    "payment_required",
+    "billing_hard_limit",
+    "auth",
+    "forbidden",
+    "outage",
+    "overloaded",
+    "drop",
+    "timeout",
+    "safety",
+    "no_image",
+    "refusal",
+]
+Imperfection = Literal["off_green", "shaded", "touching", "missing", "edge_cut"]
+Provider = Literal["gemini", "openai", "*"]
+CallType = Literal["image", "vision", "*"]
+SpecT = TypeVar("SpecT", bound=BaseModel)
+
+
+class FaultSpec(BaseModel):
+    """One queued fault: the next ``count`` calls of ``call`` type to ``provider`` fail as ``kind``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: FaultKind
+    provider: Provider = "*"
+    call: CallType = "*"
+    count: int = Field(1, ge=1)
+    retry_after_s: float | None = Field(None, ge=0)
+    delay_s: float = Field(0.0, ge=0, le=600)
+
+    def matches(self, provider: str, call: str) -> bool:
+        """Whether this fault applies to a ``call`` (``image``/``vision``) to ``provider``."""
+        return self.provider in ("*", provider) and self.call in ("*", call)
+
+
+class ImperfectionSpec(BaseModel):
+    """The next ``count`` sheets (image calls with more than one cell) come out with ``kinds``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kinds: list[Imperfection] = Field(min_length=1)
+    count: int = Field(1, ge=1)
+
+
+class ScriptedAnswer(BaseModel):
+    """The next ``count`` QA answers (``outliers``) or anchor checks (``mismatches``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    outliers: list[dict[str, Any]] = Field(default_factory=list)
+    mismatches: list[str] = Field(default_factory=list)
+    count: int = Field(1, ge=1)
+
+
+class CallRecord(BaseModel):
+    """One call as the simulator saw it."""
+
+    at: float
+    provider: str
+    model: str
+    call: str
+    kind: str
+    size: str | None = None
+    aspect: str | None = None
+    images: int = 0
+    roles: list[str] = Field(default_factory=list)
+    outcome: str = "ok"
+
+
+class SimState:
+    """The mutable state behind one simulator app."""
+
+    def __init__(self, latency_s: float = 0.0) -> None:
+        self.default_latency_s = latency_s
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget every script and call."""
+        self.latency_s = self.default_latency_s
+        self.faults: list[FaultSpec] = []
+        self.imperfections: list[ImperfectionSpec] = []
+        self.qa: list[ScriptedAnswer] = []
+        self.verify: list[ScriptedAnswer] = []
+        self.calls: list[CallRecord] = []
+
+    @staticmethod
+    def _take(queue: list[SpecT], accept: Any = None) -> SpecT | None:
+        for item in queue:
+            if accept is None or accept(item):
+                counted: Any = item  # every queued spec has a ``count``
+                counted.count -= 1
+                if counted.count <= 0:
+                    queue.remove(item)
+                return item
+        return None
+
+    def take_fault(self, provider: str, call: str) -> FaultSpec | None:
+        """The fault for this call, if one is queued (counted down)."""
+        return self._take(self.faults, lambda f: f.matches(provider, call))
+
+    def take_imperfections(self) -> list[Imperfection]:
+        """The imperfections of the next sheet, if any are queued."""
+        spec = self._take(self.imperfections)
+        return list(spec.kinds) if spec else []
+
+    def take_qa(self) -> ScriptedAnswer | None:
+        """A scripted QA answer, if one is queued."""
+        return self._take(self.qa)
+
+    def take_verify(self) -> ScriptedAnswer | None:
+        """A scripted anchor check, if one is queued."""
+        return self._take(self.verify)
+
+    def log(self, record: CallRecord) -> CallRecord:
+        """Remember a call."""
+        self.calls.append(record)
+        return record
+
+    @staticmethod
+    def now() -> float:
+        """Wall-clock seconds (the ``at`` of call records)."""
+        return time.time()
