@@ -14,7 +14,7 @@ from fastapi import FastAPI, Request, Response
 from fastapi.middleware.cors import CORSMiddleware
 from starlette.middleware.base import RequestResponseEndpoint
 
-from ingest.api import admin_jobs, admin_leads, errors, kiosk, landing, leads, ops
+from ingest.api import admin_jobs, admin_leads, errors, kiosk, landing, leads, ops, pages
 from ingest.context import IngestContext
 from ingest.ratelimit import RateLimiter
 from ingest.settings import IngestSettings
@@ -71,6 +71,7 @@ def create_app(
     app.include_router(kiosk.router)
     app.include_router(admin_leads.router)
     app.include_router(admin_jobs.router)
+    app.include_router(pages.router)
     if settings.leads_enabled:
         app.include_router(leads.router)
         app.include_router(landing.router)

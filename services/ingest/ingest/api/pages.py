@@ -1,0 +1,99 @@
+"""The kiosk page (``GET /kiosk``) and the admin page (``GET /admin``): static files served by ingest.
+
+Each page is one HTML file plus its script and stylesheet under ``ingest/static/<page>/``, fetched as
+``/<page>/assets/<name>``. No build step, no framework; the pages call the JSON API of the same origin
+(DESIGN.md §4 kiosk, §1 and §12 admin page behind the token, which the admin page asks for itself).
+
+Every answer carries a strict ``Content-Security-Policy`` (scripts and styles only from this origin, no
+inline code; images also from ``data:`` for the session's QR code and ``blob:`` for the photo preview) and
+``Cache-Control: no-cache`` with an ``ETag``: a tablet revalidates on every load and gets ``304`` while the
+files are unchanged, so a deploy reaches every kiosk on its next reload.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from importlib import resources
+from typing import Annotated, Literal
+
+from fastapi import APIRouter, Header, Path, Response
+
+from ingest.api.errors import ApiError
+
+router = APIRouter()
+_STATIC = resources.files("ingest") / "static"
+_TYPES = {
+    "html": "text/html; charset=utf-8",
+    "js": "text/javascript; charset=utf-8",
+    "css": "text/css; charset=utf-8",
+    "svg": "image/svg+xml",
+}
+CSP = "; ".join(
+    (
+        "default-src 'none'",
+        "script-src 'self'",
+        "style-src 'self'",
+        "img-src 'self' data: blob:",
+        "connect-src 'self'",
+        "media-src 'self' blob: mediastream:",
+        "base-uri 'none'",
+        "form-action 'none'",
+        "frame-ancestors 'none'",
+    )
+)
+# The kiosk page needs the front camera (getUserMedia); the admin page needs no device at all.
+_PERMISSIONS = {
+    "kiosk": "camera=(self), microphone=(), geolocation=()",
+    "admin": "camera=(), microphone=(), geolocation=()",
+}
+Page = Literal["kiosk", "admin"]
+AssetName = Annotated[str, Path(pattern=r"^[a-z0-9][a-z0-9_-]{0,63}\.(js|css|svg)$")]
+IfNoneMatch = Annotated[str | None, Header()]
+
+
+def _serve(page: Page, name: str, if_none_match: str | None) -> Response:
+    """Answer with ``static/<page>/<name>``: 200 with the bytes, or 304 when ``If-None-Match`` matches.
+
+    Raises:
+        ApiError: 404 ``not_found`` when the file does not exist.
+    """
+    file = _STATIC / page / name
+    if not file.is_file():
+        raise ApiError(404, "not_found", f"/{page}/assets/{name} does not exist")
+    body = file.read_bytes()
+    etag = f'"{hashlib.sha256(body).hexdigest()[:32]}"'
+    headers = {
+        "Cache-Control": "no-cache",
+        "ETag": etag,
+        "Content-Security-Policy": CSP,
+        "Permissions-Policy": _PERMISSIONS[page],
+        "Referrer-Policy": "no-referrer",
+        "X-Content-Type-Options": "nosniff",
+    }
+    if if_none_match is not None and etag in {t.strip() for t in if_none_match.split(",")}:
+        return Response(status_code=304, headers=headers)
+    return Response(body, media_type=_TYPES[name.rpartition(".")[2]], headers=headers)
+
+
+@router.get("/kiosk")
+async def kiosk_page(if_none_match: IfNoneMatch = None) -> Response:
+    """The kiosk tablet's page; ``?station=<name>`` names the station its sessions are opened for."""
+    return _serve("kiosk", "index.html", if_none_match)
+
+
+@router.get("/kiosk/assets/{name}")
+async def kiosk_asset(name: AssetName, if_none_match: IfNoneMatch = None) -> Response:
+    """The kiosk page's script and stylesheet."""
+    return _serve("kiosk", name, if_none_match)
+
+
+@router.get("/admin")
+async def admin_page(if_none_match: IfNoneMatch = None) -> Response:
+    """The operators' page over the ``/admin/*`` JSON API; it asks for ``ADMIN_TOKEN`` itself."""
+    return _serve("admin", "index.html", if_none_match)
+
+
+@router.get("/admin/assets/{name}")
+async def admin_asset(name: AssetName, if_none_match: IfNoneMatch = None) -> Response:
+    """The admin page's script and stylesheet."""
+    return _serve("admin", name, if_none_match)

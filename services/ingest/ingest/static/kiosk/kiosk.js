@@ -1,0 +1,605 @@
+/* Sticker Booth kiosk page: session QR code → outfit → camera → upload → live status.
+ *
+ * Retry rules (DESIGN.md §4, spec/000 "Kiosk"): the outfit list is retried 1 s doubling to 10 s until it
+ * loads; an upload is retried 3 times after 1, 2, 3 s on a network error or a 5xx, always with the capture
+ * id made once per photo (the server is idempotent per capture id); the session status is polled every
+ * 1 s for as long as the session exists, and a network error only shows the offline badge. A 503
+ * "maintenance" shows the break screen, which keeps probing and carries on by itself.
+ * Staff reset: hold the top-left corner for 3 s. Query string: ?station=<name>&lang=en|ru.
+ */
+"use strict";
+
+(() => {
+  const TIMING = {
+    pollMs: 1000,
+    outfitRetryFirstMs: 1000,
+    outfitRetryMaxMs: 10000,
+    uploadRetryMs: [1000, 2000, 3000],
+    actionRetryMs: [1000, 2000, 3000],
+    breakProbeMs: 3000,
+    requestTimeoutMs: 10000,
+    uploadTimeoutMs: 60000,
+    idleMs: 90000,
+    generatingMs: 180000,
+    doneMs: 20000,
+    failedMs: 45000,
+    resetHoldMs: 3000,
+  };
+  // Screens that go back to the start after this long without a touch (ms); the others wait.
+  const AUTO_RETURN = {
+    outfits: TIMING.idleMs, camera: TIMING.idleMs, review: TIMING.idleMs, refused: TIMING.idleMs,
+    "send-failed": TIMING.idleMs, generating: TIMING.generatingMs, done: TIMING.doneMs,
+    failed: TIMING.failedMs,
+  };
+  const RETAKE_CODES = new Set([
+    "no_face", "corrupt_image", "empty_file", "unsupported_format", "file_too_large", "too_many_pixels",
+  ]);
+
+  const TEXT = {
+    en: {
+      brand: "Sticker Booth", offline: "Offline — reconnecting…",
+      welcome_title: "Turn your selfie into stickers!",
+      welcome_lead: "12 cartoon stickers of you, sent straight to Telegram.",
+      step_scan: "Scan the code with your phone camera", step_start: "Press Start in Telegram",
+      step_pose: "Pick an outfit and smile",
+      welcome_waiting: "Scan with your phone camera and press Start in Telegram",
+      welcome_opening: "Getting the booth ready…",
+      outfits_title: "You're connected! Pick your outfit", outfits_loading: "Loading outfits…",
+      camera_off: "The camera is not available here. Choose a photo instead.",
+      camera_hint: "Look into the camera and smile!",
+      back: "Back", shoot: "Take photo", pick: "Choose a photo",
+      review_title: "Looking good?", review_ready: "Your photo is ready to send.",
+      retake: "Retake", send: "Send it!", sending: "Sending your photo…",
+      retrying: "Connection hiccup — trying again ({n} of {total})…",
+      send_failed_title: "We couldn't send your photo",
+      send_failed_text: "The booth has lost its connection. Your photo is kept — try again in a moment.",
+      try_again: "Try again", generating_title: "Generating…",
+      generating_text: "Your stickers will arrive in Telegram in a few minutes. "
+        + "You can walk away — the link comes to your chat.",
+      step_queued: "Photo received", step_processing: "Drawing your stickers",
+      step_delivering: "Packing them for Telegram", next_guest: "Next guest",
+      done_title: "Done! Check Telegram",
+      done_text: "Your sticker pack is waiting in the chat with our bot. Tap the link to add it.",
+      failed_title: "Sorry, that didn't work",
+      failed_text: "Something went wrong with your stickers. Our staff at the booth will help you.",
+      try_another: "Try another photo", break_title: "We're taking a short break",
+      break_text: "The booth will be back in a few minutes. This screen carries on by itself.",
+      back_in: "Back to the start in {s} s", captures_left: "Photos left for this visit: {n}",
+      choose_failed: "Couldn't save your choice — tap again.",
+      title_no_face: "We couldn't see your face", title_photo: "That photo didn't work",
+      title_capture_limit: "That's all the photos for this visit", title_other: "Something's not right",
+      start_over: "Start over",
+    },
+    ru: {
+      brand: "Sticker Booth", offline: "Нет связи — переподключаемся…",
+      welcome_title: "Превратим твоё селфи в стикеры!",
+      welcome_lead: "12 мультяшных стикеров с тобой — прямо в Telegram.",
+      step_scan: "Отсканируй код камерой телефона", step_start: "Нажми «Запустить» в Telegram",
+      step_pose: "Выбери костюм и улыбнись",
+      welcome_waiting: "Отсканируй код камерой телефона и нажми «Запустить» в Telegram",
+      welcome_opening: "Готовим стойку…",
+      outfits_title: "Готово! Выбери костюм", outfits_loading: "Загружаем костюмы…",
+      camera_off: "Камера здесь недоступна. Выбери фото.",
+      camera_hint: "Смотри в камеру и улыбайся!",
+      back: "Назад", shoot: "Сфотографировать", pick: "Выбрать фото",
+      review_title: "Нравится?", review_ready: "Фото готово к отправке.",
+      retake: "Переснять", send: "Отправить!", sending: "Отправляем фото…",
+      retrying: "Связь подвела — пробуем ещё раз ({n} из {total})…",
+      send_failed_title: "Не получилось отправить фото",
+      send_failed_text: "У стойки пропала связь. Фото сохранено — попробуй ещё раз чуть позже.",
+      try_again: "Попробовать ещё", generating_title: "Генерируем…",
+      generating_text: "Стикеры придут в Telegram через несколько минут. "
+        + "Можно идти — ссылка придёт в чат.",
+      step_queued: "Фото получено", step_processing: "Рисуем стикеры",
+      step_delivering: "Упаковываем для Telegram", next_guest: "Следующий гость",
+      done_title: "Готово! Загляни в Telegram",
+      done_text: "Набор стикеров ждёт в чате с нашим ботом. Нажми на ссылку, чтобы добавить его.",
+      failed_title: "Извини, не получилось",
+      failed_text: "Со стикерами что-то пошло не так. Сотрудники стойки тебе помогут.",
+      try_another: "Другое фото", break_title: "У нас небольшой перерыв",
+      break_text: "Стойка вернётся через несколько минут. Экран продолжит сам.",
+      back_in: "Возврат к началу через {s} с", captures_left: "Осталось фото: {n}",
+      choose_failed: "Не удалось сохранить выбор — нажми ещё раз.",
+      title_no_face: "Не видно лица", title_photo: "Это фото не подошло",
+      title_capture_limit: "Фото для этой сессии закончились", title_other: "Что-то пошло не так",
+      start_over: "Начать заново",
+      code_no_face: "Не нашли лицо на фото. Встань прямо перед камерой и попробуй ещё раз.",
+      code_corrupt_image: "Файл фото повреждён. Сделай новое фото.",
+      code_unsupported_format: "Этот формат не подходит: нужен JPEG, PNG, WebP или HEIC.",
+      code_file_too_large: "Фото слишком большое. Сделай новое фото.",
+      code_too_many_pixels: "Фото слишком большое. Сделай новое фото.",
+      code_capture_limit: "За одну сессию можно сделать не больше двух фото.",
+      outfit_astronaut: "Космонавт", outfit_chef: "Шеф-повар", outfit_cowboy: "Ковбой",
+      outfit_pirate: "Капитан пиратов", outfit_superhero: "Супергерой", outfit_wizard: "Волшебник",
+    },
+  };
+
+  const $ = (id) => document.getElementById(id);
+  const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+  const params = new URLSearchParams(location.search);
+  const defaultLang = params.get("lang") === "ru" ? "ru" : "en";
+  const state = {
+    station: (params.get("station") || "kiosk").replace(/[^A-Za-z0-9_.-]/g, "-").slice(0, 64) || "kiosk",
+    lang: defaultLang, screen: "welcome", epoch: 0, session: null, status: null, outfits: null,
+    outfitId: null, jobId: null, photo: null, stream: null, refusal: null, timer: null, ticker: null,
+  };
+  const STALE = new Error("the session was reset");
+
+  function t(key, values = {}) {
+    const raw = TEXT[state.lang][key] ?? TEXT.en[key] ?? key;
+    return raw.replace(/\{(\w+)\}/g, (_, name) => String(values[name] ?? ""));
+  }
+
+  function setLang(lang) {
+    state.lang = lang;
+    document.documentElement.lang = lang;
+    $("lang").textContent = lang === "en" ? "RU" : "EN";
+    for (const el of document.querySelectorAll("[data-i18n]")) el.textContent = t(el.dataset.i18n);
+    $("welcome-status").textContent = t(state.session ? "welcome_waiting" : "welcome_opening");
+    renderOutfits();
+    if (state.refusal) renderRefusal(state.refusal);
+    renderCapturesNote();
+  }
+
+  /* ---- HTTP: errors as two classes; the offline badge follows the last request. ---- */
+
+  class NetworkError extends Error {}
+  class HttpError extends Error {
+    constructor(status, code, message) {
+      super(message);
+      this.status = status;
+      this.code = code;
+    }
+    get maintenance() { return this.status === 503 && this.code === "maintenance"; }
+    get retryable() { return this.status >= 500 && !this.maintenance; }
+  }
+
+  function setOnline(online) { $("offline").hidden = online; }
+
+  async function api(method, path, { json, form, timeoutMs = TIMING.requestTimeoutMs } = {}) {
+    const abort = new AbortController();
+    const timer = setTimeout(() => abort.abort(), timeoutMs);
+    const init = { method, signal: abort.signal, cache: "no-store", headers: {} };
+    if (json !== undefined) {
+      init.headers["Content-Type"] = "application/json";
+      init.body = JSON.stringify(json);
+    }
+    if (form !== undefined) init.body = form;
+    let response;
+    let body = null;
+    try {
+      response = await fetch(path, init);
+      body = await response.json().catch(() => null);
+    } catch (err) {
+      setOnline(false);
+      throw new NetworkError(String(err));
+    } finally {
+      clearTimeout(timer);
+    }
+    setOnline(response.status !== 502 && response.status !== 504);
+    if (!response.ok) {
+      const error = (body && body.error) || {};
+      throw new HttpError(response.status, error.code || `http_${response.status}`, error.message || "");
+    }
+    return body;
+  }
+
+  /* Run `call` until it answers: network errors and 5xx are retried after each of `delaysMs`, a 503
+   * maintenance waits on the break screen (probing with `probe`) and then runs `call` again. Rejects with
+   * a 4xx HttpError at once, with the last error once the delays are spent, or with STALE after a reset. */
+  async function persist(call, alive, { delaysMs, probe = call, onRetry = () => {} }) {
+    let attempt = 0;
+    for (;;) {
+      try {
+        return await call();
+      } catch (err) {
+        if (!alive()) throw STALE;
+        if (err instanceof HttpError && err.maintenance) {
+          await waitOutBreak(alive, probe);
+          attempt = 0;
+          continue;
+        }
+        const retryable = err instanceof NetworkError || (err instanceof HttpError && err.retryable);
+        if (!retryable || attempt >= delaysMs.length) throw err;
+        onRetry(attempt + 1, delaysMs.length);
+        await sleep(delaysMs[attempt]);
+        attempt += 1;
+        if (!alive()) throw STALE;
+      }
+    }
+  }
+
+  async function waitOutBreak(alive, probe) {
+    const back = state.screen;
+    show("break");
+    for (;;) {
+      await sleep(TIMING.breakProbeMs);
+      if (!alive()) throw STALE;
+      try {
+        await probe();
+        break;
+      } catch (err) {
+        if (!(err instanceof HttpError) || err.maintenance || err.retryable) continue;
+        break; // another refusal: let the caller meet it
+      }
+    }
+    show(back);
+  }
+
+  /* ---- Screens and timers. ---- */
+
+  function show(name) {
+    state.screen = name;
+    document.body.dataset.screen = name;
+    for (const section of document.querySelectorAll("section.screen")) {
+      section.hidden = section.dataset.screen !== name;
+    }
+    if (name !== "camera") stopCamera();
+    armTimer();
+  }
+
+  function armTimer() {
+    clearTimeout(state.timer);
+    clearInterval(state.ticker);
+    const ms = state.screen === "break" && state.session ? TIMING.idleMs : AUTO_RETURN[state.screen];
+    if (!ms) return;
+    const deadline = Date.now() + ms;
+    state.timer = setTimeout(startOver, ms);
+    const note = { done: $("done-note"), failed: $("failed-note") }[state.screen];
+    if (!note) return;
+    const tick = () => { note.textContent = t("back_in", { s: Math.ceil((deadline - Date.now()) / 1000) }); };
+    tick();
+    state.ticker = setInterval(tick, 1000);
+  }
+
+  function startOver() {
+    state.epoch += 1;
+    const alive = current();
+    releasePhoto();
+    Object.assign(state, { session: null, status: null, outfitId: null, jobId: null, refusal: null });
+    setLang(defaultLang);
+    $("qr").hidden = true;
+    $("qr-wait").hidden = false;
+    show("welcome");
+    openSession(alive);
+  }
+
+  function current() {
+    const epoch = state.epoch;
+    return () => epoch === state.epoch;
+  }
+
+  /* ---- Session and status poll. ---- */
+
+  async function openSession(alive) {
+    let delay = TIMING.outfitRetryFirstMs;
+    for (;;) {
+      try {
+        const session = await api("POST", "/sessions", { json: { station: state.station } });
+        if (!alive()) return;
+        state.session = session;
+        const qr = $("qr");
+        qr.src = session.qr_svg;
+        qr.dataset.deepLink = session.deep_link;
+        qr.hidden = false;
+        $("qr-wait").hidden = true;
+        $("welcome-status").textContent = t("welcome_waiting");
+        if (state.screen === "break") show("welcome");
+        poll(alive);
+        return;
+      } catch (err) {
+        if (!alive()) return;
+        if (err instanceof HttpError && err.maintenance) {
+          if (state.screen !== "break") show("break");
+          await sleep(TIMING.breakProbeMs);
+        } else {
+          await sleep(delay);
+          delay = Math.min(delay * 2, TIMING.outfitRetryMaxMs);
+        }
+      }
+    }
+  }
+
+  async function poll(alive) {
+    while (alive()) {
+      try {
+        const status = await api("GET", `/sessions/${state.session.id}`);
+        if (alive()) onStatus(status);
+      } catch (err) {
+        if (alive() && err instanceof HttpError && err.status === 404) return startOver();
+      }
+      await sleep(TIMING.pollMs);
+    }
+  }
+
+  function onStatus(status) {
+    state.status = status;
+    if (state.screen === "welcome" && status.telegram_linked) {
+      show("outfits");
+      renderOutfits();
+    } else if (state.screen === "generating") {
+      const job = status.jobs.find((j) => j.id === state.jobId);
+      if (!job) return;
+      renderProgress(job.status);
+      if (job.status === "delivered") show("done");
+      if (job.status === "failed") {
+        $("failed-again").hidden = status.captures_left < 1;
+        show("failed");
+      }
+    }
+  }
+
+  /* ---- Outfits: loaded once at start, retried 1 s doubling to 10 s until they come. ---- */
+
+  async function loadOutfits() {
+    let delay = TIMING.outfitRetryFirstMs;
+    for (;;) {
+      try {
+        state.outfits = await api("GET", "/outfits");
+        renderOutfits();
+        return;
+      } catch {
+        await sleep(delay);
+        delay = Math.min(delay * 2, TIMING.outfitRetryMaxMs);
+      }
+    }
+  }
+
+  function outfitTitle(outfit) {
+    return state.lang === "en" ? outfit.title : (TEXT[state.lang][`outfit_${outfit.id}`] ?? outfit.title);
+  }
+
+  function renderOutfits() {
+    $("outfits-note").textContent = state.outfits ? "" : t("outfits_loading");
+    if (!state.outfits) return;
+    const grid = $("outfit-grid");
+    const preview = $("preview");
+    grid.replaceChildren();
+    preview.replaceChildren();
+    for (const outfit of state.outfits) {
+      const button = document.createElement("button");
+      button.type = "button";
+      button.className = "outfit";
+      button.dataset.outfit = outfit.id;
+      const img = document.createElement("img");
+      img.src = outfit.thumbnail_url;
+      img.alt = "";
+      const label = document.createElement("span");
+      label.textContent = outfitTitle(outfit);
+      button.append(img, label);
+      button.addEventListener("click", () => chooseOutfit(outfit.id));
+      grid.append(button);
+      preview.append(Object.assign(document.createElement("img"), { src: outfit.thumbnail_url, alt: "" }));
+    }
+  }
+
+  async function chooseOutfit(outfitId) {
+    const alive = current();
+    const buttons = [...document.querySelectorAll(".outfit")];
+    buttons.forEach((b) => { b.disabled = true; b.classList.toggle("chosen", b.dataset.outfit === outfitId); });
+    const put = () => api("PUT", `/sessions/${state.session.id}/outfit`, { json: { outfit_id: outfitId } });
+    try {
+      state.status = await persist(put, alive, { delaysMs: TIMING.actionRetryMs });
+      state.outfitId = outfitId;
+      openCamera();
+    } catch (err) {
+      if (err === STALE) return;
+      if (err instanceof HttpError) return refuse(err);
+      $("outfits-note").textContent = t("choose_failed");
+    } finally {
+      buttons.forEach((b) => { b.disabled = false; b.classList.remove("chosen"); });
+    }
+  }
+
+  /* ---- Camera (front, 3-2-1) with a file-input fallback. ---- */
+
+  async function openCamera() {
+    const alive = current();
+    show("camera");
+    renderCapturesNote();
+    $("shoot").disabled = true;
+    $("camera-off").hidden = true;
+    $("video").hidden = false;
+    try {
+      const stream = await navigator.mediaDevices.getUserMedia({
+        video: { facingMode: "user", width: { ideal: 1280 }, height: { ideal: 960 } }, audio: false,
+      });
+      if (!alive() || state.screen !== "camera") return stream.getTracks().forEach((track) => track.stop());
+      state.stream = stream;
+      const video = $("video");
+      video.srcObject = stream;
+      video.classList.add("mirrored");
+      $("shoot").disabled = false;
+    } catch {
+      // No camera, no permission, or not a secure context: the file input opens the tablet's camera app.
+      $("video").hidden = true;
+      $("camera-off").hidden = false;
+    }
+  }
+
+  function stopCamera() {
+    if (!state.stream) return;
+    state.stream.getTracks().forEach((track) => track.stop());
+    state.stream = null;
+    $("video").srcObject = null;
+  }
+
+  function renderCapturesNote() {
+    const s = state.status;
+    $("captures-note").textContent = s && s.captures > 0 ? t("captures_left", { n: s.captures_left }) : "";
+  }
+
+  async function shoot() {
+    const alive = current();
+    const countdown = $("countdown");
+    $("shoot").disabled = true;
+    for (let n = 3; n > 0; n -= 1) {
+      countdown.textContent = String(n);
+      countdown.hidden = false;
+      countdown.classList.remove("tick");
+      void countdown.offsetWidth; // restart the animation
+      countdown.classList.add("tick");
+      await sleep(1000);
+      if (!alive() || state.screen !== "camera" || !state.stream) {
+        countdown.hidden = true;
+        return;
+      }
+    }
+    countdown.hidden = true;
+    const flash = $("flash");
+    flash.classList.remove("on");
+    void flash.offsetWidth;
+    flash.classList.add("on");
+    const video = $("video");
+    const scale = Math.min(1, 1600 / Math.max(video.videoWidth, video.videoHeight));
+    const canvas = document.createElement("canvas");
+    canvas.width = Math.round(video.videoWidth * scale);
+    canvas.height = Math.round(video.videoHeight * scale);
+    canvas.getContext("2d").drawImage(video, 0, 0, canvas.width, canvas.height);
+    const blob = await new Promise((resolve) => canvas.toBlob(resolve, "image/jpeg", 0.92));
+    if (!alive()) return;
+    $("shoot").disabled = false;
+    if (blob) review(blob, "selfie.jpg", true);
+  }
+
+  function newCaptureId() {
+    const bytes = crypto.getRandomValues(new Uint8Array(12));
+    return `cap-${[...bytes].map((b) => b.toString(16).padStart(2, "0")).join("")}`;
+  }
+
+  function review(blob, name, mirrored) {
+    releasePhoto();
+    state.photo = { blob, name, captureId: newCaptureId(), url: URL.createObjectURL(blob) };
+    const img = $("review-img");
+    img.hidden = false;
+    $("review-fallback").hidden = true;
+    img.classList.toggle("mirrored", mirrored);
+    img.src = state.photo.url;
+    show("review");
+  }
+
+  function releasePhoto() {
+    if (state.photo) URL.revokeObjectURL(state.photo.url);
+    state.photo = null;
+  }
+
+  /* ---- Upload: same capture id on every retry. ---- */
+
+  async function sendPhoto() {
+    const alive = current();
+    const photo = state.photo;
+    if (!photo) return;
+    $("sending-note").textContent = "";
+    show("sending");
+    const upload = () => {
+      const form = new FormData();
+      form.append("capture_id", photo.captureId);
+      form.append("photo", photo.blob, photo.name);
+      return api("POST", `/sessions/${state.session.id}/photo`, { form, timeoutMs: TIMING.uploadTimeoutMs });
+    };
+    const probe = () => api("PUT", `/sessions/${state.session.id}/outfit`, { json: { outfit_id: state.outfitId } });
+    try {
+      const accepted = await persist(upload, alive, {
+        delaysMs: TIMING.uploadRetryMs,
+        probe,
+        onRetry: (n, total) => { $("sending-note").textContent = t("retrying", { n, total }); },
+      });
+      if (!alive()) return;
+      state.jobId = accepted.job_id;
+      releasePhoto();
+      renderProgress(accepted.status);
+      show("generating");
+    } catch (err) {
+      if (err === STALE) return;
+      if (err instanceof HttpError && !err.retryable) return refuse(err);
+      show("send-failed");
+    }
+  }
+
+  function renderProgress(jobStatus) {
+    const order = { queued: 0, processing: 1, rendered: 1, delivering: 2, delivered: 3, failed: -1 };
+    const at = order[jobStatus] ?? 0;
+    document.querySelectorAll("#progress li").forEach((li, i) => {
+      li.classList.toggle("done", i < at);
+      li.classList.toggle("active", i === at);
+    });
+  }
+
+  /* ---- Refusals: the server's message, with retake or start over. ---- */
+
+  function refuse(err) {
+    if (err.status === 404) return startOver();
+    state.refusal = err;
+    renderRefusal(err);
+    show("refused");
+  }
+
+  function renderRefusal(err) {
+    const retake = RETAKE_CODES.has(err.code);
+    const titleKey = err.code === "no_face" || err.code === "capture_limit" ? `title_${err.code}` : null;
+    $("refused-title").textContent = t(titleKey ?? (retake ? "title_photo" : "title_other"));
+    const local = state.lang === "en" ? null : TEXT[state.lang][`code_${err.code}`];
+    $("refused-text").textContent = local ?? err.message;
+    const action = $("refused-action");
+    action.textContent = t(retake ? "retake" : "start_over");
+    action.dataset.action = retake ? "retake" : "restart";
+  }
+
+  /* ---- Staff reset: a 3 s press on the top-left corner, from any screen. ---- */
+
+  function armResetGesture() {
+    const zone = $("reset-zone");
+    let timer = null;
+    const cancel = () => {
+      clearTimeout(timer);
+      zone.classList.remove("holding");
+    };
+    zone.addEventListener("pointerdown", (event) => {
+      event.preventDefault();
+      cancel();
+      zone.classList.add("holding");
+      timer = setTimeout(() => { cancel(); startOver(); }, TIMING.resetHoldMs);
+    });
+    for (const type of ["pointerup", "pointerleave", "pointercancel"]) zone.addEventListener(type, cancel);
+  }
+
+  async function keepAwake() {
+    try { await navigator.wakeLock?.request("screen"); } catch { /* not granted: the tablet's own setting */ }
+  }
+
+  function wire() {
+    $("station").textContent = state.station;
+    $("lang").addEventListener("click", () => setLang(state.lang === "en" ? "ru" : "en"));
+    $("back-outfits").addEventListener("click", () => show("outfits"));
+    $("shoot").addEventListener("click", shoot);
+    $("pick").addEventListener("change", (event) => {
+      const file = event.target.files[0];
+      event.target.value = "";
+      if (file) review(file, file.name || "photo", false);
+    });
+    $("review-img").addEventListener("error", () => {
+      if (!state.photo) return;
+      $("review-img").hidden = true; // e.g. HEIC, which the browser cannot draw; the server can read it
+      $("review-fallback").hidden = false;
+    });
+    $("retake").addEventListener("click", openCamera);
+    $("failed-retake").addEventListener("click", openCamera);
+    $("send").addEventListener("click", sendPhoto);
+    $("resend").addEventListener("click", sendPhoto);
+    $("refused-action").addEventListener("click", (event) => {
+      state.refusal = null;
+      return event.currentTarget.dataset.action === "retake" ? openCamera() : startOver();
+    });
+    $("failed-again").addEventListener("click", openCamera);
+    for (const id of ["next-generating", "next-done", "next-failed"]) $(id).addEventListener("click", startOver);
+    document.addEventListener("pointerdown", () => { if (state.screen in AUTO_RETURN) armTimer(); }, true);
+    document.addEventListener("contextmenu", (event) => event.preventDefault());
+    document.addEventListener("visibilitychange", () => { if (!document.hidden) keepAwake(); });
+    armResetGesture();
+  }
+
+  wire();
+  keepAwake();
+  loadOutfits();
+  startOver();
+})();
