@@ -6,8 +6,9 @@ PY := $(VENV)/bin/python
 SITE = $(shell $(PY) -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
 SRC_PATHS := . services/ingest services/worker services/delivery services/leads services/telegram-gateway
 STAMP := $(VENV)/.installed
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: help install check lint format test test-all chaos demo up render deploy-check clean
+.PHONY: help install check lint format test test-browser test-all chaos demo up render deploy-check clean
 
 help:  ## list the commands
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -33,6 +34,10 @@ format: install  ## apply ruff's fixes and formatting
 
 test: install  ## the suite against real Postgres and Redis (DATABASE_URL/REDIS_URL, else embedded)
 	$(PY) -m pytest -m "not slow and not browser" $(PYTEST_ARGS)
+
+test-browser: install  ## the kiosk and admin pages in Debian's Chromium (installed by apt when missing)
+	@test -x /usr/bin/chromium || { $(SUDO) apt-get update && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y chromium; }
+	$(PY) -m pytest -m browser tests/browser $(PYTEST_ARGS)
 
 chaos: install  ## 100 journeys + 100 leads under SIGKILLs and Redis/Postgres restarts; 0 lost, 0 doubled
 	$(PY) -m devstack chaos $(CHAOS_ARGS)

@@ -1,0 +1,75 @@
+"""Steps of the kiosk page as a guest does them, plus screenshots and the stack's view of a session."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import httpx
+from playwright.sync_api import Page
+
+from devstack.processes import Stack
+
+REPO = Path(__file__).resolve().parents[2]
+PHOTOS = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "photos"
+SHOTS = REPO / "var" / "test-output" / "browser"
+ADMIN_TOKEN = "browser-tests-admin-token-0123456789"
+
+
+def screenshot(page: Page, name: str) -> Path:
+    """Save a PNG of the page as ``var/test-output/browser/<name>.png`` (not in git)."""
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    path = SHOTS / f"{name}.png"
+    page.screenshot(path=str(path))
+    return path
+
+
+def screen(page: Page) -> str:
+    """The kiosk screen shown now (``body[data-screen]``)."""
+    return str(page.get_attribute("body", "data-screen"))
+
+
+def wait_screen(page: Page, name: str, timeout_ms: float = 15_000) -> None:
+    page.wait_for_selector(f'body[data-screen="{name}"]', timeout=timeout_ms)
+
+
+def open_kiosk(page: Page, stack: Stack, station: str = "hall-a") -> dict[str, Any]:
+    """Load ``/kiosk?station=…`` and wait for the QR code; returns the session the page opened."""
+    with page.expect_response(
+        lambda r: r.request.method == "POST" and r.url.endswith("/sessions") and r.status == 201
+    ) as created:
+        page.goto(f"{stack.ingest_url}/kiosk?station={station}")
+    page.wait_for_selector("#qr:not([hidden])")
+    session: dict[str, Any] = created.value.json()
+    return session
+
+
+def deep_link(page: Page) -> str:
+    return str(page.get_attribute("#qr", "data-deep-link"))
+
+
+def scan_and_start(page: Page, stack: Stack, user_id: int) -> None:
+    """The guest scans the QR code and presses Start: ``/start <token>`` through the simulator."""
+    token = deep_link(page).split("start=", 1)[1]
+    httpx.post(
+        f"{stack.sim_url}/sim/users/{user_id}/messages",
+        json={"text": f"/start {token}", "first_name": "Guest", "language_code": "en"},
+        timeout=10,
+    ).raise_for_status()
+    wait_screen(page, "outfits")
+
+
+def pick_outfit(page: Page, outfit_id: str) -> None:
+    page.click(f'.outfit[data-outfit="{outfit_id}"]')
+    wait_screen(page, "camera")
+
+
+def choose_photo(page: Page, name: str) -> None:
+    """Use the file-input fallback with ``../shared/fixtures/photos/<name>``; ends on the review screen."""
+    page.set_input_files("#pick", str(PHOTOS / name))
+    wait_screen(page, "review")
+
+
+def session_status(stack: Stack, session_id: str) -> dict[str, Any]:
+    body: dict[str, Any] = httpx.get(f"{stack.ingest_url}/sessions/{session_id}", timeout=10).json()
+    return body
