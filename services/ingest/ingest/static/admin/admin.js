@@ -102,6 +102,7 @@
       const problem = accessProblem(err);
       if (problem) return signOut(problem);
     }
+    clearTimeout(refreshTimer); // a refresh started meanwhile (an action, the filter) set one too
     refreshTimer = setTimeout(refresh, REFRESH_MS);
   }
 
