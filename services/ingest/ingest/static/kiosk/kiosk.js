@@ -450,16 +450,26 @@
     flash.classList.remove("on");
     void flash.offsetWidth;
     flash.classList.add("on");
-    const video = $("video");
-    const scale = Math.min(1, 1600 / Math.max(video.videoWidth, video.videoHeight));
-    const canvas = document.createElement("canvas");
-    canvas.width = Math.round(video.videoWidth * scale);
-    canvas.height = Math.round(video.videoHeight * scale);
-    canvas.getContext("2d").drawImage(video, 0, 0, canvas.width, canvas.height);
-    const blob = await new Promise((resolve) => canvas.toBlob(resolve, "image/jpeg", 0.92));
+    const blob = await captureFrame($("video"));
     if (!alive()) return;
     $("shoot").disabled = false;
     if (blob) review(blob, "selfie.jpg", true);
+  }
+
+  /* The part of the frame the guest saw (the preview is cropped to fill its box), as a JPEG of at most
+   * 1600 px on its long side; null when the camera gave no picture yet. */
+  function captureFrame(video) {
+    const [vw, vh] = [video.videoWidth, video.videoHeight];
+    if (!vw || !vh) return Promise.resolve(null);
+    const box = video.getBoundingClientRect();
+    const aspect = box.width && box.height ? box.width / box.height : vw / vh;
+    const [sw, sh] = vw / vh > aspect ? [Math.round(vh * aspect), vh] : [vw, Math.round(vw / aspect)];
+    const scale = Math.min(1, 1600 / Math.max(sw, sh));
+    const canvas = document.createElement("canvas");
+    canvas.width = Math.round(sw * scale);
+    canvas.height = Math.round(sh * scale);
+    canvas.getContext("2d").drawImage(video, (vw - sw) / 2, (vh - sh) / 2, sw, sh, 0, 0, canvas.width, canvas.height);
+    return new Promise((resolve) => canvas.toBlob(resolve, "image/jpeg", 0.92));
   }
 
   function newCaptureId() {
