@@ -30,9 +30,55 @@ from shared.migrate import migrate
 from shared.repositories import Database
 
 REPO = Path(__file__).resolve().parent.parent
+SLOTS = 4  # concurrent test runs on one machine, each with its own Redis databases and Postgres names
 # As the gateway's main() does: python-telegram-bot's timedelta ``retry_after`` (no deprecation warnings).
 os.environ.setdefault("PTB_TIMEDELTA", "1")
-TEST_REDIS_DB = 9
+
+
+class Namespace:
+    """Names this test run owns on the shared servers, so two runs on one machine never meet.
+
+    A run holds one of ``SLOTS`` file locks; slot ``k`` owns Redis databases ``3k+3 … 3k+5`` (0–2 are
+    left to ``make demo``/``make up``) and Postgres databases suffixed with the process id.
+    """
+
+    def __init__(self, infra: Infra, slot: int) -> None:
+        self.infra = infra
+        self.slot = slot
+
+    def redis_url(self, offset: int = 0) -> str:
+        """Redis database ``offset`` (0, 1 or 2) of this run."""
+        assert 0 <= offset < 3
+        return with_redis_db(self.infra.redis_url, 3 * self.slot + 3 + offset)
+
+    def database(self, prefix: str) -> str:
+        return f"{prefix}_{os.getpid()}"
+
+
+@pytest.fixture(scope="session")
+def namespace(infra: Infra) -> Iterator[Namespace]:
+    import fcntl
+
+    handles = []
+    slot = None
+    for k in range(SLOTS):
+        handle = open(f"/tmp/sticker-booth-test-slot-{k}.lock", "w")  # noqa: SIM115 - held for the session
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.close()
+            continue
+        handles.append(handle)
+        slot = k
+        break
+    if slot is None:  # every slot busy: wait for the first
+        handle = open("/tmp/sticker-booth-test-slot-0.lock", "w")  # noqa: SIM115
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        handles.append(handle)
+        slot = 0
+    yield Namespace(infra, slot)
+    for handle in handles:
+        handle.close()
 
 
 @pytest.fixture(scope="session")
@@ -47,11 +93,11 @@ def infra() -> Iterator[Infra]:
 
 
 @pytest.fixture(scope="session")
-def database_url(infra: Infra) -> Iterator[str]:
+def database_url(infra: Infra, namespace: Namespace) -> Iterator[str]:
     """A fresh database for this test run, at the schema's head."""
     import asyncio
 
-    name = f"sb_test_{os.getpid()}"
+    name = namespace.database("sb_test")
     url = recreate_database(infra.postgres_url, name)
     asyncio.run(migrate(url, wait_s=10))
     yield url
@@ -59,8 +105,8 @@ def database_url(infra: Infra) -> Iterator[str]:
 
 
 @pytest.fixture(scope="session")
-def redis_url(infra: Infra) -> str:
-    return with_redis_db(infra.redis_url, TEST_REDIS_DB)
+def redis_url(namespace: Namespace) -> str:
+    return namespace.redis_url(0)
 
 
 @pytest.fixture

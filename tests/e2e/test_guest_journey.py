@@ -21,7 +21,7 @@ import pytest
 import redis
 from PIL import Image
 
-from devstack.infra import Infra, drop_database, recreate_database, with_redis_db
+from devstack.infra import Infra, drop_database, recreate_database
 from devstack.journey import LINK, bot_texts, chat_messages, download_set, play, start_session
 from devstack.processes import Stack, StackConfig
 
@@ -43,10 +43,10 @@ FAST = {
 
 
 @pytest.fixture(scope="module")
-def stack(infra: Infra) -> Iterator[Stack]:
-    name = "sb_e2e"
+def stack(infra: Infra, namespace: Any) -> Iterator[Stack]:
+    name = namespace.database("sb_e2e")
     db_url = recreate_database(infra.postgres_url, name)
-    redis_url = with_redis_db(infra.redis_url, 10)
+    redis_url = namespace.redis_url(1)
     redis.Redis.from_url(redis_url).flushdb()
     s = Stack(
         StackConfig(

@@ -25,7 +25,7 @@ import httpx
 import pytest
 import redis
 
-from devstack.infra import Infra, drop_database, recreate_database, with_redis_db
+from devstack.infra import Infra, drop_database, recreate_database
 from devstack.journey import LINK, bot_texts, chat_messages, play
 from devstack.processes import Stack, StackConfig
 from telegram_gateway.leads_updates import TRY_AGAIN
@@ -56,10 +56,10 @@ T = TypeVar("T")
 
 
 @pytest.fixture(scope="module")
-def stack(infra: Infra) -> Iterator[Stack]:
-    name = "sb_e2e_leads"
+def stack(infra: Infra, namespace: Any) -> Iterator[Stack]:
+    name = namespace.database("sb_e2e_leads")
     db_url = recreate_database(infra.postgres_url, name)
-    redis_url = with_redis_db(infra.redis_url, 11)
+    redis_url = namespace.redis_url(2)
     redis.Redis.from_url(redis_url).flushdb()
     s = Stack(
         StackConfig(
