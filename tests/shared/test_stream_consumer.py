@@ -183,3 +183,30 @@ async def test_only_as_many_entries_as_free_slots_are_read(redis: aioredis.Redis
             await asyncio.sleep(0.05)
     stop.set()
     await task
+
+
+async def test_an_entry_deleted_while_pending_is_dropped_without_stopping_the_consumer(
+    redis: aioredis.Redis,
+) -> None:
+    """Trimmed or deleted entries come back from XAUTOCLAIM as deleted ids; the reconciler re-publishes."""
+    entry = await Publisher(redis).publish(STREAM, JobQueued(job_id=uuid.uuid4()))
+    await redis.xgroup_create(STREAM, "g", id="0")
+    await redis.xreadgroup("g", "dead", {STREAM: ">"}, count=1)
+    await redis.xdel(STREAM, entry)
+    handled: list[Message] = []
+
+    async def handler(message: Message) -> None:
+        handled.append(message)
+
+    stop = asyncio.Event()
+    task = asyncio.create_task(consumer(redis, handler, name="alive").run(stop))
+    async with asyncio.timeout(10):
+        while await pending(redis):
+            await asyncio.sleep(0.05)
+    await Publisher(redis).publish(STREAM, JobQueued(job_id=uuid.uuid4()))
+    async with asyncio.timeout(5):
+        while not handled:
+            await asyncio.sleep(0.05)
+    stop.set()
+    await task
+    assert len(handled) == 1
