@@ -136,6 +136,15 @@ class TelegramCommandRepository:
                 .values(dispatched_at=sa.func.now())
             )
 
+    async def with_prefix(self, prefix: str) -> list[TelegramCommandRecord]:
+        """Commands whose id starts with ``prefix``, oldest first (e.g. a job's link attempts)."""
+        rows = await self.conn.execute(
+            sa.select(tg_commands)
+            .where(tg_commands.c.command_id.startswith(prefix, autoescape=True))
+            .order_by(tg_commands.c.created_at)
+        )
+        return [_record(r) for r in rows]
+
     async def count_sent(self, command_id_prefix: str) -> int:
         """How many commands whose id starts with ``command_id_prefix`` were sent (for tests and audits)."""
         return int(

@@ -24,7 +24,7 @@ from shared.errors import ErrorClass
 from shared.joblife import fail_job
 from shared.messages import JobRendered, TelegramResult
 from shared.outbox import add_command, dispatch_commands
-from shared.repositories import Database
+from shared.repositories import Database, Repositories
 from shared.streams import Publisher
 from shared.texts import PACK_TITLE, language_of, text
 
@@ -174,7 +174,8 @@ class PackDelivery:
                 log.info("PACK_NOT_READY", job_id=str(job_id), have=have, expected=expected)
                 return
             command_id = await self._queue_link(repos, ctx)
-        await dispatch_commands(self.db, self.publisher, [command_id])
+        if command_id is not None:
+            await dispatch_commands(self.db, self.publisher, [command_id])
 
     async def on_link_sent(self, job_id: UUID, result: TelegramResult) -> None:
         """``delivering → delivered`` once the link message went out.
@@ -184,7 +185,7 @@ class PackDelivery:
         """
         unknown = result.error is not None and result.error.error_code == 0
         if not result.ok and not unknown:
-            await self._fail(job_id, ("delivering",), f"link message: {result.error}")
+            await self._link_failed(job_id, result)
             return
         if unknown:
             log.warning("LINK_OUTCOME_UNKNOWN", job_id=str(job_id))
@@ -217,9 +218,22 @@ class PackDelivery:
 
     # --- helpers ------------------------------------------------------------------------------------
 
-    async def _queue_link(self, repos: Any, ctx: JobContext) -> str:
-        command_id = f"job:{ctx.job.id}:link"
-        assert ctx.job.sticker_set_name is not None
+    async def _queue_link(self, repos: Repositories, ctx: JobContext) -> str | None:
+        """Queue the link message unless one is in flight or sent; returns the command to dispatch.
+
+        A failed attempt is followed by another, up to ``LINK_ATTEMPTS`` (3, spec/000 "Message to the
+        guest from the delivery module": 3 attempts, 2 s apart); the ids are ``job:<id>:link``,
+        ``job:<id>:link:2``, ``job:<id>:link:3``.
+        """
+        job = ctx.job
+        attempts = await repos.tg_commands.with_prefix(f"job:{job.id}:link")
+        live = [r for r in attempts if r.status != "failed"]
+        if live:
+            return live[-1].command_id
+        if len(attempts) >= self.settings.link_attempts:
+            return None
+        command_id = f"job:{job.id}:link" if not attempts else f"job:{job.id}:link:{len(attempts) + 1}"
+        assert job.sticker_set_name is not None
         await add_command(
             repos,
             command_id,
@@ -227,10 +241,28 @@ class PackDelivery:
             reply_to=SERVICE,
             params={
                 "chat_id": ctx.tg_chat_id,
-                "text": text("pack_ready", ctx.language, link=pack_link(ctx.job.sticker_set_name)),
+                "text": text("pack_ready", ctx.language, link=pack_link(job.sticker_set_name)),
             },
         )
         return command_id
+
+    async def _link_failed(self, job_id: UUID, result: TelegramResult) -> None:
+        """Try the link again after ``LINK_RETRY_DELAY_SEC`` (the next readiness poll queues it), or fail
+        the job after ``LINK_ATTEMPTS`` failed sends."""
+        async with self.db.transaction() as repos:
+            failed = [
+                r for r in await repos.tg_commands.with_prefix(f"job:{job_id}:link") if r.status == "failed"
+            ]
+            if len(failed) < self.settings.link_attempts:
+                retry_at = datetime.now(UTC) + timedelta(seconds=self.settings.link_retry_delay_sec)
+                await repos.jobs.update_fields(
+                    job_id, {"next_poll_at": retry_at}, where=(jobs.c.status == "delivering",)
+                )
+                log.warning(
+                    "LINK_SEND_FAILED", job_id=str(job_id), attempt=len(failed), error=str(result.error)
+                )
+                return
+        await self._fail(job_id, ("delivering",), f"link message failed {len(failed)} times: {result.error}")
 
     def _next_poll_at(self, job: Job) -> datetime:
         now = datetime.now(UTC)

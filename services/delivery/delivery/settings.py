@@ -16,6 +16,7 @@ class DeliverySettings(ServiceSettings, BotIdentitySettings):
     ``DELAY_NOTICE_SEC`` (300 s) and ``DELIVERY_DEADLINE_SEC`` (900 s): the "still working" notice and the
     failure text, both counted from ``jobs.created_at`` (spec/000 "Deadlines persisted in the database").
     ``DIGEST_HOUR_UTC``: from this hour on, the day's admin digest is sent (once per day).
+    ``LINK_ATTEMPTS`` (3) sends of the link message, ``LINK_RETRY_DELAY_SEC`` (2 s) apart (spec/000).
     """
 
     pack_poll_fast_sec: float = Field(2.0, gt=0, validation_alias="PACK_POLL_FAST_SEC")
@@ -24,6 +25,8 @@ class DeliverySettings(ServiceSettings, BotIdentitySettings):
     delay_notice_sec: float = Field(300.0, gt=0, validation_alias="DELAY_NOTICE_SEC")
     delivery_deadline_sec: float = Field(900.0, gt=0, validation_alias="DELIVERY_DEADLINE_SEC")
     digest_hour_utc: int = Field(9, ge=0, le=23, validation_alias="DIGEST_HOUR_UTC")
+    link_attempts: int = Field(3, ge=1, validation_alias="LINK_ATTEMPTS")
+    link_retry_delay_sec: float = Field(2.0, ge=0, validation_alias="LINK_RETRY_DELAY_SEC")
     sweep_interval_sec: float = Field(1.0, gt=0, validation_alias="SWEEP_INTERVAL_SEC")
     results_slots: int = Field(8, ge=1, validation_alias="RESULTS_SLOTS")
     delivery_slots: int = Field(4, ge=1, validation_alias="DELIVERY_SLOTS")

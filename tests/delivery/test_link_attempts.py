@@ -1,0 +1,99 @@
+"""The link message: three sends, two seconds apart, then the job fails (spec/000 delivery table)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+import redis.asyncio as aioredis
+import sqlalchemy as sa
+
+from delivery.packs import PackDelivery
+from delivery.settings import DeliverySettings
+from shared.db.tables import jobs
+from shared.domain import Job
+from shared.messages import TelegramErrorInfo, TelegramResult
+from shared.repositories import Database
+from shared.streams import Publisher
+
+pytestmark = pytest.mark.integration
+BLOCKED = TelegramErrorInfo(error_code=403, description="Forbidden: bot was blocked by the user")
+
+
+@pytest.fixture
+def delivery(db: Database, redis: aioredis.Redis, database_url: str, redis_url: str) -> PackDelivery:
+    settings = DeliverySettings(
+        DATABASE_URL=database_url, REDIS_URL=redis_url, BOT_USERNAME="stickerbooth_bot"
+    )  # type: ignore[call-arg]
+    return PackDelivery(db=db, publisher=Publisher(redis), settings=settings)
+
+
+async def delivering_job(db: Database) -> Job:
+    async with db.transaction() as repos:
+        session = await repos.sessions.create(station="s", token="t")
+        await repos.sessions.bind_telegram("t", user_id=8, chat_id=8, name="A", language="en")
+        job = await repos.jobs.insert_queued(session_id=session.id, capture_id="c", outfit_id="chef")
+        for i in range(12):
+            await repos.blobs.put(
+                kind="sticker", data=b"png", content_type="image/png", job_id=job.id, position=i
+            )
+        await repos.conn.execute(
+            sa.update(jobs)
+            .where(jobs.c.id == job.id)
+            .values(status="delivering", sticker_set_name="sbx_by_stickerbooth_bot")
+        )
+    return job
+
+
+def ready(job: Job) -> TelegramResult:
+    return TelegramResult(command_id=f"job:{job.id}:poll:1", ok=True, result={"sticker_count": 12})
+
+
+async def fail_last_link(db: Database, delivery: PackDelivery, job: Job) -> str:
+    async with db.transaction() as repos:
+        latest = (await repos.tg_commands.with_prefix(f"job:{job.id}:link"))[-1]
+        await repos.tg_commands.start_sending(latest.command_id, stale_after=timedelta(0))
+        await repos.tg_commands.finish(latest.command_id, ok=False, error=BLOCKED.model_dump())
+    await delivery.handle_result(TelegramResult(command_id=latest.command_id, ok=False, error=BLOCKED))
+    return latest.command_id
+
+
+async def status(db: Database, job: Job) -> Job:
+    async with db.transaction() as repos:
+        current = await repos.jobs.get(job.id)
+    assert current is not None
+    return current
+
+
+async def test_a_failed_link_is_sent_again_and_the_job_fails_after_three(
+    db: Database, delivery: PackDelivery
+) -> None:
+    job = await delivering_job(db)
+    sent = []
+    for _ in range(3):
+        await delivery.on_poll(job.id, ready(job))
+        sent.append(await fail_last_link(db, delivery, job))
+        if len(sent) < 3:
+            current = await status(db, job)
+            assert current.status == "delivering"
+            assert current.next_poll_at is not None and current.next_poll_at > datetime.now(UTC)
+    assert sent == [f"job:{job.id}:link", f"job:{job.id}:link:2", f"job:{job.id}:link:3"]
+    assert (await status(db, job)).status == "failed"
+    await delivery.on_poll(job.id, ready(job))  # nothing more is sent
+    async with db.transaction() as repos:
+        assert len(await repos.tg_commands.with_prefix(f"job:{job.id}:link")) == 3
+
+
+async def test_a_second_attempt_that_succeeds_delivers(db: Database, delivery: PackDelivery) -> None:
+    job = await delivering_job(db)
+    await delivery.on_poll(job.id, ready(job))
+    await fail_last_link(db, delivery, job)
+    await delivery.on_poll(job.id, ready(job))
+    await delivery.on_poll(job.id, ready(job))  # a repeated poll does not queue a third send
+    async with db.transaction() as repos:
+        links = await repos.tg_commands.with_prefix(f"job:{job.id}:link")
+    assert [r.command_id for r in links] == [f"job:{job.id}:link", f"job:{job.id}:link:2"]
+    await delivery.handle_result(
+        TelegramResult(command_id=links[-1].command_id, ok=True, result={"message_id": 5})
+    )
+    assert (await status(db, job)).status == "delivered"
