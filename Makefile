@@ -3,7 +3,6 @@ SHELL := /bin/bash
 PYTHON ?= python3.11
 VENV := .venv
 PY := $(VENV)/bin/python
-SITE = $(shell $(PY) -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
 SRC_PATHS := . services/ingest services/worker services/delivery services/leads services/telegram-gateway
 STAMP := $(VENV)/.installed
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
@@ -18,7 +17,7 @@ $(STAMP): requirements.txt requirements-dev.txt
 	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -r requirements-dev.txt
-	printf '%s\n' $(foreach p,$(SRC_PATHS),$(abspath $(p))) > $(SITE)/sticker_booth_src.pth
+	$(PY) -c 'import pathlib, sys, sysconfig; pathlib.Path(sysconfig.get_paths()["purelib"], "sticker_booth_src.pth").write_text("".join(str(pathlib.Path(p).resolve()) + "\n" for p in sys.argv[1:]))' $(SRC_PATHS)
 	touch $(STAMP)
 
 install: $(STAMP)  ## build .venv with the pinned dependencies
@@ -50,6 +49,13 @@ demo: install  ## a real photo becomes a sticker-set link (PHOTO=path), no accou
 
 up: install  ## start the whole stack locally and keep it running
 	$(PY) -m devstack up
+
+render: install  ## a pack from a photo without the services: PHOTO=… OUTFIT=chef VARIANT=consistency OUT=out/render
+	$(PY) -m worker.render_cli --photo "$(or $(PHOTO),../shared/fixtures/photos/astronaut-portrait.png)" \
+		--outfit "$(or $(OUTFIT),chef)" --variant "$(or $(VARIANT),consistency)" --out "$(or $(OUT),out/render)"
+
+bench: install  ## post-processing CPU time per 12-sticker pack next to the floor (decode sheets + encode PNGs)
+	$(PY) -m worker.bench
 
 deploy-check: install  ## lint Dockerfiles, validate compose.yaml, render k8s
 	$(PY) -m pytest tests/deploy $(PYTEST_ARGS)
