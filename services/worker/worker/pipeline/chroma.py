@@ -36,6 +36,9 @@ _LOOSE_RATIO = 0.75
 _SOFT_LO, _SOFT_HI = 0.06, 0.94
 _SHADOW_CHROMA = 0.05  # max distance of r,g,b / (r+g+b) from the backdrop's for a cast shadow
 _SHADOW_MIN_LEVEL = 0.25  # a shadow keeps at least this fraction of the backdrop's green
+_HOLE_OFFSET = 6.0  # a hole's mean colour is at most this far (RGB) from the model's, or the noise
+_HOLE_SHADOW_CHROMA = 0.01  # ... or it is the backdrop in shadow: same chromaticity, darker
+_FIT_SAMPLES = 8000  # backdrop pixels the quadratic model is fitted on (it has 6 terms per channel)
 _SPILL_RATIO = 0.08  # figure pixels at least this green (relative to the backdrop) may be spill
 
 
@@ -58,13 +61,22 @@ class Backdrop:
 
     def render(self, height: int, width: int) -> npt.NDArray[np.float32]:
         """The model evaluated on the whole sheet: H×W×3 float32 RGB."""
+        return np.dstack(self.render_planes(height, width))
+
+    def render_planes(self, height: int, width: int) -> tuple[npt.NDArray[np.float32], ...]:
+        """The model evaluated on the whole sheet: three H×W float32 planes (R, G, B)."""
         # the model is smooth: evaluate on a coarse grid and interpolate
         small_h, small_w = max(2, height // 8), max(2, width // 8)
         basis = _basis(small_h, small_w)
-        small = np.zeros((small_h, small_w, 3), np.float32)
-        for k, term in enumerate(basis):
-            small += term[..., None] * self.coefficients[k].astype(np.float32)
-        return np.asarray(cv2.resize(small, (width, height), interpolation=cv2.INTER_LINEAR), np.float32)
+        planes = []
+        for channel in range(3):
+            small = np.zeros((small_h, small_w), np.float32)
+            for k, term in enumerate(basis):
+                small += term * np.float32(self.coefficients[k, channel])
+            planes.append(
+                np.asarray(cv2.resize(small, (width, height), interpolation=cv2.INTER_LINEAR), np.float32)
+            )
+        return tuple(planes)
 
 
 def _basis(height: int, width: int) -> list[npt.NDArray[np.float32]]:
@@ -74,10 +86,6 @@ def _basis(height: int, width: int) -> list[npt.NDArray[np.float32]]:
     x = np.broadcast_to(xs, (height, width))
     y = np.broadcast_to(ys, (height, width))
     return [ones, x, y, x * x, x * y, y * y]
-
-
-def _green_excess(rgb: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
-    return rgb[..., 1] - np.maximum(rgb[..., 0], rgb[..., 2])
 
 
 def _border_mask(height: int, width: int) -> npt.NDArray[np.bool_]:
@@ -99,64 +107,131 @@ def _border_connected(mask: npt.NDArray[np.bool_]) -> npt.NDArray[np.bool_]:
     return touching[labels]
 
 
+def _solve(design: npt.NDArray[np.float64], target: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    """Least squares by the normal equations (6 unknowns per channel: a 6×6 solve, not an SVD)."""
+    gram = design.T @ design + np.eye(design.shape[1]) * 1e-9
+    return np.asarray(np.linalg.solve(gram, design.T @ target))
+
+
 def _fit_model(
     rgb: npt.NDArray[np.float32], region: npt.NDArray[np.bool_]
 ) -> tuple[npt.NDArray[np.float64], float]:
     height, width = region.shape
     ys, xs = np.nonzero(region)
-    step = max(1, ys.size // 40000)
+    step = max(1, ys.size // _FIT_SAMPLES)
     ys, xs = ys[::step], xs[::step]
     nx = xs / max(1, width - 1) * 2.0 - 1.0
     ny = ys / max(1, height - 1) * 2.0 - 1.0
     design = np.stack([np.ones_like(nx), nx, ny, nx * nx, nx * ny, ny * ny], axis=1)
     target = rgb[ys, xs].astype(np.float64)
-    coefficients, *_ = np.linalg.lstsq(design, target, rcond=None)
+    coefficients = _solve(design, target)
     residual = np.linalg.norm(design @ coefficients - target, axis=1)
     keep = residual <= np.percentile(residual, 90)
     if keep.sum() >= 12:
-        coefficients, *_ = np.linalg.lstsq(design[keep], target[keep], rcond=None)
+        coefficients = _solve(design[keep], target[keep])
         residual = np.linalg.norm(design @ coefficients - target, axis=1)
     return coefficients, float(np.percentile(residual, 90))
+
+
+def _planes(image: npt.NDArray[np.uint8]) -> tuple[npt.NDArray[np.float32], ...]:
+    """The three colour planes of an H×W×3 uint8 image as contiguous float32 arrays (element-wise work on
+    planes is several times faster than reductions over a trailing axis of 3)."""
+    return tuple(plane.astype(np.float32) for plane in cv2.split(image))
 
 
 def estimate_backdrop(rgb: npt.NDArray[np.uint8]) -> Backdrop:
     """Measure the green backdrop of a sheet from its border.
 
+    The backdrop region (greenish pixels connected to the border) is found and the colour model fitted on a
+    quarter-size copy (the model is smooth); the noise is measured on full-size pixels.
+
     Args:
         rgb: H×W×3 uint8 RGB sheet.
     """
     height, width = rgb.shape[:2]
-    data = rgb.astype(np.float32)
-    excess = _green_excess(data)
     border = _border_mask(height, width)
-    greenish = border & (excess >= _MIN_GREEN_EXCESS)
-    is_green = greenish.sum() >= 0.3 * border.sum()
-    sample = data[greenish] if is_green else data[border]
-    colour = np.median(sample, axis=0)
+    frame = rgb[border].astype(np.float32)
+    greenish = frame[:, 1] - np.maximum(frame[:, 0], frame[:, 2]) >= _MIN_GREEN_EXCESS
+    is_green = greenish.sum() >= 0.3 * frame.shape[0]
+    colour = np.median(frame[greenish] if is_green else frame, axis=0)
+    if not is_green:
+        coefficients, noise = _fit_model(rgb.astype(np.float32), border)
+        return Backdrop(
+            colour=(float(colour[0]), float(colour[1]), float(colour[2])),
+            coefficients=coefficients,
+            noise=max(4.0, noise),
+            is_green=False,
+        )
+    scale = max(1, min(height, width) // 256)
+    small_size = (max(8, width // scale), max(8, height // scale))
+    small = np.asarray(cv2.resize(rgb, small_size, interpolation=cv2.INTER_AREA), np.uint8)
+    sr, sg, sb = _planes(small)
     colour_excess = max(1.0, float(colour[1] - max(colour[0], colour[2])))
-    distance = np.linalg.norm(data - colour, axis=2)
-    loose = (excess >= _LOOSE_RATIO * colour_excess) | (distance <= 40.0)
-    region = _border_connected(loose) if is_green else border
+    distance2 = (sr - colour[0]) ** 2 + (sg - colour[1]) ** 2 + (sb - colour[2]) ** 2
+    loose = (sg - np.maximum(sr, sb) >= _LOOSE_RATIO * colour_excess) | (distance2 <= 40.0**2)
+    small_border = _border_mask(small_size[1], small_size[0])
+    region = _border_connected(loose)
     if region.sum() < 12:
-        region = border
-    coefficients, noise = _fit_model(data, region)
+        region = small_border
+    coefficients, _ = _fit_model(small.astype(np.float32), region)
+    # the noise of full-size backdrop pixels (a quarter-size copy averages it away)
+    interior = cv2.erode(region.astype(np.uint8), np.ones((3, 3), np.uint8)) > 0
+    small_ys, small_xs = np.nonzero(interior)
+    if small_ys.size >= 12:
+        step = max(1, small_ys.size // _FIT_SAMPLES)
+        ys = np.minimum(((small_ys[::step] + 0.5) * height / small_size[1]).astype(np.intp), height - 1)
+        xs = np.minimum(((small_xs[::step] + 0.5) * width / small_size[0]).astype(np.intp), width - 1)
+        nx = xs / max(1, width - 1) * 2.0 - 1.0
+        ny = ys / max(1, height - 1) * 2.0 - 1.0
+        design = np.stack([np.ones_like(nx), nx, ny, nx * nx, nx * ny, ny * ny], axis=1)
+        residual = np.linalg.norm(design @ coefficients - rgb[ys, xs].astype(np.float64), axis=1)
+        noise = float(np.percentile(residual, 90))
+    else:
+        noise = 4.0
     return Backdrop(
         colour=(float(colour[0]), float(colour[1]), float(colour[2])),
         coefficients=coefficients,
         noise=max(4.0, noise),
-        is_green=bool(is_green),
+        is_green=True,
     )
 
 
-def _same_chromaticity(
-    data: npt.NDArray[np.float32], model: npt.NDArray[np.float32]
+def _hole_components(
+    enclosed: npt.NDArray[np.bool_],
+    strict: npt.NDArray[np.bool_],
+    data: tuple[npt.NDArray[np.float32], ...],
+    model: tuple[npt.NDArray[np.float32], ...],
+    noise: float,
+    edge_band_px: int,
 ) -> npt.NDArray[np.bool_]:
-    """Pixels with the backdrop's chromaticity ``rgb / (r + g + b)``: the backdrop in a cast shadow
-    or a highlight, whatever its brightness."""
-    total = np.maximum(data.sum(axis=2, keepdims=True), 1.0)
-    model_total = np.maximum(model.sum(axis=2, keepdims=True), 1.0)
-    delta = data / total - model / model_total
-    return np.einsum("ijk,ijk->ij", delta, delta) <= _SHADOW_CHROMA**2
+    """Which enclosed backdrop-like regions are holes (backdrop seen through the figure).
+
+    A hole's pixels are near the model and, on average, on it (or on its shadow); green clothing painted
+    near the backdrop's colour is off by a steady amount (a shade), which averaging over the region
+    reveals even where single pixels are within the noise. A sliver (a few px between two outlines) is
+    too small to be clothing.
+    """
+    count, labels, stats, _ = cv2.connectedComponentsWithStats(enclosed.astype(np.uint8), connectivity=4)
+    where = np.flatnonzero(enclosed)
+    inside = labels.ravel().take(where)
+    strict_count = np.bincount(inside, strict.ravel().take(where), count)
+    areas = stats[:, cv2.CC_STAT_AREA]
+    size = np.maximum(areas, 1).astype(np.float64)
+    mean_data = np.stack([np.bincount(inside, p.ravel().take(where), count) for p in data], 1) / size[:, None]
+    mean_model = (
+        np.stack([np.bincount(inside, p.ravel().take(where), count) for p in model], 1) / size[:, None]
+    )
+    offset = np.linalg.norm(mean_data - mean_model, axis=1)
+    chroma = mean_data / np.maximum(mean_data.sum(1, keepdims=True), 1.0)
+    model_chroma = mean_model / np.maximum(mean_model.sum(1, keepdims=True), 1.0)
+    shadowed = (np.linalg.norm(chroma - model_chroma, axis=1) <= _HOLE_SHADOW_CHROMA) & (
+        mean_data[:, 1] <= mean_model[:, 1]
+    )
+    on_backdrop = (offset <= max(_HOLE_OFFSET, noise)) | shadowed
+    sliver = max(16, (3 * edge_band_px) ** 2)
+    is_hole = ((strict_count >= 0.6 * size) & (areas >= 6) & on_backdrop) | (areas <= sliver)
+    is_hole[0] = False
+    return np.asarray(is_hole[labels], bool)
 
 
 def key_green(
@@ -179,61 +254,61 @@ def key_green(
     backdrop = backdrop or estimate_backdrop(rgb)
     if edge_band_px is None:
         edge_band_px = max(2, round(min(height, width) / 340))
-    out = np.zeros((height, width, 4), np.uint8)
     if not backdrop.is_green:
-        return out
-    data = rgb.astype(np.float32)
-    model = backdrop.render(height, width)
-    diff = data - model
-    distance = np.sqrt(np.einsum("ijk,ijk->ij", diff, diff))
-    model_excess = np.maximum(_green_excess(model), 1.0)
-    ratio = _green_excess(data) / model_excess
+        return np.zeros((height, width, 4), np.uint8)
+    r, g, b = data = _planes(rgb)
+    mr, mg, mb = model = backdrop.render_planes(height, width)
+    distance2 = (r - mr) ** 2 + (g - mg) ** 2 + (b - mb) ** 2
+    model_excess = np.maximum(mg - np.maximum(mr, mb), 1.0)
+    ratio = (g - np.maximum(r, b)) / model_excess
     tolerance = max(24.0, 3.0 * backdrop.noise)
 
-    strict = distance <= tolerance
-    shadow = _same_chromaticity(data, model) & (data[..., 1] >= _SHADOW_MIN_LEVEL * model[..., 1])
-    like = strict | shadow | ((ratio >= _LOOSE_RATIO) & (distance <= 3.0 * tolerance))
+    strict = distance2 <= tolerance**2
+    # same chromaticity rgb / (r + g + b) as the backdrop: the backdrop in a cast shadow or a highlight
+    inv_total = 1.0 / np.maximum(r + g + b, 1.0)
+    inv_model = 1.0 / np.maximum(mr + mg + mb, 1.0)
+    chroma2 = (r * inv_total - mr * inv_model) ** 2 + (g * inv_total - mg * inv_model) ** 2
+    chroma2 += (b * inv_total - mb * inv_model) ** 2
+    shadow = (chroma2 <= _SHADOW_CHROMA**2) & (g >= _SHADOW_MIN_LEVEL * mg)
+    like = strict | shadow | ((ratio >= _LOOSE_RATIO) & (distance2 <= 9.0 * tolerance**2))
     outer = _border_connected(like)
     enclosed = like & ~outer
-    background = outer.copy()
+    background = outer
     if enclosed.any():
-        count, labels, stats, _ = cv2.connectedComponentsWithStats(enclosed.astype(np.uint8), connectivity=4)
-        strict_count = np.bincount(labels[strict & enclosed], minlength=count)
-        areas = stats[:, cv2.CC_STAT_AREA]
-        # a hole shows the backdrop itself; a sliver (a few px between two outlines) is too small to
-        # be green clothing, whatever its mixed colour
-        sliver = max(16, (3 * edge_band_px) ** 2)
-        is_hole = ((strict_count >= 0.6 * np.maximum(areas, 1)) & (areas >= 6)) | (areas <= sliver)
-        is_hole[0] = False
-        background |= is_hole[labels]
+        background = outer | _hole_components(enclosed, strict, data, model, backdrop.noise, edge_band_px)
 
     kernel = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * edge_band_px + 1, 2 * edge_band_px + 1))
-    near_bg = cv2.dilate(background.astype(np.uint8), kernel) > 0
-    near_fg = cv2.dilate((~background).astype(np.uint8), kernel) > 0
+    background_u8 = background.astype(np.uint8)
+    near_bg = cv2.dilate(background_u8, kernel) > 0
+    near_fg = cv2.erode(background_u8, kernel) == 0
     band = near_bg & near_fg
 
     alpha = np.where(background, 0.0, 1.0).astype(np.float32)
-    soft = np.clip((1.0 - ratio - _SOFT_LO) / (_SOFT_HI - _SOFT_LO), 0.0, 1.0)
-    alpha[band] = soft[band]
-    alpha[band & shadow] = 0.0
+    soft = np.clip((1.0 - ratio[band] - _SOFT_LO) / (_SOFT_HI - _SOFT_LO), 0.0, 1.0)
+    soft[shadow[band]] = 0.0
+    alpha[band] = soft
 
-    colour = data
     # thin green structures inside a figure (a 1–2 px gap between two outlines) are spill, not
     # clothing: clothing survives an opening, a sliver does not
+    red, green, blue = (plane.copy() for plane in cv2.split(rgb))
     greenish = ((ratio >= _SPILL_RATIO) & ~background).astype(np.uint8)
-    thin = (greenish > 0) & (cv2.morphologyEx(greenish, cv2.MORPH_OPEN, kernel) == 0)
-    if thin.any():
-        colour = data.copy()
-        colour[thin, 1] = np.minimum(colour[thin, 1], np.maximum(colour[thin, 0], colour[thin, 2]))
-    edge = band & (alpha > 0)
-    if edge.any():
-        a = np.maximum(alpha[edge], 0.15)[:, None]
-        unmixed = (data[edge] - (1.0 - a) * model[edge]) / a
-        unmixed = np.clip(unmixed, 0.0, 255.0)
-        unmixed[:, 1] = np.minimum(unmixed[:, 1], np.maximum(unmixed[:, 0], unmixed[:, 2]))
-        colour = colour.copy() if colour is data else colour
-        colour[edge] = unmixed
-    out[..., :3] = np.clip(colour + 0.5, 0, 255).astype(np.uint8)
-    out[..., 3] = np.clip(alpha * 255.0 + 0.5, 0, 255).astype(np.uint8)
-    out[out[..., 3] == 0, :3] = 0
-    return out
+    thin = np.flatnonzero((greenish > 0) & (cv2.morphologyEx(greenish, cv2.MORPH_OPEN, kernel) == 0))
+    if thin.size:
+        flat_green = green.ravel()
+        flat_green[thin] = np.minimum(flat_green[thin], np.maximum(red.ravel()[thin], blue.ravel()[thin]))
+    edge = np.flatnonzero(band & (alpha > 0))
+    if edge.size:
+        # un-mix the edge: C = a·F + (1 − a)·B, so F = (C − (1 − a)·B) / a, and no green above max(R, B)
+        a = np.maximum(alpha.ravel().take(edge), 0.15)
+        unmixed = [
+            np.clip((plane.ravel().take(edge) - (1.0 - a) * back.ravel().take(edge)) / a, 0.0, 255.0)
+            for plane, back in zip(data, model, strict=True)
+        ]
+        unmixed[1] = np.minimum(unmixed[1], np.maximum(unmixed[0], unmixed[2]))
+        for plane, values in zip((red, green, blue), unmixed, strict=True):
+            plane.ravel()[edge] = (values + 0.5).astype(np.uint8)
+    alpha_u8 = (alpha * 255.0 + 0.5).astype(np.uint8)
+    visible = (alpha_u8 > 0).astype(np.uint8)
+    return np.asarray(
+        cv2.merge([cv2.bitwise_and(p, p, mask=visible) for p in (red, green, blue)] + [alpha_u8]), np.uint8
+    )

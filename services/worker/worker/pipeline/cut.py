@@ -17,6 +17,7 @@ single-figure regeneration) but the sheet stays valid.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 import cv2
@@ -25,9 +26,11 @@ import numpy.typing as npt
 from skimage.segmentation import watershed
 
 from worker.pipeline.chroma import key_green
+from worker.pipeline.resample import resize_rgba
 
-__all__ = ["CutFigure", "SheetCut", "cut_sheet", "grid_for"]
+__all__ = ["WORK_CELL_PX", "CutFigure", "SheetCut", "cut_sheet", "grid_for", "working_scale"]
 
+WORK_CELL_PX = 512  # sheets are cut with cells of at most this size (px): the stickers are 512 px
 _SPECK_FRACTION = 0.0006  # of a cell's area: smaller components are noise
 _MIN_FIGURE_FRACTION = 0.03  # of a cell's area: a smaller main component is not a figure
 _SPLIT_SHARE = 0.15  # a component with this share of its pixels in a second cell spans two cells
@@ -281,8 +284,20 @@ def _flat_cut(core: npt.NDArray[np.bool_], rgb: npt.NDArray[np.uint8]) -> bool:
     return False
 
 
+def working_scale(width: int, height: int, figures: int) -> float:
+    """The factor (≤ 1) that brings a sheet's cells down to :data:`WORK_CELL_PX`: a 2K sheet of 2 × 2
+    is cut at 1024 px; a 1K one as it is."""
+    cols, rows = grid_for(figures, width, height)
+    cell = max(width / cols, height / rows)
+    return min(1.0, WORK_CELL_PX / cell) if cell > WORK_CELL_PX * 1.05 else 1.0
+
+
 def cut_sheet(sheet: npt.NDArray[np.uint8], figures: int) -> SheetCut:
     """Key a green-screen sheet (or take an already keyed one) and cut it into figures.
+
+    A sheet whose cells are larger than :data:`WORK_CELL_PX` (2K provider sheets) is first shrunk
+    (pixel-area averaging) so its cells are that size: stickers are 512 px, so keying four times the
+    pixels buys nothing. Boxes are reported in the given sheet's px.
 
     Args:
         sheet: H×W×3 uint8 RGB on green, or H×W×4 uint8 RGBA already keyed.
@@ -291,6 +306,25 @@ def cut_sheet(sheet: npt.NDArray[np.uint8], figures: int) -> SheetCut:
     Returns:
         The figures and the validity report; never raises for a bad sheet.
     """
+    scale = working_scale(sheet.shape[1], sheet.shape[0], figures)
+    if scale < 1.0:
+        size = (max(1, round(sheet.shape[1] * scale)), max(1, round(sheet.shape[0] * scale)))
+        small = (
+            resize_rgba(sheet, size)
+            if sheet.shape[2] == 4
+            else np.asarray(cv2.resize(sheet, size, interpolation=cv2.INTER_AREA), np.uint8)
+        )
+        cut = _cut(small, figures)
+        back = 1.0 / scale
+        for k, figure in enumerate(cut.figures):
+            x, y, w, h = figure.box
+            box = (round(x * back), round(y * back), round(w * back), round(h * back))
+            cut.figures[k] = dataclasses.replace(figure, box=box)
+        return cut
+    return _cut(sheet, figures)
+
+
+def _cut(sheet: npt.NDArray[np.uint8], figures: int) -> SheetCut:
     rgba = key_green(sheet) if sheet.shape[2] == 3 else sheet
     height, width = rgba.shape[:2]
     cols, rows = grid_for(figures, width, height)
@@ -340,26 +374,43 @@ def cut_sheet(sheet: npt.NDArray[np.uint8], figures: int) -> SheetCut:
     split_cells = {cell_of[k] for k in split_pieces if cell_of[k] >= 0}
 
     owner_map = owner.reshape(height, width)
+    extents: dict[int, list[int]] = {}  # cell → x0, y0, x1, y1 (inclusive) of its pieces
+    for piece, cell in zip(pieces, cell_of, strict=True):
+        if cell < 0:
+            continue
+        bx0, by0, bx1, by1 = (int(v) for v in piece.box)
+        box = extents.setdefault(cell, [bx0, by0, bx1, by1])
+        box[:] = [min(box[0], bx0), min(box[1], by0), max(box[2], bx1), max(box[3], by1)]
     kernel = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * _FRINGE_PX + 1, 2 * _FRINGE_PX + 1))
+    pad = _FRINGE_PX + 1
     found: list[CutFigure] = []
     missing: list[int] = []
     edge_cut: list[int] = []
     for cell in range(cols * rows):
-        mine = owner_map == cell
+        if cell not in extents:
+            missing.append(cell)
+            continue
+        ex0, ey0, ex1, ey1 = extents[cell]
+        wx0, wy0 = max(0, ex0 - pad), max(0, ey0 - pad)
+        wx1, wy1 = min(width, ex1 + 1 + pad), min(height, ey1 + 1 + pad)
+        window = owner_map[wy0:wy1, wx0:wx1]
+        mine = window == cell
         if mine.sum() < min_figure:
             missing.append(cell)
             continue
-        others = (owner_map >= 0) & ~mine
+        others = (window >= 0) & ~mine
         keep = (cv2.dilate(mine.astype(np.uint8), kernel) > 0) & ~others
-        x, y, w, h = cv2.boundingRect(keep.astype(np.uint8))
+        kx, ky, w, h = cv2.boundingRect(keep.astype(np.uint8))
+        x, y = wx0 + kx, wy0 + ky
         crop = rgba[y : y + h, x : x + w].copy()
-        crop[..., 3] = np.where(keep[y : y + h, x : x + w], crop[..., 3], 0)
+        crop[..., 3] = np.where(keep[ky : ky + h, kx : kx + w], crop[..., 3], 0)
         crop[crop[..., 3] == 0, :3] = 0
-        core_x, core_y, core_w, core_h = cv2.boundingRect(mine.astype(np.uint8))
+        cx, cy, core_w, core_h = cv2.boundingRect(mine.astype(np.uint8))
+        core_x, core_y = wx0 + cx, wy0 + cy
         touches = core_x <= 0 or core_y <= 0 or core_x + core_w >= width or core_y + core_h >= height
         if touches:
             edge_cut.append(cell)
-        core = mine[core_y : core_y + core_h, core_x : core_x + core_w]
+        core = mine[cy : cy + core_h, cx : cx + core_w]
         flat = not touches and _flat_cut(core, rgba[core_y : core_y + core_h, core_x : core_x + core_w, :3])
         found.append(
             CutFigure(

@@ -48,33 +48,35 @@ def add_die_cut_outline(
     """
     margin = outline_margin(radius_px, shadow)
     padded = cv2.copyMakeBorder(rgba, margin, margin, margin, margin, cv2.BORDER_CONSTANT, value=(0, 0, 0, 0))
-    alpha = padded[..., 3].astype(np.float32) / 255.0
-    solid = (alpha >= 0.5).astype(np.uint8) * 255
+    red, green, blue, alpha_u8 = cv2.split(padded)
+    alpha = alpha_u8.astype(np.float32) * np.float32(1.0 / 255.0)
+    solid = ((alpha_u8 >= 128).astype(np.uint8)) * 255
     closing = max(3, int(radius_px * 0.8) | 1)
     kernel = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (closing, closing))
     solid = _fill_holes(np.asarray(cv2.morphologyEx(solid, cv2.MORPH_CLOSE, kernel), np.uint8))
     distance = cv2.distanceTransform(255 - solid, cv2.DIST_L2, cv2.DIST_MASK_PRECISE)
-    backing = np.clip(radius_px + 0.5 - distance, 0.0, 1.0)
-    backing = np.maximum(backing, alpha)
+    backing = np.clip(np.float32(radius_px + 0.5) - distance, 0.0, 1.0)
+    np.maximum(backing, alpha, out=backing)
 
-    out_rgb = np.empty((*backing.shape, 3), np.float32)
-    out_alpha = backing.copy()
-    out_rgb[:] = 255.0
+    out_alpha = backing
     if shadow:
-        shift = np.array([[1, 0, _SHADOW_OFFSET[0]], [0, 1, _SHADOW_OFFSET[1]]], np.float32)
-        moved = cv2.warpAffine(backing, shift, (backing.shape[1], backing.shape[0]))
-        soft = np.asarray(cv2.GaussianBlur(moved, (0, 0), SHADOW_PX / 2), np.float32) * _SHADOW_OPACITY
+        dy = round(_SHADOW_OFFSET[1])
+        moved = np.zeros_like(backing)
+        moved[dy:] = backing[: backing.shape[0] - dy]
+        soft = np.asarray(cv2.GaussianBlur(moved, (0, 0), SHADOW_PX / 2), np.float32) * np.float32(
+            _SHADOW_OPACITY
+        )
         # white backing over the dark shadow
         out_alpha = backing + soft * (1.0 - backing)
-        safe = np.where(out_alpha > 0, out_alpha, 1.0)
-        out_rgb = (255.0 * backing / safe)[..., None] * np.ones(3, np.float32)
-    figure_rgb = padded[..., :3].astype(np.float32)
-    a = alpha[..., None]
-    composite_alpha = a + out_alpha[..., None] * (1.0 - a)
-    safe = np.where(composite_alpha > 0, composite_alpha, 1.0)
-    rgb = (figure_rgb * a + out_rgb * out_alpha[..., None] * (1.0 - a)) / safe
-    result = np.empty(padded.shape, np.uint8)
-    result[..., :3] = np.clip(rgb + 0.5, 0, 255).astype(np.uint8)
-    result[..., 3] = np.clip(composite_alpha[..., 0] * 255.0 + 0.5, 0, 255).astype(np.uint8)
-    result[result[..., 3] == 0, :3] = 0
-    return result
+    # the figure over the backing (white, premultiplied: 255·backing) and the shadow (black)
+    behind = 1.0 - alpha
+    composite_alpha = alpha + out_alpha * behind
+    inverse = 1.0 / np.maximum(composite_alpha, np.float32(1e-6))
+    white = backing * behind * np.float32(255.0)
+    planes = [
+        np.clip((plane.astype(np.float32) * alpha + white) * inverse + 0.5, 0, 255).astype(np.uint8)
+        for plane in (red, green, blue)
+    ]
+    out_a = np.clip(composite_alpha * 255.0 + 0.5, 0, 255).astype(np.uint8)
+    visible = (out_a > 0).astype(np.uint8)
+    return np.asarray(cv2.merge([cv2.bitwise_and(p, p, mask=visible) for p in planes] + [out_a]), np.uint8)

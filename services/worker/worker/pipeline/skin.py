@@ -31,6 +31,7 @@ __all__ = [
     "hex_to_lab",
     "lab_to_hex",
     "mean_lab",
+    "normalise_skin",
     "remove_green_spill",
     "shift_region",
     "skin_mask",
@@ -84,17 +85,25 @@ def delta_e_many(rgb: npt.NDArray[np.uint8], reference: Lab) -> npt.NDArray[np.f
     return np.asarray(color.deltaE_ciede2000(lab, np.broadcast_to(np.asarray(reference), lab.shape)))
 
 
+def _skin(
+    rgba: npt.NDArray[np.uint8], reference: Lab | None
+) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.float64] | None]:
+    """The skin mask and, when ``reference`` is given, the Lab colours of the masked pixels."""
+    y, cr, cb = cv2.split(cv2.cvtColor(np.ascontiguousarray(rgba[..., :3]), cv2.COLOR_RGB2YCrCb))
+    mask = (rgba[..., 3] >= 200) & (y >= _MIN_Y)
+    mask &= (cr >= _CR[0]) & (cr <= _CR[1]) & (cb >= _CB[0]) & (cb <= _CB[1])
+    if reference is None or not mask.any():
+        return mask, None
+    where = np.flatnonzero(mask)
+    lab = _to_lab(rgba[..., :3].reshape(-1, 3)[where])
+    near = np.linalg.norm(lab - np.asarray(reference)[None, :], axis=1) <= _NEAR_REFERENCE_DE76
+    mask.ravel()[where[~near]] = False
+    return mask, lab[near]
+
+
 def skin_mask(rgba: npt.NDArray[np.uint8], reference: Lab | None = None) -> npt.NDArray[np.bool_]:
     """Opaque skin-coloured pixels of an H×W×4 RGBA sticker (near ``reference`` when given)."""
-    opaque = rgba[..., 3] >= 200
-    ycrcb = cv2.cvtColor(np.ascontiguousarray(rgba[..., :3]), cv2.COLOR_RGB2YCrCb)
-    y, cr, cb = ycrcb[..., 0], ycrcb[..., 1], ycrcb[..., 2]
-    mask = opaque & (y >= _MIN_Y) & (cr >= _CR[0]) & (cr <= _CR[1]) & (cb >= _CB[0]) & (cb <= _CB[1])
-    if reference is not None and mask.any():
-        lab = _to_lab(rgba[..., :3][mask])
-        near = np.linalg.norm(lab - np.asarray(reference)[None, :], axis=1) <= _NEAR_REFERENCE_DE76
-        mask[mask] = near
-    return mask
+    return _skin(rgba, reference)[0]
 
 
 def hair_mask(rgba: npt.NDArray[np.uint8], hair: Lab, radius_de76: float = 22.0) -> npt.NDArray[np.bool_]:
@@ -152,10 +161,37 @@ def shift_region(
 
 @dataclass(frozen=True, slots=True)
 class ShiftReport:
-    """What a normalisation did: ΔE2000 from the target before, and the ΔE2000 of the applied shift."""
+    """What a normalisation did to one figure: its skin's ΔE2000 from the reference before, and the
+    ΔE2000 of the shift applied (0 when it was within the threshold)."""
 
-    before_de: float | None
+    before_de: float
     applied_de: float
+
+
+def normalise_skin(
+    figure: npt.NDArray[np.uint8], reference: Lab, *, threshold_de: float, strength: float, max_de: float
+) -> tuple[npt.NDArray[np.uint8], ShiftReport | None]:
+    """Shift a figure's skin toward ``reference`` when it is further than ``threshold_de`` (ΔE2000) from
+    it, by ``strength`` of the way and at most ``max_de`` (spec/002 "Skin normalisation": 6, 0.85, 4).
+
+    Args:
+        figure: h×w×4 uint8 RGBA.
+        reference: the target skin colour (Lab).
+
+    Returns:
+        The figure (a new array when shifted) and what was done (``None``: no skin visible).
+    """
+    mask, lab = _skin(figure, reference)
+    if lab is None or lab.shape[0] < max(24, _MIN_PIXELS_FRACTION * mask.size):
+        return figure, None
+    current = lab.mean(axis=0)
+    before = delta_e(current, reference)
+    if before <= threshold_de:
+        return figure, ShiftReport(before_de=before, applied_de=0.0)
+    shift = capped_shift(current, reference, strength=strength, max_de=max_de)
+    return shift_region(figure, mask, shift), ShiftReport(
+        before_de=before, applied_de=delta_e(current, current + shift)
+    )
 
 
 def remove_green_spill(rgba: npt.NDArray[np.uint8], *, edge_px: int = 3) -> npt.NDArray[np.uint8]:

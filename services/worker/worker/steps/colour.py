@@ -20,13 +20,14 @@ from worker.pipeline.skin import (
     delta_e,
     hair_mask,
     mean_lab,
+    normalise_skin,
     remove_green_spill,
     shift_region,
     skin_mask,
 )
 from worker.steps.slots import Slot
 
-__all__ = ["hybrid_colours", "normalise_skin"]
+__all__ = ["hybrid_colours", "normalise_pack_skin"]
 
 
 def _normalise(
@@ -36,27 +37,23 @@ def _normalise(
     for slot in slots:
         if slot.figure is None:
             continue
-        mask = skin_mask(slot.figure, reference)
-        current = mean_lab(slot.figure, mask)
-        if current is None:
+        figure, done = normalise_skin(
+            slot.figure, reference, threshold_de=threshold, strength=strength, max_de=max_de
+        )
+        if done is None or not done.applied_de:
             continue
-        before = delta_e(current, reference)
-        if before <= threshold:
-            continue
-        shift = capped_shift(current, reference, strength=strength, max_de=max_de)
-        slot.figure = shift_region(slot.figure, mask, shift)
-        slot.sticker = None
+        slot.figure, slot.sticker = figure, None
         report.append(
             {
                 "slot": slot.index,
-                "before_de": round(before, 2),
-                "applied_de": round(delta_e(current, current + shift), 2),
+                "before_de": round(done.before_de, 2),
+                "applied_de": round(done.applied_de, 2),
             }
         )
     return report
 
 
-async def normalise_skin(ctx: RenderContext, slots: Sequence[Slot], reference: Lab) -> None:
+async def normalise_pack_skin(ctx: RenderContext, slots: Sequence[Slot], reference: Lab) -> None:
     """Consistency's skin normalisation to the anchor's skin ``reference`` (Lab)."""
     s = ctx.settings
     async with ctx.stage("skin"):

@@ -10,7 +10,7 @@ from worker.context import NoValidSheet, RenderContext
 from worker.providers.answers import Passport
 from worker.providers.base import InputImage
 from worker.steps.anchor import Anchor
-from worker.steps.colour import normalise_skin
+from worker.steps.colour import normalise_pack_skin
 from worker.steps.inputs import Inputs
 from worker.steps.qa import identity_outliers
 from worker.steps.regen import regenerate
@@ -53,7 +53,7 @@ async def render_consistency(
         )
     slots = slots_from_sheets(results)
     if anchor.skin is not None:
-        await normalise_skin(ctx, slots, anchor.skin)
+        await normalise_pack_skin(ctx, slots, anchor.skin)
     await finish_slots(ctx, slots)
     judged = [slot for slot in slots if slot.outlined is not None]
     outliers = await identity_outliers(
