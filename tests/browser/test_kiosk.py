@@ -41,6 +41,9 @@ CONTENT_TYPES = {".html": "text/html", ".js": "text/javascript", ".css": "text/c
 def test_a_guest_journey_ends_on_the_done_screen_with_the_link_in_telegram(page: Page, stack: Stack) -> None:
     response = page.request.get(f"{stack.ingest_url}/kiosk")
     assert "script-src 'self'" in response.headers["content-security-policy"]
+    etag = response.headers["etag"]
+    again = page.request.get(f"{stack.ingest_url}/kiosk", headers={"If-None-Match": etag})
+    assert again.status == 304
     session = open_kiosk(page, stack, station="hall-a")
     assert session["station"] == "hall-a"
     assert page.inner_text("#station") == "hall-a"
@@ -186,3 +189,21 @@ def test_maintenance_shows_the_break_screen_and_the_kiosk_carries_on_after_resum
         httpx.post(f"{stack.ingest_url}/admin/resume", headers=ADMIN, timeout=10).raise_for_status()
     wait_screen(page, "welcome", timeout_ms=10_000)
     page.wait_for_selector("#qr:not([hidden])")
+
+
+def test_an_upload_that_meets_maintenance_waits_on_the_break_screen_and_goes_through_after_resume(
+    page: Page, stack: Stack
+) -> None:
+    session = open_kiosk(page, stack)
+    scan_and_start(page, stack, user_id=7105)
+    pick_outfit(page, "cowboy")
+    choose_photo(page, "face-woman-red-hat.png")
+    httpx.post(f"{stack.ingest_url}/admin/pause", headers=ADMIN, timeout=10).raise_for_status()
+    try:
+        page.click("#send")
+        wait_screen(page, "break")
+        assert session_status(stack, session["id"])["jobs"] == []
+    finally:
+        httpx.post(f"{stack.ingest_url}/admin/resume", headers=ADMIN, timeout=10).raise_for_status()
+    wait_screen(page, "generating", timeout_ms=15_000)
+    assert len(session_status(stack, session["id"])["jobs"]) == 1

@@ -68,7 +68,7 @@
       choose_failed: "Couldn't save your choice — tap again.",
       title_no_face: "We couldn't see your face", title_photo: "That photo didn't work",
       title_capture_limit: "That's all the photos for this visit", title_other: "Something's not right",
-      start_over: "Start over",
+      start_over: "Start over", ask_staff: "Please try again, or ask our staff at the booth.",
     },
     ru: {
       brand: "Sticker Booth", offline: "Нет связи — переподключаемся…",
@@ -102,7 +102,7 @@
       choose_failed: "Не удалось сохранить выбор — нажми ещё раз.",
       title_no_face: "Не видно лица", title_photo: "Это фото не подошло",
       title_capture_limit: "Фото для этой сессии закончились", title_other: "Что-то пошло не так",
-      start_over: "Начать заново",
+      start_over: "Начать заново", ask_staff: "Попробуй ещё раз или обратись к сотрудникам стойки.",
       code_no_face: "Не нашли лицо на фото. Встань прямо перед камерой и попробуй ещё раз.",
       code_corrupt_image: "Файл фото повреждён. Сделай новое фото.",
       code_unsupported_format: "Этот формат не подходит: нужен JPEG, PNG, WebP или HEIC.",
@@ -545,11 +545,11 @@
   }
 
   function renderRefusal(err) {
-    const retake = RETAKE_CODES.has(err.code);
+    const retake = RETAKE_CODES.has(err.code) || err.status === 413 || err.status === 415;
     const titleKey = err.code === "no_face" || err.code === "capture_limit" ? `title_${err.code}` : null;
     $("refused-title").textContent = t(titleKey ?? (retake ? "title_photo" : "title_other"));
     const local = state.lang === "en" ? null : TEXT[state.lang][`code_${err.code}`];
-    $("refused-text").textContent = local ?? err.message;
+    $("refused-text").textContent = local ?? (err.message || t("ask_staff"));
     const action = $("refused-action");
     action.textContent = t(retake ? "retake" : "start_over");
     action.dataset.action = retake ? "retake" : "restart";
