@@ -30,7 +30,7 @@ from shared.migrate import migrate
 from shared.repositories import Database
 
 REPO = Path(__file__).resolve().parent.parent
-SLOTS = 4  # concurrent test runs on one machine, each with its own Redis databases and Postgres names
+SLOTS = 3  # concurrent test runs on one machine, each with its own Redis databases and Postgres names
 # As the gateway's main() does: python-telegram-bot's timedelta ``retry_after`` (no deprecation warnings).
 os.environ.setdefault("PTB_TIMEDELTA", "1")
 
@@ -38,7 +38,7 @@ os.environ.setdefault("PTB_TIMEDELTA", "1")
 class Namespace:
     """Names this test run owns on the shared servers, so two runs on one machine never meet.
 
-    A run holds one of ``SLOTS`` file locks; slot ``k`` owns Redis databases ``3k+3 … 3k+5`` (0–2 are
+    A run holds one of ``SLOTS`` file locks; slot ``k`` owns Redis databases ``4k+3 … 4k+6`` (0–2 are
     left to ``make demo``/``make up``) and Postgres databases suffixed with the process id.
     """
 
@@ -47,9 +47,9 @@ class Namespace:
         self.slot = slot
 
     def redis_url(self, offset: int = 0) -> str:
-        """Redis database ``offset`` (0, 1 or 2) of this run."""
-        assert 0 <= offset < 3
-        return with_redis_db(self.infra.redis_url, 3 * self.slot + 3 + offset)
+        """Redis database ``offset`` (0–3) of this run."""
+        assert 0 <= offset < 4
+        return with_redis_db(self.infra.redis_url, 4 * self.slot + 3 + offset)
 
     def database(self, prefix: str) -> str:
         return f"{prefix}_{os.getpid()}"

@@ -13,12 +13,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import redis
 from playwright.sync_api import Browser, ConsoleMessage, Page, Playwright, sync_playwright
 
-from devstack.infra import Infra, drop_database, recreate_database, with_redis_db
+from devstack.infra import Infra, drop_database, recreate_database
 from devstack.processes import Stack, StackConfig
 from tests.browser.kiosk_helpers import ADMIN_TOKEN
 
@@ -51,11 +52,11 @@ FAST = {
 
 
 @pytest.fixture(scope="session")
-def stack(infra: Infra) -> Iterator[Stack]:
+def stack(infra: Infra, namespace: Any) -> Iterator[Stack]:
     """The whole product as local processes, on its own database and Redis db."""
-    name = "sb_browser"
+    name = namespace.database("sb_browser")
     db_url = recreate_database(infra.postgres_url, name)
-    redis_url = with_redis_db(infra.redis_url, 11)
+    redis_url = namespace.redis_url(3)
     redis.Redis.from_url(redis_url).flushdb()
     s = Stack(
         StackConfig(

@@ -117,20 +117,20 @@ async def test_a_long_handler_keeps_its_lease(redis: aioredis.Redis) -> None:
     def handler_for(name: str) -> Callable[[Message], Awaitable[None]]:
         async def handler(_message: Message) -> None:
             calls.append(name)
-            await asyncio.sleep(2.0)  # four leases long
+            await asyncio.sleep(6.0)  # three leases long
 
         return handler
 
     await Publisher(redis).publish(STREAM, JobQueued(job_id=uuid.uuid4()))
-    first = consumer(redis, handler_for("first"), name="first")
+    first = consumer(redis, handler_for("first"), name="first", lease_s=2.0)
     stop = asyncio.Event()
     t1 = asyncio.create_task(first.run(stop))
     async with asyncio.timeout(5):
         while not calls:
             await asyncio.sleep(0.02)
-    second = consumer(redis, handler_for("second"), name="second")
+    second = consumer(redis, handler_for("second"), name="second", lease_s=2.0)
     t2 = asyncio.create_task(second.run(stop))
-    async with asyncio.timeout(10):
+    async with asyncio.timeout(20):
         while await pending(redis):
             await asyncio.sleep(0.1)
     stop.set()
