@@ -12,6 +12,7 @@ from typing import Any
 from aiohttp import web
 
 from simulators.ai.state import CallRecord, SimState
+from worker.providers.prompts import parse_image_prompt, parse_vision_prompt
 
 __all__ = ["Call", "ErrorShape", "Renderer", "Served", "serve_call"]
 
@@ -44,6 +45,16 @@ Served = Callable[[Call, CallRecord], Awaitable[bytes | dict[str, Any]]]
 _RENDERED = frozenset({"no_image", "refusal"})
 
 
+def _request_kind(call: Call) -> str:
+    """What the prompt asks for (``sheet``, ``anchor``, ``passport``, …), or ``?``."""
+    try:
+        if call.call == "image":
+            return parse_image_prompt(call.prompt).kind
+        return parse_vision_prompt(call.prompt)[0]
+    except ValueError:
+        return "?"
+
+
 async def serve_call(
     request: web.Request,
     state: SimState,
@@ -70,7 +81,8 @@ async def serve_call(
         record.outcome = "auth"
         status, body, headers = error("auth", call.model, None)
         return web.json_response(body, status=status, headers=headers)
-    fault = state.take_fault(call.provider, call.call)
+    record.kind = _request_kind(call)
+    fault = state.take_fault(call.provider, call.call, record.kind)
     if state.latency_s:
         await asyncio.sleep(state.latency_s)
     if fault is not None:

@@ -4,7 +4,8 @@ imperfections seen in production (issue 3 "Chroma key that survives real model o
 - ``off_green``: the backdrop is a green near, but not, ``#00FF00``.
 - ``shaded``: the backdrop darkens across the sheet (a lighting gradient and a vignette), with sensor
   noise and a soft cast shadow under each figure.
-- ``touching``: the figures of the first two cells are moved toward each other until they overlap.
+- ``touching``: the figures of the first two cells are moved toward each other until their bodies
+  overlap.
 - ``missing``: the last cell stays empty.
 - ``edge_cut``: the figure of the first cell is pushed across the sheet's left border.
 
@@ -28,12 +29,33 @@ _OVERLAP_PX = 14
 _EDGE_OVERHANG_PX = 24
 
 
+def _body(figure: npt.NDArray[np.uint8]) -> npt.NDArray[np.bool_]:
+    """The largest opaque part of a figure: its body, without the sparkles and hearts around it."""
+    opaque = (figure[..., 3] > 0).astype(np.uint8)
+    count, labels, stats, _ = cv2.connectedComponentsWithStats(opaque, connectivity=8)
+    if count <= 1:
+        return opaque > 0
+    return np.asarray(labels == 1 + int(np.argmax(stats[1:, cv2.CC_STAT_AREA])), bool)
+
+
 def _extent(figure: npt.NDArray[np.uint8]) -> tuple[int, int, int, int]:
     """(x0, y0, x1, y1) of the opaque part of a cell-sized RGBA figure."""
     ys, xs = np.nonzero(figure[..., 3] > 0)
     if xs.size == 0:
         return (0, 0, 0, 0)
     return int(xs.min()), int(ys.min()), int(xs.max()) + 1, int(ys.max()) + 1
+
+
+def _closest_gap(left: npt.NDArray[np.uint8], right: npt.NDArray[np.uint8]) -> int:
+    """The narrowest horizontal gap (px) between the bodies of two side-by-side cells' figures, over the
+    rows both occupy: moving them together by more than this makes them touch."""
+    a, b = _body(left), _body(right)
+    rows = a.any(axis=1) & b.any(axis=1)
+    if not rows.any():
+        return CELL
+    right_edge = CELL - 1 - np.argmax(a[rows, ::-1], axis=1)
+    left_edge = np.argmax(b[rows], axis=1) + CELL
+    return int((left_edge - right_edge).min())
 
 
 def _backdrop(height: int, width: int, kinds: Sequence[str], seed: int) -> npt.NDArray[np.float32]:
@@ -75,9 +97,7 @@ def compose_sheet(
         and cells[0] is not None
         and cells[1] is not None
     ):
-        right0 = _extent(cells[0])[2]
-        left1 = _extent(cells[1])[0] + CELL
-        move = (left1 - right0 + _OVERLAP_PX) / 2
+        move = (_closest_gap(cells[0], cells[1]) + _OVERLAP_PX) / 2
         offsets[0][0] += int(np.ceil(move))
         offsets[1][0] -= int(np.ceil(move))
     if "edge_cut" in kinds and cells and cells[0] is not None:

@@ -58,20 +58,26 @@ SpecT = TypeVar("SpecT", bound=BaseModel)
 
 
 class FaultSpec(BaseModel):
-    """One queued fault: the next ``count`` calls of ``call`` type to ``provider`` fail as ``kind``."""
+    """One queued fault: the next ``count`` calls of ``call`` type (and ``request`` kind: ``sheet``,
+    ``heads``, ``anchor``, ``figure``, ``passport``, ``verify``, ``sheet_qa``, ``pack_qa``) to ``provider``
+    fail as ``kind``."""
 
     model_config = ConfigDict(extra="forbid")
 
     kind: FaultKind
     provider: Provider = "*"
     call: CallType = "*"
+    request: str = "*"
     count: int = Field(1, ge=1)
     retry_after_s: float | None = Field(None, ge=0)
     delay_s: float = Field(0.0, ge=0, le=600)
 
-    def matches(self, provider: str, call: str) -> bool:
-        """Whether this fault applies to a ``call`` (``image``/``vision``) to ``provider``."""
-        return self.provider in ("*", provider) and self.call in ("*", call)
+    def matches(self, provider: str, call: str, request: str) -> bool:
+        """Whether this fault applies to a ``call`` (``image``/``vision``) of ``request`` kind to
+        ``provider``."""
+        return (
+            self.provider in ("*", provider) and self.call in ("*", call) and self.request in ("*", request)
+        )
 
 
 class ImperfectionSpec(BaseModel):
@@ -135,9 +141,9 @@ class SimState:
                 return item
         return None
 
-    def take_fault(self, provider: str, call: str) -> FaultSpec | None:
+    def take_fault(self, provider: str, call: str, request: str) -> FaultSpec | None:
         """The fault for this call, if one is queued (counted down)."""
-        return self._take(self.faults, lambda f: f.matches(provider, call))
+        return self._take(self.faults, lambda f: f.matches(provider, call, request))
 
     def take_imperfections(self) -> list[Imperfection]:
         """The imperfections of the next sheet, if any are queued."""

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pillow_heif
 from PIL import Image
 from pydantic import ValidationError
 
@@ -144,6 +145,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--layout", choices=("3x4", "2x6"), help="SHEET_LAYOUT (default: the environment's)")
     args = parser.parse_args(argv)
     configure_logging(service="render", level="WARNING", fmt="console")
+    pillow_heif.register_heif_opener()  # iPhone photos (HEIC) straight from an operator's folder
     if args.outfit not in load_catalog():
         parser.error(f"unknown outfit {args.outfit!r}")
     try:

@@ -3,9 +3,11 @@ structured (JSON) vision answers.
 
 SDK-internal retries are off: ``HttpRetryOptions(attempts=1)`` means one attempt, and (unlike leaving
 ``retry_options`` unset) also stops the SDK's implicit repeat of a request whose aiohttp connection failed
-(google-genai ``_api_client.py``). Timeouts are ours in seconds and the SDK's ``HttpOptions.timeout`` in
-milliseconds, set per call (REFERENCE.md: it has no default). ``base_url`` points the SDK at the provider
-simulator in dev and tests.
+(google-genai ``_api_client.py``). The aiohttp session is ours (``HttpOptions.aiohttp_client``), created in
+the running loop on first use and closed by :meth:`GeminiProvider.aclose` (the SDK's own session class
+subclasses ``aiohttp.ClientSession``, which aiohttp deprecates). Timeouts are ours in seconds and the
+SDK's ``HttpOptions.timeout`` in milliseconds, set per call (REFERENCE.md: it has no default).
+``base_url`` points the SDK at the provider simulator in dev and tests.
 
 A response without an image part is never an empty success (REFERENCE.md "Gemini"): a blocked prompt
 (``promptFeedback.blockReason``) or a safety finish reason (``SAFETY``, ``IMAGE_SAFETY``, ``PROHIBITED_*``,
@@ -18,6 +20,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import aiohttp
 from google import genai
 from google.genai import types
 
@@ -58,12 +61,24 @@ class GeminiProvider:
     def __init__(self, api_key: str, *, base_url: str | None, image_model: str, vision_model: str) -> None:
         self.image_model = image_model
         self.vision_model = vision_model
-        self._client = genai.Client(
-            api_key=api_key,
-            http_options=types.HttpOptions(
-                base_url=base_url, retry_options=types.HttpRetryOptions(attempts=1)
-            ),
-        )
+        self._api_key = api_key
+        self._base_url = base_url
+        self._session: aiohttp.ClientSession | None = None
+        self._sdk: genai.Client | None = None
+
+    @property
+    def _client(self) -> genai.Client:
+        if self._sdk is None:
+            self._session = aiohttp.ClientSession()
+            self._sdk = genai.Client(
+                api_key=self._api_key,
+                http_options=types.HttpOptions(
+                    base_url=self._base_url,
+                    retry_options=types.HttpRetryOptions(attempts=1),
+                    aiohttp_client=self._session,
+                ),
+            )
+        return self._sdk
 
     @staticmethod
     def _parts(prompt: str, images: tuple[Any, ...]) -> list[Any]:
@@ -146,5 +161,9 @@ class GeminiProvider:
         return data, usage
 
     async def aclose(self) -> None:
-        """Close the SDK's HTTP sessions."""
-        await self._client.aio.aclose()
+        """Close the SDK client and our HTTP session."""
+        if self._sdk is not None:
+            await self._sdk.aio.aclose()
+        if self._session is not None:
+            await self._session.close()
+        self._sdk = self._session = None

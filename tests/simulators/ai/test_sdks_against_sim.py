@@ -1,0 +1,224 @@
+"""The real SDKs (google-genai, openai) through the worker's adapters against the AI provider simulator:
+images and vision answers round-trip, every fault comes back in its provider's wire shape and is
+classified into the error class of DESIGN.md §5, and the SDKs retry nothing on their own."""
+
+from __future__ import annotations
+
+import io
+import time
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from shared.errors import ErrorClass
+from shared.outfits import get_outfit
+from simulators.ai import AiSimConfig
+from worker.pipeline.cut import cut_sheet
+from worker.providers.answers import PASSPORT_SCHEMA
+from worker.providers.base import (
+    DrawSpec,
+    ImageRequest,
+    InputImage,
+    Provider,
+    ProviderCallError,
+    VisionRequest,
+)
+from worker.providers.classify import classify_exception
+from worker.providers.gemini import GeminiProvider
+from worker.providers.images import encode_photo
+from worker.providers.openai_api import OpenAIProvider
+from worker.providers.prompts import image_prompt, vision_prompt
+
+from .helpers import RunningAiSim, photo, serve_aisim
+
+pytestmark = pytest.mark.integration
+
+
+def selfie() -> bytes:
+    with Image.open(io.BytesIO(photo())) as image:
+        return encode_photo(np.asarray(image.convert("RGB"))).data
+
+
+def passport_request() -> VisionRequest:
+    return VisionRequest(
+        kind="passport",
+        prompt=vision_prompt("passport"),
+        images=(InputImage(selfie(), "image/jpeg", "selfie"),),
+        schema=PASSPORT_SCHEMA,
+    )
+
+
+def sheet_request() -> ImageRequest:
+    spec = DrawSpec(outfit_id="chef", poses=("waving", "heart", "cool", "ok"), cols=2, rows=2)
+    prompt = image_prompt(
+        "sheet", spec, outfit=get_outfit("chef"), art_style="cute_cartoon", roles=["selfie"], aspect="1:1"
+    )
+    images = (InputImage(selfie(), "image/jpeg", "selfie"),)
+    return ImageRequest(kind="sheet", prompt=prompt, images=images, size="2K", aspect="1:1", spec=spec)
+
+
+def provider(aisim: RunningAiSim, name: str, timeout_s: float = 30.0) -> Provider:
+    return aisim.gemini() if name == "gemini" else aisim.openai(timeout_s)
+
+
+def keyed(url: str, name: str, key: str) -> Provider:
+    if name == "gemini":
+        return GeminiProvider(key, base_url=url, image_model="m", vision_model="m")
+    return OpenAIProvider(key, base_url=f"{url}/v1", image_model="m", vision_model="m", timeout_s=5)
+
+
+async def failure(call: object) -> ProviderCallError:
+    try:
+        await call  # type: ignore[misc]
+    except Exception as exc:
+        return classify_exception(exc)
+    raise AssertionError("the call succeeded")
+
+
+@pytest.mark.parametrize("name", ["gemini", "openai"])
+async def test_a_sheet_comes_back_drawn_from_the_selfie_with_its_grid(aisim: RunningAiSim, name: str) -> None:
+    client = provider(aisim, name)
+    try:
+        data = await client.generate_image(sheet_request(), timeout_s=30)
+    finally:
+        await client.aclose()
+    with Image.open(io.BytesIO(data)) as image:
+        sheet = np.asarray(image.convert("RGB"))
+    assert sheet.shape == (1024, 1024, 3)
+    cut = cut_sheet(sheet, 4)
+    assert cut.valid and len(cut.figures) == 4
+    [call] = await aisim.calls()
+    assert (call["provider"], call["kind"], call["size"], call["aspect"], call["roles"]) == (
+        name,
+        "sheet",
+        "2K",
+        "1:1",
+        ["selfie"],
+    )
+
+
+@pytest.mark.parametrize("name", ["gemini", "openai"])
+async def test_a_vision_call_answers_the_passport_as_json(aisim: RunningAiSim, name: str) -> None:
+    client = provider(aisim, name)
+    try:
+        answer, usage = await client.vision_json(passport_request(), timeout_s=30)
+    finally:
+        await client.aclose()
+    assert answer["skin_tone_hex"].startswith("#") and len(answer["face_box"]) == 4
+    assert usage.input_tokens > 0
+
+
+VISION_FAULTS = [
+    ("gemini", "rate_limit", ErrorClass.RATE_LIMIT),
+    ("gemini", "quota_day", ErrorClass.QUOTA_DAY),
+    ("gemini", "credit", ErrorClass.CREDIT),
+    ("gemini", "payment_required", ErrorClass.CREDIT),
+    ("gemini", "auth", ErrorClass.AUTH),
+    ("gemini", "forbidden", ErrorClass.AUTH),
+    ("gemini", "outage", ErrorClass.OUTAGE),
+    ("gemini", "overloaded", ErrorClass.OUTAGE),
+    ("gemini", "drop", ErrorClass.OUTAGE),
+    ("gemini", "safety", ErrorClass.CONTENT),
+    ("gemini", "no_image", ErrorClass.INVALID),
+    ("openai", "rate_limit", ErrorClass.RATE_LIMIT),
+    ("openai", "quota_day", ErrorClass.QUOTA_DAY),
+    ("openai", "credit", ErrorClass.CREDIT),
+    ("openai", "billing_hard_limit", ErrorClass.CREDIT),
+    ("openai", "payment_required", ErrorClass.CREDIT),
+    ("openai", "auth", ErrorClass.AUTH),
+    ("openai", "forbidden", ErrorClass.AUTH),
+    ("openai", "outage", ErrorClass.OUTAGE),
+    ("openai", "overloaded", ErrorClass.OUTAGE),
+    ("openai", "drop", ErrorClass.OUTAGE),
+    ("openai", "refusal", ErrorClass.CONTENT),
+    ("openai", "no_image", ErrorClass.INVALID),
+]
+
+
+@pytest.mark.parametrize(("name", "kind", "expected"), VISION_FAULTS)
+async def test_each_fault_is_classified_from_its_wire_shape_with_one_request(
+    aisim: RunningAiSim, name: str, kind: str, expected: ErrorClass
+) -> None:
+    await aisim.fault(kind, provider=name)
+    client = provider(aisim, name)
+    started = time.monotonic()
+    try:
+        error = await failure(client.vision_json(passport_request(), timeout_s=30))
+    finally:
+        await client.aclose()
+    assert error.error_class is expected, error
+    calls = await aisim.calls()
+    assert len(calls) == 1  # SDK retries are off: one request, however it failed
+    assert time.monotonic() - started < 5  # no hidden SDK back-off sleep either
+
+
+@pytest.mark.parametrize("name", ["gemini", "openai"])
+async def test_a_rate_limit_carries_the_providers_retry_hint(aisim: RunningAiSim, name: str) -> None:
+    await aisim.fault("rate_limit", provider=name, retry_after_s=26)
+    client = provider(aisim, name)
+    try:
+        error = await failure(client.vision_json(passport_request(), timeout_s=30))
+    finally:
+        await client.aclose()
+    assert (error.error_class, error.retry_after_s) == (ErrorClass.RATE_LIMIT, 26.0)
+
+
+@pytest.mark.parametrize(
+    ("name", "kind", "expected"),
+    [
+        ("gemini", "safety", ErrorClass.CONTENT),
+        ("gemini", "no_image", ErrorClass.INVALID),
+        ("openai", "safety", ErrorClass.CONTENT),
+        ("openai", "no_image", ErrorClass.INVALID),
+    ],
+)
+async def test_an_image_answer_without_an_image_is_never_an_empty_success(
+    aisim: RunningAiSim, name: str, kind: str, expected: ErrorClass
+) -> None:
+    await aisim.fault(kind, provider=name, call="image")
+    client = provider(aisim, name)
+    try:
+        error = await failure(client.generate_image(sheet_request(), timeout_s=30))
+    finally:
+        await client.aclose()
+    assert error.error_class is expected
+
+
+@pytest.mark.parametrize("name", ["gemini", "openai"])
+async def test_a_slow_answer_is_a_timeout_at_our_timeout(aisim: RunningAiSim, name: str) -> None:
+    await aisim.fault("timeout", provider=name, delay_s=1.2)
+    client = provider(aisim, name, timeout_s=0.4)
+    started = time.monotonic()
+    try:
+        error = await failure(client.vision_json(passport_request(), timeout_s=0.4))
+    finally:
+        await client.aclose()
+    assert error.error_class is ErrorClass.TIMEOUT
+    assert time.monotonic() - started < 1.1
+
+
+@pytest.mark.parametrize("name", ["gemini", "openai"])
+async def test_a_refused_connection_is_an_outage_at_once(name: str) -> None:
+    runner, running = await serve_aisim(AiSimConfig())
+    url = running.url
+    await running.http.close()
+    await runner.cleanup()  # nothing listens there any more
+    client = keyed(url, name, "k")
+    started = time.monotonic()
+    try:
+        error = await failure(client.vision_json(passport_request(), timeout_s=5))
+    finally:
+        await client.aclose()
+    assert error.error_class is ErrorClass.OUTAGE
+    assert time.monotonic() - started < 1.0  # google-genai's implicit 1-10 s connection retry is off
+
+
+@pytest.mark.parametrize("name", ["gemini", "openai"])
+async def test_a_wrong_key_is_auth(aisim: RunningAiSim, name: str) -> None:
+    client = keyed(aisim.url, name, "wrong")
+    try:
+        error = await failure(client.vision_json(passport_request(), timeout_s=5))
+    finally:
+        await client.aclose()
+    assert error.error_class is ErrorClass.AUTH

@@ -1,0 +1,287 @@
+"""The provider chain's one rule set (spec/002 "Provider chain", DESIGN.md §5) with scripted providers,
+an injected sleep and a fixed jitter: 429 waits, per-day quota, fallback and its alert, what pauses the
+queue and what charges the attempt, the cost ceiling and the daily budget before every call, the
+process-wide image limit and the outer timeout guard."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any
+from uuid import uuid4
+
+import pytest
+
+from shared.errors import ErrorClass, JobCostExceeded, ProviderUnavailable, RetryableJobError
+from shared.repositories.usage import ApiCall
+from worker.cost import CostLedger, MemoryUsageStore
+from worker.providers.base import CallUsage, DrawSpec, ImageRequest, ProviderCallError, VisionRequest
+from worker.providers.chain import ChainPolicy, ProviderChain
+
+pytestmark = pytest.mark.unit
+
+Outcome = bytes | BaseException | Callable[[], Awaitable[bytes]]
+REQUEST = ImageRequest(
+    kind="sheet",
+    prompt="p",
+    images=(),
+    size="2K",
+    aspect="1:1",
+    spec=DrawSpec(outfit_id="chef", poses=("waving",)),
+)
+VISION = VisionRequest(kind="passport", prompt="p", images=(), schema={})
+
+
+def err(error_class: ErrorClass, retry_after_s: float | None = None) -> ProviderCallError:
+    return ProviderCallError(error_class, f"scripted {error_class}", status=429, retry_after_s=retry_after_s)
+
+
+class Scripted:
+    """A provider answering from a script (then ``b"png"`` / ``{}``), counting calls."""
+
+    def __init__(self, name: str, *outcomes: Outcome) -> None:
+        self.name = name
+        self.image_model = "gemini-3.1-flash-image" if name == "gemini" else "gpt-image-2"
+        self.vision_model = "gemini-3.5-flash-lite" if name == "gemini" else "gpt-5-mini"
+        self.outcomes = list(outcomes)
+        self.calls = 0
+
+    async def _next(self) -> bytes:
+        self.calls += 1
+        outcome = self.outcomes.pop(0) if self.outcomes else b"png"
+        if isinstance(outcome, BaseException):
+            raise outcome
+        if callable(outcome):
+            return await outcome()
+        return outcome
+
+    async def generate_image(self, request: ImageRequest, *, timeout_s: float) -> bytes:
+        return await self._next()
+
+    async def vision_json(
+        self, request: VisionRequest, *, timeout_s: float
+    ) -> tuple[dict[str, Any], CallUsage]:
+        await self._next()
+        return {"ok": True}, CallUsage(1000, 100)
+
+    async def aclose(self) -> None:
+        return None
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.sleeps: list[float] = []
+        self.alerts: list[tuple[str, timedelta]] = []
+
+    async def sleep(self, seconds: float) -> None:
+        self.sleeps.append(seconds)
+
+    async def alert(self, key: str, text: str, cooldown: timedelta) -> bool:
+        self.alerts.append((key, cooldown))
+        return True
+
+
+def chain(*providers: Scripted, recorder: Recorder, slots: int = 9, **policy: Any) -> ProviderChain:
+    return ProviderChain(
+        providers,
+        ChainPolicy(**policy),
+        image_slots=asyncio.Semaphore(slots),
+        alert=recorder.alert,
+        sleep=recorder.sleep,
+        rand=lambda: 0.5,  # +10 % of each wait
+    )
+
+
+def ledger(store: MemoryUsageStore | None = None, **kwargs: Any) -> CostLedger:
+    return CostLedger(
+        store or MemoryUsageStore(),
+        job_id=kwargs.pop("job_id", uuid4()),
+        created_at=datetime.now(UTC) - timedelta(minutes=1),
+        max_cost_usd=kwargs.pop("max_cost_usd", 1.5),
+        **kwargs,
+    )
+
+
+async def test_a_rate_limit_waits_5_15_30_s_with_jitter_on_the_same_provider() -> None:
+    recorder = Recorder()
+    gemini = Scripted(
+        "gemini", err(ErrorClass.RATE_LIMIT), err(ErrorClass.RATE_LIMIT), err(ErrorClass.RATE_LIMIT)
+    )
+    openai = Scripted("openai")
+    result = await chain(gemini, openai, recorder=recorder).image(REQUEST, ledger())
+    assert (result.provider, gemini.calls, openai.calls) == ("gemini", 4, 0)
+    assert recorder.sleeps == pytest.approx([5.5, 16.5, 33.0])
+    assert recorder.alerts == []
+
+
+async def test_the_providers_retry_hint_is_honoured_up_to_60_s() -> None:
+    recorder = Recorder()
+    gemini = Scripted("gemini", err(ErrorClass.RATE_LIMIT, 26), err(ErrorClass.RATE_LIMIT, 300))
+    await chain(gemini, recorder=recorder).image(REQUEST, ledger())
+    assert recorder.sleeps == pytest.approx([26 * 1.1, 60 * 1.1])
+
+
+async def test_after_three_waits_the_next_provider_serves_and_the_pair_is_alerted() -> None:
+    recorder = Recorder()
+    gemini = Scripted("gemini", *[err(ErrorClass.RATE_LIMIT)] * 4)
+    openai = Scripted("openai")
+    result = await chain(gemini, openai, recorder=recorder).image(REQUEST, ledger())
+    assert (result.provider, gemini.calls, openai.calls, len(recorder.sleeps)) == ("openai", 4, 1, 3)
+    assert recorder.alerts == [("fallback:gemini->openai", timedelta(minutes=10))]
+
+
+async def test_a_per_day_quota_moves_to_the_next_provider_at_once() -> None:
+    recorder = Recorder()
+    gemini = Scripted("gemini", err(ErrorClass.QUOTA_DAY))
+    result = await chain(gemini, Scripted("openai"), recorder=recorder).image(REQUEST, ledger())
+    assert (result.provider, gemini.calls, recorder.sleeps) == ("openai", 1, [])
+
+
+@pytest.mark.parametrize(
+    ("primary", "fallback", "expected"),
+    [
+        (ErrorClass.CREDIT, ErrorClass.CREDIT, ErrorClass.CREDIT),
+        (ErrorClass.CREDIT, ErrorClass.OUTAGE, ErrorClass.CREDIT),
+        (ErrorClass.OUTAGE, ErrorClass.AUTH, ErrorClass.AUTH),
+        (ErrorClass.OUTAGE, ErrorClass.OUTAGE, ErrorClass.OUTAGE),
+        (ErrorClass.QUOTA_DAY, ErrorClass.OUTAGE, ErrorClass.OUTAGE),
+    ],
+)
+async def test_no_provider_serving_for_the_providers_reasons_pauses_the_queue(
+    primary: ErrorClass, fallback: ErrorClass, expected: ErrorClass
+) -> None:
+    recorder = Recorder()
+    providers = (Scripted("gemini", err(primary)), Scripted("openai", err(fallback)))
+    with pytest.raises(ProviderUnavailable) as raised:
+        await chain(*providers, recorder=recorder).image(REQUEST, ledger())
+    assert raised.value.error_class is expected
+    assert [p.calls for p in providers] == [1, 1]  # billing and outages are never waited for
+
+
+async def test_an_outage_pause_carries_the_providers_retry_after() -> None:
+    providers = (Scripted("gemini", err(ErrorClass.OUTAGE, 120)), Scripted("openai", err(ErrorClass.OUTAGE)))
+    with pytest.raises(ProviderUnavailable) as raised:
+        await chain(*providers, recorder=Recorder()).image(REQUEST, ledger())
+    assert raised.value.retry_after_s == 120
+
+
+async def test_rate_limits_everywhere_after_all_waits_pause_as_an_outage() -> None:
+    recorder = Recorder()
+    providers = (
+        Scripted("gemini", *[err(ErrorClass.RATE_LIMIT)] * 4),
+        Scripted("openai", *[err(ErrorClass.RATE_LIMIT)] * 4),
+    )
+    with pytest.raises(ProviderUnavailable) as raised:
+        await chain(*providers, recorder=recorder).image(REQUEST, ledger())
+    assert raised.value.error_class is ErrorClass.OUTAGE
+    assert len(recorder.sleeps) == 6
+
+
+@pytest.mark.parametrize(
+    ("primary", "fallback", "expected"),
+    [
+        (ErrorClass.CONTENT, ErrorClass.TIMEOUT, ErrorClass.CONTENT),
+        (ErrorClass.OUTAGE, ErrorClass.TIMEOUT, ErrorClass.TIMEOUT),
+        (ErrorClass.INVALID, ErrorClass.INVALID, ErrorClass.INVALID),
+        (ErrorClass.INTERNAL, ErrorClass.OUTAGE, ErrorClass.INTERNAL),
+    ],
+)
+async def test_a_failure_that_is_the_jobs_is_charged(
+    primary: ErrorClass, fallback: ErrorClass, expected: ErrorClass
+) -> None:
+    providers = (Scripted("gemini", err(primary)), Scripted("openai", err(fallback)))
+    with pytest.raises(RetryableJobError) as raised:
+        await chain(*providers, recorder=Recorder()).image(REQUEST, ledger())
+    assert raised.value.error_class is expected
+
+
+async def test_every_call_is_recorded_as_it_happens_with_its_outcome_and_cost() -> None:
+    store = MemoryUsageStore()
+    providers = (Scripted("gemini", err(ErrorClass.RATE_LIMIT)), Scripted("openai"))
+    job = ledger(store)
+    await chain(*providers, recorder=Recorder()).image(REQUEST, job)
+    await chain(*providers, recorder=Recorder()).vision(VISION, job)
+    calls = [call for _at, call in store.calls]
+    assert [(c.provider, c.kind, c.call_type, c.outcome) for c in calls] == [
+        ("gemini", "sheet", "image", "rate_limit"),
+        ("gemini", "sheet", "image", "ok"),
+        ("gemini", "passport", "vision", "ok"),
+    ]
+    assert calls[0].cost_usd == 0 and calls[1].cost_usd == pytest.approx(0.067)
+    assert calls[2].cost_usd == pytest.approx((1000 * 0.10 + 100 * 0.40) / 1e6)
+    assert job.attempt_spend == pytest.approx(calls[1].cost_usd + calls[2].cost_usd)
+
+
+async def test_the_job_cost_ceiling_is_checked_before_every_call() -> None:
+    store = MemoryUsageStore()
+    job_id = uuid4()
+    await store.record(
+        ApiCall(
+            "gemini",
+            "gemini-3.1-flash-image",
+            "sheet",
+            "image",
+            "ok",
+            cost_usd=1.45,
+            latency_s=1,
+            job_id=job_id,
+        )
+    )
+    job = ledger(store, job_id=job_id)
+    gemini = Scripted("gemini")
+    tight = chain(gemini, recorder=Recorder())
+    await tight.image(REQUEST, job)  # 1.45 spent by an earlier attempt: this call is still allowed
+    with pytest.raises(JobCostExceeded):
+        await tight.image(REQUEST, job)  # 1.517 spent: refused before the call
+    assert gemini.calls == 1
+
+
+async def test_the_cost_ceiling_never_triggers_the_fallback() -> None:
+    store = MemoryUsageStore()
+    openai = Scripted("openai")
+    with pytest.raises(JobCostExceeded):
+        await chain(Scripted("gemini"), openai, recorder=Recorder()).image(
+            REQUEST, ledger(store, max_cost_usd=0.0)
+        )
+    assert openai.calls == 0
+
+
+async def test_the_daily_budget_pauses_the_queue_before_a_paid_call() -> None:
+    store = MemoryUsageStore()
+    await store.record(ApiCall("openai", "gpt-image-2", "sheet", "image", "ok", cost_usd=3.0, latency_s=1))
+    gemini = Scripted("gemini")
+    with pytest.raises(ProviderUnavailable) as raised:
+        await chain(gemini, recorder=Recorder()).image(REQUEST, ledger(store, daily_budget_usd=3.0))
+    assert (raised.value.error_class, gemini.calls) == (ErrorClass.BUDGET, 0)
+
+
+async def test_image_requests_in_flight_are_limited_across_callers() -> None:
+    in_flight = 0
+    peak = 0
+
+    async def slow() -> bytes:
+        nonlocal in_flight, peak
+        in_flight += 1
+        peak = max(peak, in_flight)
+        await asyncio.sleep(0.02)
+        in_flight -= 1
+        return b"png"
+
+    gemini = Scripted("gemini", *[slow] * 6)
+    shared = chain(gemini, recorder=Recorder(), slots=2)
+    await asyncio.gather(*(shared.image(REQUEST, ledger()) for _ in range(6)))
+    assert peak == 2
+
+
+async def test_a_call_that_hangs_past_its_timeout_and_guard_is_a_timeout() -> None:
+    async def hang() -> bytes:
+        await asyncio.sleep(5)
+        return b"png"
+
+    gemini = Scripted("gemini", hang)
+    with pytest.raises(RetryableJobError) as raised:
+        await chain(gemini, recorder=Recorder(), image_timeout_s=0.05, image_guard_s=0.05).image(
+            REQUEST, ledger()
+        )
+    assert raised.value.error_class is ErrorClass.TIMEOUT

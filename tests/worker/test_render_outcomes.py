@@ -1,0 +1,191 @@
+"""What each provider failure does to a job, end to end: the worker's composition (settings → providers
+→ chain → :class:`worker.render.PipelineRenderer` → :class:`worker.generation.Generator`) on real Postgres
+and Redis, the real SDKs against the AI provider simulator, waits through an injected sleep (DESIGN.md §5:
+rate limits wait and fall back, billing and auth and outages pause the queue and refund the job, the
+daily budget pauses until midnight, the cost ceiling fails the job, the job's own failures are charged;
+every call lands in ``api_usage``)."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+import redis.asyncio as aioredis
+import sqlalchemy as sa
+
+from shared import maintenance
+from shared.domain import Job
+from shared.outfits import load_catalog
+from shared.repositories import Database
+from shared.repositories.usage import ApiCall
+from shared.streams import Publisher
+from tests.simulators.ai.helpers import KEY, RunningAiSim, photo
+from worker.generation import Generator
+from worker.main import alerter
+from worker.providers.factory import build_chain, build_providers
+from worker.render import PipelineRenderer
+from worker.settings import WorkerSettings
+
+pytestmark = pytest.mark.integration
+
+
+class Sleeps:
+    def __init__(self) -> None:
+        self.waits: list[float] = []
+
+    async def __call__(self, seconds: float) -> None:
+        self.waits.append(seconds)
+
+
+async def run_job(
+    db: Database, redis: aioredis.Redis, aisim: RunningAiSim, database_url: str, redis_url: str, **env: Any
+) -> tuple[Job, Sleeps]:
+    cfg = WorkerSettings(  # type: ignore[call-arg]
+        DATABASE_URL=database_url,
+        REDIS_URL=redis_url,
+        GEMINI_API_KEY=KEY,
+        OPENAI_API_KEY=KEY,
+        AI_BASE_URL_GEMINI=aisim.url,
+        AI_BASE_URL_OPENAI=f"{aisim.url}/v1",
+        **{"LIKENESS_MODE": "classic", **env},
+    )
+    async with db.transaction() as repos:
+        session = await repos.sessions.create(station="s", token="tok")
+        await repos.sessions.bind_telegram("tok", user_id=3, chat_id=3, name="A", language="en")
+        job = await repos.jobs.insert_queued(session_id=session.id, capture_id="c", outfit_id="chef")
+        await repos.blobs.put(kind="selfie", data=photo(), content_type="image/jpeg", job_id=job.id)
+    publisher = Publisher(redis)
+    sleeps = Sleeps()
+    providers, _warnings = build_providers(cfg, load_catalog())
+    renderer = PipelineRenderer(
+        settings=cfg,
+        chain=build_chain(cfg, providers, alert=alerter(db, publisher), sleep=sleeps),
+        db=db,
+        alert=alerter(db, publisher),
+        cut_slots=asyncio.Semaphore(2),
+    )
+    generator = Generator(
+        db=db, publisher=publisher, settings=cfg, catalog=load_catalog(), render=renderer, owner="w1"
+    )
+    try:
+        await generator.process(job.id)
+    finally:
+        for provider in providers:
+            await provider.aclose()
+    async with db.transaction() as repos:
+        current = await repos.jobs.get(job.id)
+    assert current is not None
+    return current, sleeps
+
+
+async def usage(db: Database, job: Job) -> list[ApiCall]:
+    async with db.transaction() as repos:
+        return await repos.usage.for_job(job.id)
+
+
+async def admin_texts(db: Database) -> list[str]:
+    async with db.transaction() as repos:
+        rows = await repos.conn.execute(
+            sa.text("SELECT params->>'text' FROM tg_commands WHERE method = 'send_admin_message'")
+        )
+        return list(rows.scalars().all())
+
+
+async def test_a_rate_limit_waits_then_falls_back_and_the_job_renders(
+    db: Database, redis: aioredis.Redis, aisim: RunningAiSim, database_url: str, redis_url: str
+) -> None:
+    await aisim.fault("rate_limit", provider="gemini", request="passport", count=4)
+    job, sleeps = await run_job(db, redis, aisim, database_url, redis_url)
+    assert job.status == "rendered"
+    assert len(sleeps.waits) == 3  # 5, 15, 30 s plus up to 20 % jitter, then the fallback
+    assert all(d <= w <= d * 1.2 for w, d in zip(sleeps.waits, (5, 15, 30), strict=True))
+    calls = await usage(db, job)
+    assert [(c.provider, c.outcome) for c in calls if c.kind == "passport"] == [
+        *[("gemini", "rate_limit")] * 4,
+        ("openai", "ok"),
+    ]
+    assert {c.provider for c in calls if c.kind == "sheet"} == {"gemini"}  # the chain starts at the primary
+    assert sum(c.cost_usd for c in calls) > 0.2 and all(c.cost_usd == 0 for c in calls if c.outcome != "ok")
+    assert [t for t in await admin_texts(db) if "fallback" in t or "served instead" in t]
+
+
+@pytest.mark.parametrize(
+    ("gemini", "openai", "reason"), [("credit", "credit", "credit"), ("auth", "outage", "auth")]
+)
+async def test_billing_or_auth_everywhere_pauses_until_resume_and_refunds(
+    db: Database,
+    redis: aioredis.Redis,
+    aisim: RunningAiSim,
+    database_url: str,
+    redis_url: str,
+    gemini: str,
+    openai: str,
+    reason: str,
+) -> None:
+    await aisim.fault(gemini, provider="gemini")
+    await aisim.fault(openai, provider="openai")
+    job, sleeps = await run_job(db, redis, aisim, database_url, redis_url)
+    assert (job.status, job.attempts, job.error_class) == ("queued", 0, reason)
+    async with db.transaction() as repos:
+        pause = await maintenance.current_pause(repos)
+    assert pause is not None and (pause.source, pause.reason, pause.resume_at) == ("auto", reason, None)
+    assert sleeps.waits == []
+    assert [(c.provider, c.outcome) for c in await usage(db, job)] == [("gemini", gemini), ("openai", openai)]
+
+
+async def test_an_outage_everywhere_pauses_with_the_providers_retry_after(
+    db: Database, redis: aioredis.Redis, aisim: RunningAiSim, database_url: str, redis_url: str
+) -> None:
+    await aisim.fault("overloaded", provider="gemini", retry_after_s=90)
+    await aisim.fault("drop", provider="openai")
+    before = datetime.now(UTC)
+    job, _ = await run_job(db, redis, aisim, database_url, redis_url)
+    assert (job.status, job.attempts) == ("queued", 0)
+    async with db.transaction() as repos:
+        pause = await maintenance.current_pause(repos)
+    assert pause is not None and pause.reason == "outage" and pause.resume_at is not None
+    assert before + timedelta(seconds=85) < pause.resume_at < datetime.now(UTC) + timedelta(seconds=95)
+
+
+async def test_the_daily_budget_pauses_until_midnight_utc(
+    db: Database, redis: aioredis.Redis, aisim: RunningAiSim, database_url: str, redis_url: str
+) -> None:
+    async with db.transaction() as repos:
+        await repos.usage.record(
+            ApiCall("gemini", "gemini-3.1-flash-image", "sheet", "image", "ok", 0.6, 20.0)
+        )
+    job, _ = await run_job(db, redis, aisim, database_url, redis_url, DAILY_BUDGET_USD="0.5")
+    assert (job.status, job.attempts, job.error_class) == ("queued", 0, "budget")
+    async with db.transaction() as repos:
+        pause = await maintenance.current_pause(repos)
+    tomorrow = datetime.combine(datetime.now(UTC).date() + timedelta(days=1), datetime.min.time(), UTC)
+    assert pause is not None and pause.resume_at == tomorrow
+    assert await aisim.calls() == []  # refused before any paid call
+
+
+async def test_the_job_cost_ceiling_fails_the_job_without_a_retry(
+    db: Database, redis: aioredis.Redis, aisim: RunningAiSim, database_url: str, redis_url: str
+) -> None:
+    job, _ = await run_job(db, redis, aisim, database_url, redis_url, JOB_MAX_COST_USD="0.05")
+    assert (job.status, job.error_class) == ("failed", "job_cost")
+    calls = await usage(db, job)
+    spent_before_last = sum(c.cost_usd for c in calls[:-1])
+    assert spent_before_last < 0.05 <= sum(c.cost_usd for c in calls)  # the last call passed the ceiling
+    assert len(await aisim.calls()) == len(calls)  # nothing was sent after it
+
+
+async def test_refusals_of_every_sheet_are_charged_to_the_attempt(
+    db: Database, redis: aioredis.Redis, aisim: RunningAiSim, database_url: str, redis_url: str
+) -> None:
+    await aisim.fault("safety", request="sheet", count=10)
+    job, _ = await run_job(
+        db, redis, aisim, database_url, redis_url, FIGURE_SHEET_ATTEMPTS="1", FIGURE_FALLBACK_ENABLED="0"
+    )
+    assert (job.status, job.attempts, job.error_class) == ("queued", 1, "invalid")
+    assert job.not_before is not None and job.not_before > datetime.now(UTC)
+    assert [(c.provider, c.outcome) for c in await usage(db, job) if c.kind == "sheet"] == [
+        ("gemini", "content"),
+        ("openai", "content"),
+    ]
