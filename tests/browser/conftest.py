@@ -16,11 +16,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import redis
 from playwright.sync_api import Browser, ConsoleMessage, Page, Playwright, sync_playwright
 
-from devstack.infra import Infra, drop_database, recreate_database
-from devstack.processes import Stack, StackConfig
+from devstack.infra import Infra
+from devstack.processes import Stack, running_stack
 from tests.browser.kiosk_helpers import ADMIN_TOKEN
 
 REPO = Path(__file__).resolve().parents[2]
@@ -37,39 +36,18 @@ CHROMIUM_ARGS = [
     "--use-fake-ui-for-media-stream",
     "--use-fake-device-for-media-stream",
 ]
-FAST = {
-    "STREAM_LEASE_SEC": "5",
-    "RECONCILE_GRACE_SEC": "1",
-    "RECONCILE_INTERVAL_SEC": "1",
-    "HEARTBEAT_SEC": "1",
-    "HEARTBEAT_TIMEOUT_SEC": "4",
-    "RETRY_DELAY_SEC": "1",
-    "PACK_POLL_FAST_SEC": "0.5",
-    "SWEEP_INTERVAL_SEC": "0.5",
-    "STREAM_BLOCK_MS": "500",
-    "ADMIN_TOKEN": ADMIN_TOKEN,
-}
+EXTRA_ENV = {"ADMIN_TOKEN": ADMIN_TOKEN}
 
 
 @pytest.fixture(scope="session")
 def stack(infra: Infra, namespace: Any) -> Iterator[Stack]:
-    """The whole product as local processes, on its own database and Redis db."""
-    name = namespace.database("sb_browser")
-    db_url = recreate_database(infra.postgres_url, name)
-    redis_url = namespace.redis_url(3)
-    redis.Redis.from_url(redis_url).flushdb()
-    s = Stack(
-        StackConfig(
-            database_url=db_url, redis_url=redis_url, log_dir=REPO / "var" / "logs" / name, extra_env=FAST
-        )
-    )
-    s.migrate()
-    s.start_all()
-    try:
+    with running_stack(
+        postgres_url=infra.postgres_url,
+        database=namespace.database("sb_browser"),
+        redis_url=namespace.redis_url(3),
+        extra_env=EXTRA_ENV,
+    ) as s:
         yield s
-    finally:
-        s.stop_all()
-        drop_database(infra.postgres_url, name)
 
 
 @pytest.fixture(scope="session")

@@ -18,48 +18,26 @@ from typing import Any
 import httpx
 import numpy as np
 import pytest
-import redis
 from PIL import Image
 
-from devstack.infra import Infra, drop_database, recreate_database
+from devstack.infra import Infra
 from devstack.journey import LINK, bot_texts, chat_messages, download_set, play, start_session
-from devstack.processes import Stack, StackConfig
+from devstack.processes import Stack, running_stack
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
 PHOTOS = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "photos"
-REPO = Path(__file__).resolve().parents[2]
-FAST = {
-    "STREAM_LEASE_SEC": "5",
-    "RECONCILE_GRACE_SEC": "1",
-    "RECONCILE_INTERVAL_SEC": "1",
-    "HEARTBEAT_SEC": "1",
-    "HEARTBEAT_TIMEOUT_SEC": "4",
-    "RETRY_DELAY_SEC": "1",
-    "PACK_POLL_FAST_SEC": "0.5",
-    "SWEEP_INTERVAL_SEC": "0.5",
-    "STREAM_BLOCK_MS": "500",
-    "LOG_LEVEL": "INFO",
-}
+EXTRA_ENV: dict[str, str] = {}
 
 
 @pytest.fixture(scope="module")
 def stack(infra: Infra, namespace: Any) -> Iterator[Stack]:
-    name = namespace.database("sb_e2e")
-    db_url = recreate_database(infra.postgres_url, name)
-    redis_url = namespace.redis_url(1)
-    redis.Redis.from_url(redis_url).flushdb()
-    s = Stack(
-        StackConfig(
-            database_url=db_url, redis_url=redis_url, log_dir=REPO / "var" / "logs" / name, extra_env=FAST
-        )
-    )
-    s.migrate()
-    s.start_all()
-    try:
+    with running_stack(
+        postgres_url=infra.postgres_url,
+        database=namespace.database("sb_e2e"),
+        redis_url=namespace.redis_url(1),
+        extra_env=EXTRA_ENV,
+    ) as s:
         yield s
-    finally:
-        s.stop_all()
-        drop_database(infra.postgres_url, name)
 
 
 def assert_valid_sticker(png: bytes) -> None:

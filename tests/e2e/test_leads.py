@@ -25,9 +25,9 @@ import httpx
 import pytest
 import redis
 
-from devstack.infra import Infra, drop_database, recreate_database
+from devstack.infra import Infra
 from devstack.journey import LINK, bot_texts, chat_messages, play
-from devstack.processes import Stack, StackConfig
+from devstack.processes import Stack, running_stack
 from telegram_gateway.leads_updates import TRY_AGAIN
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
@@ -35,16 +35,7 @@ PHOTOS = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "photos"
 REPO = Path(__file__).resolve().parents[2]
 ADMIN_TOKEN = "e2e-admin-token-0123456789abcdef"
 STAFF = 3001
-FAST = {
-    "STREAM_LEASE_SEC": "5",
-    "RECONCILE_GRACE_SEC": "1",
-    "RECONCILE_INTERVAL_SEC": "1",
-    "HEARTBEAT_SEC": "1",
-    "HEARTBEAT_TIMEOUT_SEC": "4",
-    "RETRY_DELAY_SEC": "1",
-    "PACK_POLL_FAST_SEC": "0.5",
-    "SWEEP_INTERVAL_SEC": "0.5",
-    "STREAM_BLOCK_MS": "500",
+EXTRA_ENV = {
     "BACKOFF_SEC": "1,1,1,1",
     "LATER_SEC": "2",
     "LEADS_PUBLISH_INTERVAL_SEC": "0.3",
@@ -57,22 +48,13 @@ T = TypeVar("T")
 
 @pytest.fixture(scope="module")
 def stack(infra: Infra, namespace: Any) -> Iterator[Stack]:
-    name = namespace.database("sb_e2e_leads")
-    db_url = recreate_database(infra.postgres_url, name)
-    redis_url = namespace.redis_url(2)
-    redis.Redis.from_url(redis_url).flushdb()
-    s = Stack(
-        StackConfig(
-            database_url=db_url, redis_url=redis_url, log_dir=REPO / "var" / "logs" / name, extra_env=FAST
-        )
-    )
-    s.migrate()
-    s.start_all()
-    try:
+    with running_stack(
+        postgres_url=infra.postgres_url,
+        database=namespace.database("sb_e2e_leads"),
+        redis_url=namespace.redis_url(2),
+        extra_env=EXTRA_ENV,
+    ) as s:
         yield s
-    finally:
-        s.stop_all()
-        drop_database(infra.postgres_url, name)
 
 
 def wait_for(predicate: Callable[[], T | None], what: str, timeout_s: float = 30.0) -> T:
