@@ -49,7 +49,7 @@ def compose_head(outfit: Outfit, pose: Pose, head: npt.NDArray[np.uint8]) -> npt
     """Put ``head`` (h×w×4 uint8 RGBA, transparent around it) on the body template of ``pose``.
 
     Returns:
-        512×512×4 uint8 RGBA.
+        (512 + o)×512×4 uint8 RGBA, ``o`` the px by which a tall hat rises above the cell (usually 0).
     """
     body = Image.fromarray(body_template(outfit, pose))
     face_width, face_x = _face_span(head[..., 3])
@@ -59,9 +59,12 @@ def compose_head(outfit: Outfit, pose: Pose, head: npt.NDArray[np.uint8]) -> npt
     chin_y = HEAD_CENTRE[1] + FIGURE_SHIFT[1] + HEAD_RADII[1]
     left = round(HEAD_CENTRE[0] - face_x * scale)
     top = round(chin_y - size[1])
-    layer = Image.new("RGBA", (CELL, CELL), (0, 0, 0, 0))
-    layer.paste(scaled, (left, top))  # onto an empty layer: a plain copy keeps straight alpha
+    overflow = max(0, -top)  # a tall hat rises above the cell: the canvas grows upward
+    canvas = Image.new("RGBA", (CELL, CELL + overflow), (0, 0, 0, 0))
+    canvas.paste(body, (0, overflow))
+    layer = Image.new("RGBA", canvas.size, (0, 0, 0, 0))
+    layer.paste(scaled, (left, top + overflow))  # onto an empty layer: a plain copy keeps straight alpha
     if pose.tilt:
-        neck = (NECK[0], NECK[1] + FIGURE_SHIFT[1])
+        neck = (NECK[0], NECK[1] + FIGURE_SHIFT[1] + overflow)
         layer = layer.rotate(-pose.tilt, resample=Image.Resampling.BICUBIC, center=neck)
-    return np.asarray(Image.alpha_composite(body, layer), np.uint8).copy()
+    return np.asarray(Image.alpha_composite(canvas, layer), np.uint8).copy()

@@ -30,6 +30,7 @@ _EYE_Y = 0.40
 _EYE_X = (0.31, 0.69)
 _MOUTH = (0.5, 0.80)
 COLOURS = 12
+_HEAD_TOP_MAX = 0.15  # of the crop's height: a segmented head starting below this lost its crown
 
 Point = tuple[float, float]
 
@@ -219,6 +220,15 @@ def _segment_head(
     soft = cv2.resize(filled.astype(np.float32), (width, height), interpolation=cv2.INTER_LINEAR)
     soft = cv2.GaussianBlur(soft, (0, 0), max(1.5, width / 120))
     head = (soft > 0.5) & (ellipse > 0)
+    rows = np.nonzero(head.any(axis=1))[0]
+    if rows.size and rows[0] > _HEAD_TOP_MAX * height:
+        # hair (or a hat, or a bald crown) reaches the top of the crop, which leaves room above the
+        # brows; a head that stops well below it lost its crown to the background: give it back
+        head |= (ellipse > 0) & (np.arange(height)[:, None] <= rows[0] + height // 20)
+    # a head is round: an opening with a disc a fifth of the crop wide rounds off the corners a hat brim
+    # or the photo's edge leave, and drops drips of neck and collar
+    rounding = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, ((width // 5) | 1, (width // 5) | 1))
+    head = cv2.morphologyEx(head.astype(np.uint8), cv2.MORPH_OPEN, rounding) > 0
     covered = head[core > 0].mean() if core.any() else 0.0
     if head.sum() < 0.45 * ellipse.sum() or covered < 0.95:
         return ellipse > 0
