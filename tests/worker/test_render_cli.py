@@ -12,7 +12,7 @@ import pytest
 from PIL import Image
 
 from worker.pipeline.poses import POSES
-from worker.render_cli import VARIANTS, main
+from worker.render_cli import VARIANTS, cli
 
 pytestmark = pytest.mark.integration
 
@@ -54,7 +54,7 @@ def test_each_variant_renders_a_face_photo(tmp_path: Path, variant: str, face: s
     assert PHOTOS.is_dir(), f"{PHOTOS} is missing: ../shared must sit beside the repository"
     out = tmp_path / variant
     assert (
-        main(["--photo", str(PHOTOS / face), "--variant", variant, "--outfit", "pirate", "--out", str(out)])
+        cli(["--photo", str(PHOTOS / face), "--variant", variant, "--outfit", "pirate", "--out", str(out)])
         == 0
     )
     check_pack(out, variant)
@@ -65,13 +65,13 @@ def test_each_variant_renders_a_face_photo(tmp_path: Path, variant: str, face: s
 @pytest.mark.parametrize("variant", sorted(VARIANTS))
 def test_every_variant_renders_every_face_photo(tmp_path: Path, variant: str, face: str) -> None:
     out = tmp_path / f"{variant}-{face}"
-    assert main(["--photo", str(PHOTOS / face), "--variant", variant, "--out", str(out)]) == 0
+    assert cli(["--photo", str(PHOTOS / face), "--variant", variant, "--out", str(out)]) == 0
     check_pack(out, variant)
 
 
 def test_a_photo_without_a_face_is_refused_with_the_reason(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert main(["--photo", str(PHOTOS / "heic-iphone-pug.heic"), "--out", str(tmp_path)]) == 1
+    assert cli(["--photo", str(PHOTOS / "heic-iphone-pug.heic"), "--out", str(tmp_path)]) == 1
     assert "NoFaceError (permanent)" in capsys.readouterr().err
     assert not list(tmp_path.glob("*.png"))

@@ -42,7 +42,7 @@ from worker.providers.factory import build_chain, build_providers
 from worker.render import render_job, resolve_mode
 from worker.settings import PipelineSettings
 
-__all__ = ["VARIANTS", "main", "render_to_folder"]
+__all__ = ["VARIANTS", "cli", "main", "render_to_folder"]
 
 #: Variant → the settings that select it (spec/002 "Which path runs").
 VARIANTS: dict[str, dict[str, Any]] = {
@@ -135,8 +135,9 @@ async def render_to_folder(
     return report
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Parse the flags, render, print where the files are. Returns the exit status."""
+def cli(argv: Sequence[str] | None = None) -> int:
+    """Parse the flags, render, print where the files are. Returns the exit status (logging as the
+    caller configured it)."""
     parser = argparse.ArgumentParser(prog="python -m worker.render_cli", description=__doc__.split("\n")[0])
     parser.add_argument("--photo", required=True, type=Path, help="a face photo (JPEG, PNG, HEIC …)")
     parser.add_argument("--outfit", default="chef", help=f"one of {', '.join(load_catalog())}")
@@ -144,7 +145,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out", default=Path("out/render"), type=Path, help="folder for the PNGs and report")
     parser.add_argument("--layout", choices=("3x4", "2x6"), help="SHEET_LAYOUT (default: the environment's)")
     args = parser.parse_args(argv)
-    configure_logging(service="render", level="WARNING", fmt="console")
     pillow_heif.register_heif_opener()  # iPhone photos (HEIC) straight from an operator's folder
     if args.outfit not in load_catalog():
         parser.error(f"unknown outfit {args.outfit!r}")
@@ -167,6 +167,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"in {report['seconds']} s, {report['cost_usd']} USD; contact sheet {args.out / 'contact.png'}"
     )
     return 0
+
+
+def main() -> int:
+    """The command: warnings and errors logged to stderr, then :func:`cli`."""
+    configure_logging(service="render", level="WARNING", fmt="console")
+    return cli()
 
 
 if __name__ == "__main__":
