@@ -1,4 +1,4 @@
-"""``python -m devstack demo [--photo PATH]`` and ``python -m devstack up``.
+"""``python -m devstack demo [--photo PATH] [--ai-sim]`` and ``python -m devstack up [--ai-sim]``.
 
 ``demo`` runs the whole product once on a real photo with no accounts: Postgres and Redis from
 ``DATABASE_URL`` / ``REDIS_URL`` when they answer (else embedded), the Telegram simulator, the five
@@ -36,11 +36,15 @@ def default_photo() -> tuple[bytes, str]:
     return buffer.getvalue(), "astronaut.png"
 
 
-def build_stack(database: str, redis_db: int, *, keep_state: bool = False) -> tuple[Stack, object]:
+def build_stack(
+    database: str, redis_db: int, *, keep_state: bool = False, ai_sim: bool = False
+) -> tuple[Stack, object]:
     """Stores (reached or embedded), a migrated database and the stack's config.
 
     ``keep_state`` (``make up``): reuse the database and Redis data and take the usual ports when free;
-    otherwise (``make demo``) start from an empty database and Redis.
+    otherwise (``make demo``) start from an empty database and Redis. ``ai_sim``: run the AI provider
+    simulator and let the worker call it through the real Gemini and OpenAI SDKs (else: the offline
+    ``local`` provider).
     """
     infra = ensure_infra(
         postgres_url=os.environ.get("DATABASE_URL", DEFAULT_DB),
@@ -55,7 +59,9 @@ def build_stack(database: str, redis_db: int, *, keep_state: bool = False) -> tu
     else:
         db_url = recreate_database(infra.postgres_url, database)
         redis_lib.Redis.from_url(redis_url).flushdb()
-    config = StackConfig(database_url=db_url, redis_url=redis_url, log_dir=STATE / "logs" / database)
+    config = StackConfig(
+        database_url=db_url, redis_url=redis_url, log_dir=STATE / "logs" / database, ai_sim=ai_sim
+    )
     if keep_state:
         config.ingest_port = port_or_free(8000)
         config.sim_port = port_or_free(8081)
@@ -64,12 +70,12 @@ def build_stack(database: str, redis_db: int, *, keep_state: bool = False) -> tu
     return stack, infra
 
 
-def demo(photo_path: str | None) -> int:
+def demo(photo_path: str | None, *, ai_sim: bool = False) -> int:
     if photo_path:
         photo, filename = Path(photo_path).read_bytes(), Path(photo_path).name
     else:
         photo, filename = default_photo()
-    stack, infra = build_stack("stickerbooth_demo", 1)
+    stack, infra = build_stack("stickerbooth_demo", 1, ai_sim=ai_sim)
     started = time.monotonic()
     try:
         stack.start_all()
@@ -103,8 +109,8 @@ def demo(photo_path: str | None) -> int:
         infra.stop()  # type: ignore[attr-defined]
 
 
-def up() -> int:
-    stack, infra = build_stack("stickerbooth_dev", 2, keep_state=True)
+def up(*, ai_sim: bool = False) -> int:
+    stack, infra = build_stack("stickerbooth_dev", 2, keep_state=True, ai_sim=ai_sim)
     try:
         stack.start_all()
         print(f"kiosk API:           {stack.ingest_url}  (docs: {stack.ingest_url}/docs)")
@@ -129,7 +135,11 @@ def main() -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     demo_cmd = sub.add_parser("demo", help="run one guest journey on a real photo")
     demo_cmd.add_argument("--photo", help="path of a photo (default: the scikit-image astronaut)")
-    sub.add_parser("up", help="start the stack and keep it running")
+    up_cmd = sub.add_parser("up", help="start the stack and keep it running")
+    for command in (demo_cmd, up_cmd):
+        command.add_argument(
+            "--ai-sim", action="store_true", help="render through the AI provider simulator (real SDKs)"
+        )
     chaos_cmd = sub.add_parser(
         "chaos", help="journeys and leads under faults; checks nothing is lost or doubled"
     )
@@ -140,7 +150,9 @@ def main() -> int:
     args = parser.parse_args()
     if args.command == "chaos":
         return run_chaos(args.journeys, args.leads, args.faults, args.seed)
-    return demo(args.photo) if args.command == "demo" else up()
+    if args.command == "demo":
+        return demo(args.photo, ai_sim=args.ai_sim)
+    return up(ai_sim=args.ai_sim)
 
 
 def run_chaos(journeys: int, leads: int, faults: int, seed: int) -> int:

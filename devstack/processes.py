@@ -23,8 +23,10 @@ from devstack.infra import free_port
 
 REPO = Path(__file__).resolve().parent.parent
 SERVICES = ("ingest", "worker", "delivery", "leads", "telegram-gateway")
+SIMULATORS = ("telegram-sim", "ai-sim")
 MODULES = {
     "telegram-sim": "simulators.telegram",
+    "ai-sim": "simulators.ai",
     "ingest": "ingest",
     "worker": "worker",
     "delivery": "delivery",
@@ -51,6 +53,8 @@ class StackConfig:
     extra_env: dict[str, str] = field(default_factory=dict)
     ingest_port: int = field(default_factory=free_port)
     sim_port: int = field(default_factory=free_port)
+    ai_sim: bool = False  # run the AI provider simulator and point the worker's Gemini/OpenAI SDKs at it
+    ai_sim_port: int = field(default_factory=free_port)
     ops_ports: dict[str, int] = field(
         default_factory=lambda: {s: free_port() for s in SERVICES if s != "ingest"}
     )
@@ -67,6 +71,10 @@ class Stack:
     @property
     def ingest_url(self) -> str:
         return f"http://127.0.0.1:{self.config.ingest_port}"
+
+    @property
+    def ai_sim_url(self) -> str:
+        return f"http://127.0.0.1:{self.config.ai_sim_port}"
 
     @property
     def sim_url(self) -> str:
@@ -91,6 +99,11 @@ class Stack:
             env["TELEGRAM_BOT_TOKEN"] = c.bot_token
             env["TELEGRAM_API_BASE_URL"] = self.sim_url
             env["POLL_TIMEOUT_SEC"] = "2"
+        if name == "worker" and c.ai_sim:
+            env["GEMINI_API_KEY"] = "sim-only-gemini-key"
+            env["AI_BASE_URL_GEMINI"] = self.ai_sim_url
+            env["OPENAI_API_KEY"] = "sim-only-openai-key"
+            env["AI_BASE_URL_OPENAI"] = f"{self.ai_sim_url}/v1"
         if name == "ingest":
             env["PORT"] = str(c.ingest_port)
             env["HOST"] = "127.0.0.1"
@@ -105,6 +118,8 @@ class Stack:
             c = self.config
             cmd += ["--host", "127.0.0.1", "--port", str(c.sim_port), "--token", c.bot_token]
             cmd += ["--bot-username", c.bot_username]
+        if name == "ai-sim":
+            cmd += ["--host", "127.0.0.1", "--port", str(self.config.ai_sim_port)]
         return cmd
 
     def migrate(self) -> None:
@@ -127,6 +142,9 @@ class Stack:
     def start_all(self) -> None:
         self.start("telegram-sim")
         self.wait_http(f"{self.sim_url}/healthz", "telegram-sim")
+        if self.config.ai_sim:
+            self.start("ai-sim")
+            self.wait_http(f"{self.ai_sim_url}/healthz", "ai-sim")
         self.seed_simulator()
         for name in SERVICES:
             self.start(name)
@@ -153,7 +171,7 @@ class Stack:
             RuntimeError: a process exited or did not get healthy in ``timeout_s``.
         """
         for name in self.procs:
-            if name == "telegram-sim":
+            if name in SIMULATORS:
                 continue
             url = (
                 f"{self.ingest_url}/healthz"
@@ -200,10 +218,11 @@ class Stack:
         return int(proc.returncode)
 
     def stop_all(self) -> None:
-        for name in [n for n in reversed(list(self.procs)) if n != "telegram-sim"]:
+        for name in [n for n in reversed(list(self.procs)) if n not in SIMULATORS]:
             self.stop(name)
-        if "telegram-sim" in self.procs:
-            self.stop("telegram-sim")
+        for name in SIMULATORS:
+            if name in self.procs:
+                self.stop(name)
 
 
 #: Short leases, grace periods and polls for test stacks: faults heal in seconds instead of minutes.
