@@ -36,7 +36,7 @@ from shared.outfits import load_catalog
 from worker.context import MemoryArtefacts, RenderContext
 from worker.cost import CostLedger, MemoryUsageStore
 from worker.pipeline.contact import contact_sheet
-from worker.pipeline.pack import Sticker
+from worker.pipeline.finish import Sticker
 from worker.pipeline.poses import POSES
 from worker.providers.factory import build_chain, build_providers
 from worker.render import render_job, resolve_mode

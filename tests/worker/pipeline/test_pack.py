@@ -63,7 +63,7 @@ def test_stickers_carry_the_pose_emojis_in_order(astronaut_pack: Pack) -> None:
 
 
 def test_the_pack_reports_stage_timings(astronaut_pack: Pack) -> None:
-    assert set(astronaut_pack.timings) == {"face", "render_sheets", "cut", "outline", "export"}
+    assert set(astronaut_pack.timings) == {"face", "render_sheets", "cut", "finish"}
     assert all(seconds >= 0 for seconds in astronaut_pack.timings.values())
     assert sum(astronaut_pack.timings.values()) < 30
 

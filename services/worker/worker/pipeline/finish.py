@@ -19,14 +19,33 @@ import numpy as np
 import numpy.typing as npt
 
 from worker.pipeline.export import MAX_STICKER_BYTES, STICKER_SIDE_PX, export_sticker
-from worker.pipeline.pack import Sticker, finish_figure
+from worker.pipeline.outline import OUTLINE_PX, add_die_cut_outline, outline_margin
+from worker.pipeline.resample import resize_rgba
 from worker.pipeline.skin import remove_green_spill
 
-__all__ = ["FRINGE_MAX", "MIN_COVERAGE", "StickerQA", "finish_sticker", "green_fringe"]
+__all__ = [
+    "FRINGE_MAX",
+    "MIN_COVERAGE",
+    "Sticker",
+    "StickerQA",
+    "finish_figure",
+    "finish_sticker",
+    "green_fringe",
+]
 
 FRINGE_MAX = 0.02
 MIN_COVERAGE = 0.08
 _FRINGE_EXCESS = 24
+
+
+@dataclass(frozen=True, slots=True)
+class Sticker:
+    """One finished sticker: PNG bytes (see :mod:`worker.pipeline.export`), its emoji and size in px."""
+
+    png: bytes
+    emoji: str
+    width: int
+    height: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +70,17 @@ class StickerQA:
     def ok(self) -> bool:
         """Usable as is: covers enough, fits, small enough."""
         return self.coverage >= MIN_COVERAGE and self.fits and self.bytes <= MAX_STICKER_BYTES
+
+
+def finish_figure(rgba: npt.NDArray[np.uint8], *, radius_px: float = OUTLINE_PX) -> npt.NDArray[np.uint8]:
+    """Scale a cut figure so that, with its white outline and shadow, its longer side is 512 px, and
+    add the outline. Returns h×w×4 uint8 RGBA with max(h, w) ≈ 512."""
+    margin = outline_margin(radius_px)
+    inner = STICKER_SIDE_PX - 2 * margin
+    height, width = rgba.shape[:2]
+    scale = inner / max(height, width)
+    size = (max(1, round(width * scale)), max(1, round(height * scale)))
+    return add_die_cut_outline(resize_rgba(rgba, size), radius_px=radius_px)
 
 
 def green_fringe(rgba: npt.NDArray[np.uint8]) -> float:

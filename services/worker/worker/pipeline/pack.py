@@ -17,18 +17,15 @@ import numpy.typing as npt
 from shared.errors import ErrorClass, RetryableJobError
 from shared.outfits import Outfit
 from worker.pipeline.cut import SheetCut, cut_sheet
-from worker.pipeline.export import STICKER_SIDE_PX, export_sticker
+from worker.pipeline.finish import Sticker, finish_sticker
 from worker.pipeline.local_render import decode_rgb, draw_sheets, prepare_face, sheet_layout
-from worker.pipeline.outline import OUTLINE_PX, add_die_cut_outline, outline_margin
 from worker.pipeline.poses import POSES
-from worker.pipeline.resample import resize_rgba
 
 __all__ = [
     "PACK_SIZE",
     "Pack",
     "Sticker",
     "cut_sheets",
-    "finish_figure",
     "render_pack",
     "stickers_from_cuts",
     "stickers_from_sheets",
@@ -38,19 +35,9 @@ PACK_SIZE = 12  # stickers per pack (DESIGN.md §1)
 
 
 @dataclass(frozen=True, slots=True)
-class Sticker:
-    """One finished sticker: PNG bytes (see :mod:`worker.pipeline.export`), its emoji and size in px."""
-
-    png: bytes
-    emoji: str
-    width: int
-    height: int
-
-
-@dataclass(frozen=True, slots=True)
 class Pack:
-    """The 12 stickers of a job and the seconds spent per stage
-    (``face``, ``render_sheets``, ``cut``, ``outline``, ``export``)."""
+    """The 12 stickers of a job and the seconds spent per stage (``face``, ``render_sheets``, ``cut``,
+    ``finish`` for the offline :func:`render_pack`; the stages of :func:`worker.render.render_job`)."""
 
     stickers: list[Sticker]
     timings: dict[str, float] = field(default_factory=dict)
@@ -72,21 +59,11 @@ def cut_sheets(sheets: Sequence[npt.NDArray[np.uint8]], figures_per_sheet: int) 
     return [cut_sheet(sheet, figures_per_sheet) for sheet in sheets]
 
 
-def finish_figure(rgba: npt.NDArray[np.uint8], *, radius_px: float = OUTLINE_PX) -> npt.NDArray[np.uint8]:
-    """Scale a cut figure so that, with its white outline and shadow, its longer side is 512 px, and
-    add the outline. Returns h×w×4 uint8 RGBA with max(h, w) ≈ 512."""
-    margin = outline_margin(radius_px)
-    inner = STICKER_SIDE_PX - 2 * margin
-    height, width = rgba.shape[:2]
-    scale = inner / max(height, width)
-    size = (max(1, round(width * scale)), max(1, round(height * scale)))
-    return add_die_cut_outline(resize_rgba(rgba, size), radius_px=radius_px)
-
-
 def stickers_from_cuts(
     cuts: Sequence[SheetCut], emojis: Sequence[str], *, timings: dict[str, float] | None = None
 ) -> list[Sticker]:
-    """Outline and export the figures of valid sheet cuts, in sheet and cell order.
+    """Outline and export the figures of valid sheet cuts, in sheet and cell order
+    (:func:`worker.pipeline.finish.finish_sticker`).
 
     Raises:
         RetryableJobError: (class ``invalid``) a sheet misses figures, or the figure count does not
@@ -103,20 +80,8 @@ def stickers_from_cuts(
             f"{len(figures)} figures for {len(emojis)} emojis", error_class=ErrorClass.INVALID
         )
     watch = _Stopwatch(timings)
-    finished = [finish_figure(figure.rgba) for figure in figures]
-    watch.lap("outline")
-    stickers = []
-    for rgba, emoji in zip(finished, emojis, strict=True):
-        png = export_sticker(rgba)
-        height, width = rgba.shape[:2]
-        scale = STICKER_SIDE_PX / max(height, width)
-        size = (
-            (STICKER_SIDE_PX, round(height * scale))
-            if width >= height
-            else (round(width * scale), STICKER_SIDE_PX)
-        )
-        stickers.append(Sticker(png=png, emoji=emoji, width=size[0], height=size[1]))
-    watch.lap("export")
+    stickers = [finish_sticker(figure.rgba, emoji)[0] for figure, emoji in zip(figures, emojis, strict=True)]
+    watch.lap("finish")
     return stickers
 
 
@@ -133,7 +98,7 @@ def stickers_from_sheets(
         sheets: H×W×3 uint8 RGB sheets on a green backdrop.
         figures_per_sheet: 4 (layout ``3x4``) or 6 (layout ``2x6``).
         emojis: one emoji per figure, in sheet order then row-major cell order.
-        timings: if given, seconds are added under ``cut``, ``outline`` and ``export``.
+        timings: if given, seconds are added under ``cut`` and ``finish`` (outline and export).
 
     Raises:
         RetryableJobError: (class ``invalid``) a sheet without its full grid of figures.

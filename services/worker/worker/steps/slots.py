@@ -16,8 +16,7 @@ import numpy as np
 import numpy.typing as npt
 
 from worker.context import RenderContext
-from worker.pipeline.finish import MIN_COVERAGE, StickerQA, finish_sticker
-from worker.pipeline.pack import Sticker
+from worker.pipeline.finish import MIN_COVERAGE, Sticker, StickerQA, finish_sticker
 from worker.pipeline.poses import POSES, Pose
 from worker.steps.sheets import SheetResult
 
