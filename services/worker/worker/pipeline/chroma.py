@@ -283,10 +283,11 @@ def key_green(
     near_fg = cv2.erode(background_u8, kernel) == 0
     band = near_bg & near_fg
 
-    alpha = np.where(background, 0.0, 1.0).astype(np.float32)
-    soft = np.clip((1.0 - ratio[band] - _SOFT_LO) / (_SOFT_HI - _SOFT_LO), 0.0, 1.0)
-    soft[shadow[band]] = 0.0
-    alpha[band] = soft
+    alpha = np.where(background, 0, 255).astype(np.uint8)
+    band_at = np.flatnonzero(band)
+    soft = np.clip((1.0 - ratio.ravel().take(band_at) - _SOFT_LO) / (_SOFT_HI - _SOFT_LO), 0.0, 1.0)
+    soft[shadow.ravel().take(band_at)] = 0.0
+    alpha.ravel()[band_at] = (soft * 255.0 + 0.5).astype(np.uint8)
 
     # thin green structures inside a figure (a 1–2 px gap between two outlines) are spill, not
     # clothing: clothing survives an opening, a sliver does not
@@ -296,10 +297,11 @@ def key_green(
     if thin.size:
         flat_green = green.ravel()
         flat_green[thin] = np.minimum(flat_green[thin], np.maximum(red.ravel()[thin], blue.ravel()[thin]))
-    edge = np.flatnonzero(band & (alpha > 0))
+    visible_band = soft > 0
+    edge = band_at[visible_band]
     if edge.size:
         # un-mix the edge: C = a·F + (1 − a)·B, so F = (C − (1 − a)·B) / a, and no green above max(R, B)
-        a = np.maximum(alpha.ravel().take(edge), 0.15)
+        a = np.maximum(soft[visible_band], 0.15)
         unmixed = [
             np.clip((plane.ravel().take(edge) - (1.0 - a) * back.ravel().take(edge)) / a, 0.0, 255.0)
             for plane, back in zip(data, model, strict=True)
@@ -307,8 +309,7 @@ def key_green(
         unmixed[1] = np.minimum(unmixed[1], np.maximum(unmixed[0], unmixed[2]))
         for plane, values in zip((red, green, blue), unmixed, strict=True):
             plane.ravel()[edge] = (values + 0.5).astype(np.uint8)
-    alpha_u8 = (alpha * 255.0 + 0.5).astype(np.uint8)
-    visible = (alpha_u8 > 0).astype(np.uint8)
+    visible = (alpha > 0).astype(np.uint8)
     return np.asarray(
-        cv2.merge([cv2.bitwise_and(p, p, mask=visible) for p in (red, green, blue)] + [alpha_u8]), np.uint8
+        cv2.merge([cv2.bitwise_and(p, p, mask=visible) for p in (red, green, blue)] + [alpha]), np.uint8
     )

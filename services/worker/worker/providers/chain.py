@@ -289,5 +289,5 @@ class ProviderChain:
                 error_class=ErrorClass.OUTAGE,
                 retry_after_s=max(hints) if hints else None,
             )
-        error_class = next(c for c in _CHARGED_ORDER if c in classes or c is ErrorClass.INTERNAL)
+        error_class = next((c for c in _CHARGED_ORDER if c in classes), ErrorClass.INTERNAL)
         return RetryableJobError(f"{kind}: {summary}", error_class=error_class)

@@ -24,7 +24,7 @@ from worker.pipeline.appearance import contact_cells, measure_appearance, skin_o
 from worker.pipeline.face_cartoon import CartoonFace
 from worker.pipeline.local_render import decode_rgb, draw_grid, prepare_face
 from worker.pipeline.poses import pose_named
-from worker.pipeline.skin import hex_to_lab, mean_lab, skin_mask
+from worker.pipeline.skin import Lab, hex_to_lab, mean_lab, skin_mask
 from worker.providers.base import DrawSpec, ImageKind, ImageRole, ProviderCallError
 
 __all__ = ["answer_vision", "draw_request", "encode_png", "source_photo"]
@@ -113,7 +113,8 @@ def _rgba(data: bytes) -> npt.NDArray[np.uint8]:
         return np.asarray(image.convert("RGBA"), np.uint8).copy()
 
 
-def _reference_skin(data: bytes) -> Any:
+def _reference_skin(data: bytes) -> Lab | None:
+    """The skin of a QA reference: the passport's of a photo, else the skin pixels of a drawing."""
     rgb = _rgba(data)[..., :3]
     passport = measure_appearance(rgb)
     if passport is not None:

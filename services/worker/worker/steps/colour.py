@@ -9,13 +9,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
+import numpy.typing as npt
 
 from worker.context import RenderContext
 from worker.pipeline.skin import (
     Lab,
+    ShiftReport,
     capped_shift,
     delta_e,
     hair_mask,
@@ -27,110 +29,100 @@ from worker.pipeline.skin import (
 )
 from worker.steps.slots import Slot
 
+MaskFn = Callable[[npt.NDArray[np.uint8], Lab], npt.NDArray[np.bool_]]
+
 __all__ = ["hybrid_colours", "normalise_pack_skin"]
 
 
 def _normalise(
-    slots: Sequence[Slot], reference: Lab, threshold: float, strength: float, max_de: float
-) -> list[dict[str, float]]:
-    report = []
-    for slot in slots:
-        if slot.figure is None:
-            continue
-        figure, done = normalise_skin(
-            slot.figure, reference, threshold_de=threshold, strength=strength, max_de=max_de
-        )
-        if done is None or not done.applied_de:
-            continue
-        slot.figure, slot.sticker = figure, None
-        report.append(
-            {
-                "slot": slot.index,
-                "before_de": round(done.before_de, 2),
-                "applied_de": round(done.applied_de, 2),
-            }
-        )
-    return report
+    figures: list[npt.NDArray[np.uint8]], reference: Lab, threshold: float, strength: float, max_de: float
+) -> list[tuple[npt.NDArray[np.uint8], ShiftReport | None]]:
+    return [
+        normalise_skin(figure, reference, threshold_de=threshold, strength=strength, max_de=max_de)
+        for figure in figures
+    ]
 
 
 async def normalise_pack_skin(ctx: RenderContext, slots: Sequence[Slot], reference: Lab) -> None:
-    """Consistency's skin normalisation to the anchor's skin ``reference`` (Lab)."""
+    """Consistency's skin normalisation to the anchor's skin ``reference`` (Lab); logs
+    ``SKIN_NORMALISED`` per shifted figure."""
     s = ctx.settings
+    present = [slot for slot in slots if slot.figure is not None]
     async with ctx.stage("skin"):
-        report = await ctx.cpu(
+        done = await ctx.cpu(
             _normalise,
-            slots,
+            [slot.figure for slot in present],
             reference,
             s.consistency_skin_de_max,
             s.consistency_skin_strength,
             s.skin_norm_max_de,
         )
-    for entry in report:
-        ctx.event("SKIN_NORMALISED", fields=entry)
-
-
-def _median(values: list[Lab]) -> Lab | None:
-    return np.median(np.stack(values), axis=0) if values else None
+    for slot, (figure, report) in zip(present, done, strict=True):
+        if report is None or not report.applied_de:
+            continue
+        slot.figure, slot.sticker = figure, None
+        ctx.event(
+            "SKIN_NORMALISED",
+            slot=slot.index,
+            before_de=round(report.before_de, 2),
+            applied_de=round(report.applied_de, 2),
+        )
 
 
 def _hybrid(
-    slots: Sequence[Slot],
+    figures: list[npt.NDArray[np.uint8]],
     selfie_skin: Lab | None,
     selfie_hair: Lab | None,
     pull: float,
     strength: float,
     max_de: float,
-) -> list[dict[str, object]]:
-    report: list[dict[str, object]] = []
-    figures = [slot for slot in slots if slot.figure is not None]
-    for slot in figures:
-        assert slot.figure is not None
-        slot.figure = remove_green_spill(slot.figure)
-        slot.sticker = None
-    for part, selfie in (("skin", selfie_skin), ("hair", selfie_hair)):
+) -> tuple[list[npt.NDArray[np.uint8]], list[tuple[int, str, float]]]:
+    """Despilled figures with skin and hair moved to their targets, and (figure, part, ΔE moved) for each
+    shift."""
+    figures = [remove_green_spill(figure) for figure in figures]
+    report: list[tuple[int, str, float]] = []
+    parts: tuple[
+        tuple[str, Lab | None, Callable[[npt.NDArray[np.uint8], Lab], npt.NDArray[np.bool_]]], ...
+    ] = (
+        ("skin", selfie_skin, skin_mask),
+        ("hair", selfie_hair, hair_mask),
+    )
+    for part, selfie, find in parts:
         if selfie is None:
             continue
-        masks = {
-            slot.index: (skin_mask(slot.figure, selfie) if part == "skin" else hair_mask(slot.figure, selfie))
-            for slot in figures
-            if slot.figure is not None
-        }
-        means = {
-            i: mean_lab(slot.figure, masks[slot.index])
-            for i, slot in enumerate(figures)
-            if slot.figure is not None
-        }
-        found = [m for m in means.values() if m is not None]
-        median = _median(found)
-        if median is None:
+        masks = [find(figure, selfie) for figure in figures]
+        means = [mean_lab(figure, mask) for figure, mask in zip(figures, masks, strict=True)]
+        seen = [mean for mean in means if mean is not None]
+        if not seen:
             continue
+        median = np.median(np.stack(seen), axis=0)
         target = median + pull * (selfie - median)
-        for i, slot in enumerate(figures):
-            current = means.get(i)
-            if current is None or slot.figure is None:
+        for k, (mask, current) in enumerate(zip(masks, means, strict=True)):
+            if current is None:
                 continue
             shift = capped_shift(current, target, strength=strength, max_de=max_de)
-            slot.figure = shift_region(slot.figure, masks[slot.index], shift)
-            report.append(
-                {"slot": slot.index, "part": part, "applied_de": round(delta_e(current, current + shift), 2)}
-            )
-    return report
+            figures[k] = shift_region(figures[k], mask, shift)
+            report.append((k, part, delta_e(current, current + shift)))
+    return figures, report
 
 
 async def hybrid_colours(
     ctx: RenderContext, slots: Sequence[Slot], selfie_skin: Lab | None, selfie_hair: Lab | None
 ) -> None:
-    """Hybrid: green spill removed, skin and hair moved to the pulled targets."""
+    """Hybrid: green spill removed, skin and hair moved to the pulled targets (``HYBRID_COLOUR``)."""
     s = ctx.settings
+    present = [slot for slot in slots if slot.figure is not None]
     async with ctx.stage("colour"):
-        report = await ctx.cpu(
+        figures, report = await ctx.cpu(
             _hybrid,
-            slots,
+            [slot.figure for slot in present],
             selfie_skin,
             selfie_hair,
             s.hybrid_selfie_pull,
             s.consistency_skin_strength,
             s.skin_norm_max_de,
         )
-    for entry in report:
-        ctx.event("HYBRID_COLOUR", fields=entry)
+    for slot, figure in zip(present, figures, strict=True):
+        slot.figure, slot.sticker = figure, None
+    for k, part, moved in report:
+        ctx.event("HYBRID_COLOUR", slot=present[k].index, part=part, applied_de=round(moved, 2))
