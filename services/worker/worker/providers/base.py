@@ -8,6 +8,7 @@ it from the prompt, as a model would read it: :func:`worker.providers.prompts.pa
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
@@ -24,6 +25,7 @@ __all__ = [
     "ProviderCallError",
     "VisionKind",
     "VisionRequest",
+    "json_object",
 ]
 
 ImageKind = Literal["anchor", "sheet", "heads", "figure"]
@@ -142,6 +144,21 @@ class ProviderCallError(Exception):
         self.status = status
         self.retry_after_s = retry_after_s
         super().__init__(f"{error_class}: {self.message}")
+
+
+def json_object(text: str) -> dict[str, Any]:
+    """A model's text answer as a JSON object.
+
+    Raises:
+        ProviderCallError: (``invalid``) the text is not JSON, or not an object.
+    """
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ProviderCallError(ErrorClass.INVALID, f"answer is not JSON: {exc}") from exc
+    if not isinstance(data, dict):
+        raise ProviderCallError(ErrorClass.INVALID, "answer is not a JSON object")
+    return data
 
 
 class Provider(Protocol):

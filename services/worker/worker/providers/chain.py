@@ -27,7 +27,7 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 import structlog
 
@@ -68,6 +68,17 @@ class ChainPolicy:
     vision_timeout_s: float = 45.0
     vision_guard_s: float = 10.0
     fallback_alert_cooldown_s: float = 600.0
+
+
+@dataclass(frozen=True, slots=True)
+class _Call(Generic[T]):
+    """One request as the chain sends it to any provider."""
+
+    call_type: str  # image | vision
+    kind: str  # sheet, anchor, passport, ...
+    size: str | None  # 1K | 2K for images
+    send: Callable[[Provider], Awaitable[T]]
+    cost: Callable[[Provider, T], float]  # USD of a successful answer
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,7 +150,7 @@ class ProviderChain:
         def cost(provider: Provider, _result: ImageResult) -> float:
             return image_cost(provider.image_model, request.size)
 
-        return await self._run("image", request.kind, call, cost, ledger, size=request.size)
+        return await self._run(_Call("image", request.kind, request.size, call, cost), ledger)
 
     async def vision(
         self, request: VisionRequest, ledger: CostLedger, *, timeout_s: float | None = None
@@ -163,86 +174,60 @@ class ProviderChain:
         def cost(provider: Provider, _answer: dict[str, Any]) -> float:
             return vision_cost(provider.vision_model, usage[provider.name])
 
-        return await self._run("vision", request.kind, call, cost, ledger, size=None)
+        return await self._run(_Call("vision", request.kind, None, call, cost), ledger)
 
-    async def _run(
-        self,
-        call_type: str,
-        kind: str,
-        call: Callable[[Provider], Awaitable[T]],
-        cost: Callable[[Provider, T], float],
-        ledger: CostLedger,
-        *,
-        size: str | None,
-    ) -> T:
+    async def _run(self, call: _Call[T], ledger: CostLedger) -> T:
         failures: list[tuple[str, ProviderCallError]] = []
         for provider in self.providers:
             try:
-                result = await self._with_backoff(provider, call_type, kind, call, cost, ledger, size=size)
+                result = await self._with_backoff(provider, call, ledger)
             except ProviderCallError as exc:
                 failures.append((provider.name, exc))
                 log.warning(
                     "PROVIDER_FAILED",
                     provider=provider.name,
-                    kind=kind,
+                    kind=call.kind,
                     error_class=str(exc.error_class),
                     error=exc.message,
                 )
                 continue
             if failures:
-                await self._fallback_alert(failures[0], provider.name, kind)
+                await self._fallback_alert(failures[0], provider.name, call.kind)
             return result
-        raise self._give_up(failures, kind)
+        raise self._give_up(failures, call.kind)
 
-    async def _with_backoff(
-        self,
-        provider: Provider,
-        call_type: str,
-        kind: str,
-        call: Callable[[Provider], Awaitable[T]],
-        cost: Callable[[Provider, T], float],
-        ledger: CostLedger,
-        *,
-        size: str | None,
-    ) -> T:
-        model = provider.image_model if call_type == "image" else provider.vision_model
+    async def _with_backoff(self, provider: Provider, call: _Call[T], ledger: CostLedger) -> T:
+        model = provider.image_model if call.call_type == "image" else provider.vision_model
         delays = self.policy.rate_limit_delays
+
+        async def record(started: float, outcome: str, cost_usd: float, error: str | None = None) -> None:
+            await ledger.record(
+                ApiCall(
+                    provider=provider.name,
+                    model=model,
+                    kind=call.kind,
+                    call_type=call.call_type,
+                    outcome=outcome,
+                    cost_usd=cost_usd,
+                    latency_s=self.clock() - started,
+                    image_size=call.size,
+                    error=error,
+                )
+            )
+
         for retry in range(len(delays) + 1):
             await ledger.check_before_call(provider.name)
             started = self.clock()
             try:
-                result = await call(provider)
+                result = await call.send(provider)
             except JobError:
                 raise
             except Exception as exc:  # every SDK, transport and timeout error is classified here
                 error = classify_exception(exc)
             else:
-                await ledger.record(
-                    ApiCall(
-                        provider=provider.name,
-                        model=model,
-                        kind=kind,
-                        call_type=call_type,
-                        outcome="ok",
-                        cost_usd=cost(provider, result),
-                        latency_s=self.clock() - started,
-                        image_size=size,
-                    )
-                )
+                await record(started, "ok", call.cost(provider, result))
                 return result
-            await ledger.record(
-                ApiCall(
-                    provider=provider.name,
-                    model=model,
-                    kind=kind,
-                    call_type=call_type,
-                    outcome=str(error.error_class),
-                    cost_usd=0.0,
-                    latency_s=self.clock() - started,
-                    image_size=size,
-                    error=error.message,
-                )
-            )
+            await record(started, str(error.error_class), 0.0, error.message)
             if error.error_class is not ErrorClass.RATE_LIMIT or retry >= len(delays):
                 raise error
             wait = delays[retry]
@@ -250,7 +235,7 @@ class ProviderChain:
                 wait = min(error.retry_after_s, self.policy.max_hint_s)
             wait *= 1.0 + self.policy.jitter * self.rand()
             log.warning(
-                "RATE_LIMIT", provider=provider.name, kind=kind, retry=retry + 1, wait_s=round(wait, 2)
+                "RATE_LIMIT", provider=provider.name, kind=call.kind, retry=retry + 1, wait_s=round(wait, 2)
             )
             await self.sleep(wait)
         raise AssertionError("unreachable")  # the loop returns or raises

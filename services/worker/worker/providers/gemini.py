@@ -17,7 +17,6 @@ A response without an image part is never an empty success (REFERENCE.md "Gemini
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import aiohttp
@@ -25,7 +24,7 @@ from google import genai
 from google.genai import types
 
 from shared.errors import ErrorClass
-from worker.providers.base import CallUsage, ImageRequest, ProviderCallError, VisionRequest
+from worker.providers.base import CallUsage, ImageRequest, ProviderCallError, VisionRequest, json_object
 
 __all__ = ["GeminiProvider"]
 
@@ -147,12 +146,7 @@ class GeminiProvider:
         )
         if not text:
             raise self._no_image(response)
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise ProviderCallError(ErrorClass.INVALID, f"answer is not JSON: {exc}") from exc
-        if not isinstance(data, dict):
-            raise ProviderCallError(ErrorClass.INVALID, "answer is not a JSON object")
+        data = json_object(text)
         meta = response.usage_metadata
         usage = CallUsage(
             input_tokens=int(meta.prompt_token_count or 0) if meta else 0,

@@ -15,13 +15,19 @@ without ``b64_json`` is ``invalid``; a moderation block comes back as a 400 (``c
 from __future__ import annotations
 
 import base64
-import json
 from typing import Any, Literal
 
 import openai
 
 from shared.errors import ErrorClass
-from worker.providers.base import CallUsage, ImageRequest, InputImage, ProviderCallError, VisionRequest
+from worker.providers.base import (
+    CallUsage,
+    ImageRequest,
+    InputImage,
+    ProviderCallError,
+    VisionRequest,
+    json_object,
+)
 
 __all__ = ["OpenAIProvider"]
 
@@ -126,12 +132,7 @@ class OpenAIProvider:
                 if getattr(part, "type", "") == "refusal":
                     raise ProviderCallError(ErrorClass.CONTENT, f"refused: {getattr(part, 'refusal', '')}")
         text = response.output_text
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise ProviderCallError(ErrorClass.INVALID, f"answer is not JSON: {exc}") from exc
-        if not isinstance(data, dict):
-            raise ProviderCallError(ErrorClass.INVALID, "answer is not a JSON object")
+        data = json_object(text)
         usage = response.usage
         return data, CallUsage(
             input_tokens=int(usage.input_tokens) if usage else 0,

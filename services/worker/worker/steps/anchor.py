@@ -18,10 +18,11 @@ from worker.context import RenderContext
 from worker.pipeline.cut import cut_sheet
 from worker.pipeline.skin import Lab, capped_shift, delta_e, hex_to_lab, mean_lab, shift_region, skin_mask
 from worker.providers.answers import ANCHOR_CHECK_SCHEMA, AnchorCheck, Passport, parse_answer
-from worker.providers.base import DrawSpec, ImageRequest, InputImage, ProviderCallError, VisionRequest
+from worker.providers.base import InputImage, ProviderCallError, VisionRequest
 from worker.providers.images import decode_output, encode_drawing
 from worker.providers.offline import encode_png
-from worker.providers.prompts import image_prompt, vision_prompt
+from worker.providers.prompts import vision_prompt
+from worker.steps.sheets import draw_single
 
 __all__ = ["Anchor", "anchor_portrait", "shift_anchor_skin"]
 
@@ -63,27 +64,6 @@ def shift_anchor_skin(
     return np.ascontiguousarray(shift_region(rgba, mask, shift)[..., :3]), applied, delta_e(current, target)
 
 
-async def _draw(
-    ctx: RenderContext, refs: tuple[InputImage, ...], passport: Passport | None
-) -> npt.NDArray[np.uint8]:
-    spec = DrawSpec(outfit_id=ctx.outfit.id, poses=("neutral",))
-    prompt = image_prompt(
-        "anchor",
-        spec,
-        outfit=ctx.outfit,
-        art_style=ctx.settings.art_style,
-        roles=[image.role for image in refs],
-        aspect="1:1",
-        passport=passport,
-    )
-    result = await ctx.chain.image(
-        ImageRequest(kind="anchor", prompt=prompt, images=refs, size="1K", aspect="1:1", spec=spec),
-        ctx.ledger,
-    )
-    image = decode_output(result.data)
-    return np.ascontiguousarray(image[..., :3])
-
-
 async def _verify(
     ctx: RenderContext, anchor: npt.NDArray[np.uint8], selfie: InputImage
 ) -> AnchorCheck | None:
@@ -122,7 +102,7 @@ async def anchor_portrait(
     async with ctx.stage("anchor"):
         for attempt in range(ctx.settings.anchor_retries + 1):
             try:
-                drawn = await _draw(ctx, refs, passport)
+                drawn, _cut = await draw_single(ctx, "anchor", "neutral", refs, passport=passport)
             except (RetryableJobError, ProviderCallError) as exc:
                 ctx.event("ANCHOR_FAILED", level="warning", attempt=attempt + 1, error=str(exc)[:200])
                 break

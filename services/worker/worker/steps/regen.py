@@ -21,10 +21,10 @@ import numpy.typing as npt
 from shared.errors import ErrorClass, ProviderUnavailable, RetryableJobError
 from worker.context import RenderContext
 from worker.providers.answers import Passport
-from worker.providers.base import DrawSpec, ImageRequest, InputImage, ProviderCallError
-from worker.providers.images import decode_output
-from worker.providers.prompts import ColourLock, image_prompt
+from worker.providers.base import InputImage, ProviderCallError
+from worker.providers.prompts import ColourLock
 from worker.steps.qa import identity_outliers
+from worker.steps.sheets import draw_single
 from worker.steps.slots import Slot, finish_slots
 
 __all__ = ["regenerate"]
@@ -41,24 +41,9 @@ async def _draw_one(
     hard_locks: bool,
     colour_lock: ColourLock | None,
 ) -> npt.NDArray[np.uint8] | None:
-    spec = DrawSpec(outfit_id=ctx.outfit.id, poses=(slot.pose.name,))
-    prompt = image_prompt(
-        "figure",
-        spec,
-        outfit=ctx.outfit,
-        art_style=ctx.settings.art_style,
-        roles=[image.role for image in refs],
-        aspect="1:1",
-        passport=passport,
-        hard_locks=hard_locks,
-        colour_lock=colour_lock,
+    _image, cut = await draw_single(
+        ctx, "figure", slot.pose.name, refs, passport=passport, hard_locks=hard_locks, colour_lock=colour_lock
     )
-    request = ImageRequest(
-        kind="figure", prompt=prompt, images=tuple(refs), size="1K", aspect="1:1", spec=spec
-    )
-    result = await ctx.chain.image(request, ctx.ledger)
-    image = await ctx.cpu(decode_output, result.data)
-    cut = await ctx.cut(image, 1)
     if not cut.figures or cut.edge_cut or cut.figures[0].flat_cut:
         return None
     return cut.figures[0].rgba

@@ -144,6 +144,40 @@ async def draw_sheet(
     return image, cut
 
 
+async def draw_single(
+    ctx: RenderContext,
+    kind: ImageKind,
+    pose: str,
+    refs: Sequence[InputImage],
+    *,
+    passport: Passport | None = None,
+    hard_locks: bool = False,
+    colour_lock: ColourLock | None = None,
+) -> tuple[npt.NDArray[np.uint8], SheetCut]:
+    """Ask for one figure in ``pose`` at 1K, 1:1 (``kind`` ``anchor`` or ``figure``, a single-figure
+    regeneration) and cut it; returns the image (H×W×3 RGB) and its cut.
+
+    Raises:
+        The same as :func:`draw_sheet`.
+    """
+    spec = DrawSpec(outfit_id=ctx.outfit.id, poses=(pose,))
+    prompt = image_prompt(
+        kind,
+        spec,
+        outfit=ctx.outfit,
+        art_style=ctx.settings.art_style,
+        roles=[image.role for image in refs],
+        aspect="1:1",
+        passport=passport,
+        hard_locks=hard_locks,
+        colour_lock=colour_lock,
+    )
+    request = ImageRequest(kind=kind, prompt=prompt, images=tuple(refs), size="1K", aspect="1:1", spec=spec)
+    result = await ctx.chain.image(request, ctx.ledger)
+    image = np.ascontiguousarray((await ctx.cpu(decode_output, result.data))[..., :3])
+    return image, await ctx.cut(image, 1)
+
+
 async def sheet_with_attempts(
     ctx: RenderContext,
     plan: SheetPlan,
