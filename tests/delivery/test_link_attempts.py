@@ -97,3 +97,30 @@ async def test_a_second_attempt_that_succeeds_delivers(db: Database, delivery: P
         TelegramResult(command_id=links[-1].command_id, ok=True, result={"message_id": 5})
     )
     assert (await status(db, job)).status == "delivered"
+
+
+async def test_creating_the_set_erases_the_selfie_and_its_derived_artefacts(
+    db: Database, delivery: PackDelivery
+) -> None:
+    async with db.transaction() as repos:
+        session = await repos.sessions.create(station="s", token="t2")
+        await repos.sessions.bind_telegram("t2", user_id=9, chat_id=9, name="A", language="en")
+        job = await repos.jobs.insert_queued(session_id=session.id, capture_id="c", outfit_id="chef")
+        for kind in ("selfie", "anchor", "passport"):
+            await repos.blobs.put(
+                kind=kind, data=b"x", content_type="application/octet-stream", job_id=job.id
+            )
+        await repos.blobs.put(
+            kind="sticker", data=b"png", content_type="image/png", job_id=job.id, position=0
+        )
+        await repos.conn.execute(sa.update(jobs).where(jobs.c.id == job.id).values(status="rendered"))
+    await delivery.handle_result(
+        TelegramResult(
+            command_id=f"job:{job.id}:create_set", ok=True, result={"created": True, "sticker_count": 1}
+        )
+    )
+    async with db.transaction() as repos:
+        left = await repos.conn.execute(sa.text("SELECT kind FROM blobs WHERE job_id = :j"), {"j": job.id})
+        current = await repos.jobs.get(job.id)
+    assert [r[0] for r in left] == ["sticker"]
+    assert current is not None and current.status == "delivering" and current.selfie_deleted_at is not None

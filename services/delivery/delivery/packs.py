@@ -30,6 +30,8 @@ from shared.texts import PACK_TITLE, language_of, text
 
 log = structlog.get_logger(__name__)
 SERVICE = "delivery"
+#: Blobs that are the guest's face: the selfie and the worker's artefacts derived from it.
+PERSONAL_BLOBS = ("selfie", "anchor", "passport")
 _COMMAND_ID = re.compile(r"^job:(?P<job>[0-9a-f-]{36}):(?P<kind>create_set|poll|link)(?::(?P<n>\d+))?$")
 
 
@@ -129,8 +131,9 @@ class PackDelivery:
                     "selfie_deleted_at": now,
                 },
             )
-            if job is not None:
-                await repos.blobs.delete_for_job(job_id, "selfie")
+            if job is not None:  # erase the guest's photo and what was derived from it (DESIGN.md §12)
+                for kind in PERSONAL_BLOBS:
+                    await repos.blobs.delete_for_job(job_id, kind)
         if job is not None:
             log.info("PACK_CREATED", job_id=str(job_id), set_name=name)
 
