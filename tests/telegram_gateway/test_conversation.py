@@ -19,6 +19,7 @@ from shared.streams import Publisher
 from simulators.telegram.app import create_app
 from simulators.telegram.config import SimConfig
 from telegram_gateway.main import build_application, register_handlers
+from telegram_gateway.polling import poll_updates
 from telegram_gateway.settings import GatewaySettings
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
@@ -55,10 +56,11 @@ async def gateway(
     register_handlers(application, db=db, publisher=Publisher(redis), settings=settings)
     await application.initialize()
     await application.start()
-    assert application.updater is not None
-    await application.updater.start_polling(timeout=1)
+    stop = asyncio.Event()
+    poller = asyncio.create_task(poll_updates(application, stop, timeout_s=1))
     yield application
-    await application.updater.stop()
+    poller.cancel()
+    await asyncio.gather(poller, return_exceptions=True)
     await application.stop()
     await application.shutdown()
 
@@ -128,3 +130,50 @@ async def test_admin_commands_from_a_guest_do_nothing(
     async with db.transaction() as repos:
         assert await maintenance.current_pause(repos) is None
     assert texts[0].startswith("Hi! Scan the QR code")
+
+
+async def test_an_update_whose_handling_was_interrupted_is_delivered_again(
+    sim: httpx.AsyncClient, db: Database, redis: aioredis.Redis, database_url: str, redis_url: str
+) -> None:
+    """A gateway killed mid-handler must not lose the guest's /start (python-telegram-bot's Updater would)."""
+    from telegram.ext import TypeHandler
+
+    settings = GatewaySettings(  # type: ignore[call-arg]
+        DATABASE_URL=database_url,
+        REDIS_URL=redis_url,
+        TELEGRAM_BOT_TOKEN=TOKEN,
+        TELEGRAM_API_BASE_URL=str(sim.base_url).rstrip("/"),
+        POLL_TIMEOUT_SEC=1,
+    )
+    async with db.transaction() as repos:
+        session = await repos.sessions.create(station="s", token="kiosk-token-9")
+    entered = asyncio.Event()
+
+    async def hang(_update: object, _context: object) -> None:
+        entered.set()
+        await asyncio.Event().wait()  # the process "dies" here
+
+    first = build_application(settings)
+    first.add_handler(TypeHandler(object, hang), group=-5)
+    await first.initialize()
+    poller = asyncio.create_task(poll_updates(first, asyncio.Event(), timeout_s=1))
+    await say(sim, GUEST, "/start kiosk-token-9")
+    async with asyncio.timeout(10):
+        await entered.wait()
+    poller.cancel()  # killed mid-handler: the batch was never confirmed
+    await asyncio.gather(poller, return_exceptions=True)
+    await first.shutdown()
+
+    second = build_application(settings)
+    register_handlers(second, db=db, publisher=Publisher(redis), settings=settings)
+    await second.initialize()
+    poller = asyncio.create_task(poll_updates(second, asyncio.Event(), timeout_s=1))
+    try:
+        assert (await replies(sim, GUEST, 1))[0].startswith("You're linked!")
+    finally:
+        poller.cancel()
+        await asyncio.gather(poller, return_exceptions=True)
+        await second.shutdown()
+    async with db.transaction() as repos:
+        bound = await repos.sessions.get(session.id)
+    assert bound is not None and bound.tg_user_id == GUEST

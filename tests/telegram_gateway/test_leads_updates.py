@@ -27,6 +27,7 @@ from simulators.telegram.app import create_app
 from simulators.telegram.config import SimConfig
 from telegram_gateway.leads_updates import LEADS_OFF, TRY_AGAIN
 from telegram_gateway.main import build_application, register_handlers
+from telegram_gateway.polling import poll_updates
 from telegram_gateway.settings import GatewaySettings
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
@@ -77,12 +78,12 @@ def gateway(
         register_handlers(application, db=database or db, publisher=Publisher(redis), settings=settings)
         await application.initialize()
         await application.start()
-        assert application.updater is not None
-        await application.updater.start_polling(timeout=1)
+        poller = asyncio.create_task(poll_updates(application, asyncio.Event(), timeout_s=1))
         try:
             yield application
         finally:
-            await application.updater.stop()
+            poller.cancel()
+            await asyncio.gather(poller, return_exceptions=True)
             await application.stop()
             await application.shutdown()
 

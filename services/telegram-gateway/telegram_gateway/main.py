@@ -31,6 +31,7 @@ from telegram_gateway.handlers import GuestHandlers, log_error
 from telegram_gateway.leads_updates import LeadsUpdateRouter
 from telegram_gateway.lock import GatewayLock
 from telegram_gateway.maintenance_gate import MaintenanceGate
+from telegram_gateway.polling import poll_updates
 from telegram_gateway.settings import GatewaySettings
 
 log = structlog.get_logger(__name__)
@@ -48,6 +49,7 @@ def build_application(settings: GatewaySettings) -> Application:
         .base_file_url(f"{base}/file/bot")
         .rate_limiter(AIORateLimiter(max_retries=settings.rate_limit_max_retries))
         .get_updates_read_timeout(settings.poll_timeout_sec + 10)
+        .updater(None)  # polling is ours: updates are confirmed only after handling (polling.py)
         .build()
     )
 
@@ -135,10 +137,12 @@ async def run(settings: GatewaySettings) -> int:
     )
     await application.initialize()
     await application.start()
-    assert application.updater is not None
-    await application.updater.start_polling(timeout=settings.poll_timeout_sec, drop_pending_updates=False)
     log.info("STARTUP", service=SERVICE, api=settings.telegram_api_base_url, bot=application.bot.username)
+    poller = asyncio.create_task(
+        poll_updates(application, stop, timeout_s=settings.poll_timeout_sec), name="polling"
+    )
     tasks = [
+        poller,
         asyncio.create_task(consumer.run(stop), name="outbox"),
         asyncio.create_task(reconcile_outbox(db, publisher, settings, stop), name="reconcile"),
         asyncio.create_task(_watch_lock(lock, stop), name="lock"),
@@ -146,7 +150,8 @@ async def run(settings: GatewaySettings) -> int:
     await asyncio.wait([asyncio.create_task(stop.wait()), *tasks], return_when=asyncio.FIRST_COMPLETED)
     stop.set()
     log.info("SHUTDOWN", service=SERVICE)
-    await application.updater.stop()
+    poller.cancel()  # stop taking updates first; an unconfirmed batch is delivered again next start
+    await asyncio.gather(poller, return_exceptions=True)
     await consumer.drain(timeout_s=10)
     for task in tasks:
         task.cancel()

@@ -1,0 +1,50 @@
+"""Long polling that confirms an update only after it was handled (at least once).
+
+python-telegram-bot's ``Updater`` confirms a batch (the next ``getUpdates`` offset) as soon as it has queued
+it, so a gateway killed before its handlers ran loses those updates: a guest's ``/start`` would never bind
+(found by the chaos suite). Here each batch is handled first and the offset moves after, so a crash means
+the batch is delivered again; every handler is idempotent (binding the same guest twice is harmless, lead
+button presses are conditional updates).
+
+Telegram keeps unconfirmed updates for 24 h and allows one ``getUpdates`` consumer per token (REFERENCE.md).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+
+import structlog
+from telegram import Update
+from telegram.error import Conflict, NetworkError, RetryAfter, TelegramError
+from telegram.ext import Application
+
+from shared.streams import Backoff
+
+log = structlog.get_logger(__name__)
+
+
+async def poll_updates(application: Application, stop: asyncio.Event, *, timeout_s: int) -> None:
+    """Fetch updates with ``getUpdates`` (long polling, ``timeout_s`` seconds), hand each to the
+    application's handlers in order, then confirm them; until ``stop`` is set.
+
+    Network errors, flood control and a 409 Conflict (another poller) back off and retry; handler errors
+    go to the application's error handler and never stop polling.
+    """
+    offset: int | None = None
+    backoff = Backoff(base_s=1.0, cap_s=30.0)
+    while not stop.is_set():
+        try:
+            updates = await application.bot.get_updates(
+                offset=offset, timeout=timeout_s, allowed_updates=Update.ALL_TYPES
+            )
+        except (NetworkError, Conflict, RetryAfter, TelegramError) as exc:
+            delay = backoff.next_delay()
+            log.warning("POLL_FAILED", error=type(exc).__name__, retry_in_s=round(delay, 1))
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), timeout=delay)
+            continue
+        backoff.reset()
+        for update in updates:
+            await application.process_update(update)
+            offset = update.update_id + 1
