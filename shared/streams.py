@@ -24,6 +24,7 @@ from pydantic import ValidationError
 
 from shared import metrics
 from shared.errors import RedisUnavailable
+from shared.lifecycle import sleep_or_stop
 from shared.messages import Message, _Message, decode, encode
 from shared.settings import ServiceSettings
 
@@ -199,7 +200,7 @@ class StreamConsumer:
                 log.warning(
                     "STREAM_NOGROUP", stream=self.stream, group=self.group, retry_in_s=round(delay, 2)
                 )
-                await _sleep_or_stop(stop, delay)
+                await sleep_or_stop(stop, delay)
             except REDIS_ERRORS as exc:
                 group_ready = False
                 delay = self._backoff.next_delay()
@@ -209,7 +210,7 @@ class StreamConsumer:
                     error=type(exc).__name__,
                     retry_in_s=round(delay, 2),
                 )
-                await _sleep_or_stop(stop, delay)
+                await sleep_or_stop(stop, delay)
 
     async def drain(self, timeout_s: float) -> list[asyncio.Task[None]]:
         """Wait up to ``timeout_s`` for running handlers; returns the tasks still running (not cancelled)."""
@@ -340,11 +341,6 @@ class StreamConsumer:
 def _group_lost(exc: redis.exceptions.ResponseError) -> bool:
     """``NOGROUP`` (Redis restarted empty) or ``UNBLOCKED`` (the stream was deleted under a blocking read)."""
     return str(exc).startswith(("NOGROUP", "UNBLOCKED"))
-
-
-async def _sleep_or_stop(stop: asyncio.Event, delay_s: float) -> None:
-    with contextlib.suppress(TimeoutError):
-        await asyncio.wait_for(stop.wait(), timeout=delay_s)
 
 
 async def stream_depths(client: aioredis.Redis, groups: dict[str, str]) -> None:

@@ -3,10 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import os
-import signal
-import socket
 import sys
 from datetime import UTC, datetime
 
@@ -19,6 +15,7 @@ from shared import streams
 from shared.alerts import dead_letter_alerter
 from shared.db import create_engine
 from shared.digest import send_digest_if_due
+from shared.lifecycle import consumer_name, drain, run_until_stopped, sleep_or_stop, stop_on_signals
 from shared.logging import configure_logging
 from shared.ops import start_ops_server
 from shared.repositories import Database
@@ -47,12 +44,11 @@ async def run_sweeper(delivery: PackDelivery, settings: DeliverySettings, stop: 
         except Exception as exc:
             log.warning("SWEEP_FAILED", error=type(exc).__name__)
         ticks += 1
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(stop.wait(), timeout=settings.sweep_interval_sec)
+        await sleep_or_stop(stop, settings.sweep_interval_sec)
 
 
 async def run(settings: DeliverySettings) -> int:
-    consumer_name = settings.consumer_name or f"{SERVICE}-{socket.gethostname()}-{os.getpid()}"
+    name = consumer_name(settings.consumer_name, SERVICE)
     db = Database(create_engine(settings.database_url))
     redis = create_redis(settings.redis_url, block_ms=settings.stream_block_ms)
     publisher = Publisher(redis, maxlen=settings.stream_maxlen)
@@ -63,7 +59,7 @@ async def run(settings: DeliverySettings) -> int:
             settings,
             stream=streams.DELIVERY,
             group=SERVICE,
-            consumer=consumer_name,
+            consumer=name,
             handler=delivery.handle_rendered,
             slots=settings.delivery_slots,
             on_dead=dead_letter_alerter(db, publisher),
@@ -73,28 +69,22 @@ async def run(settings: DeliverySettings) -> int:
             settings,
             stream=streams.results_stream(SERVICE),
             group=SERVICE,
-            consumer=consumer_name,
+            consumer=name,
             handler=delivery.handle_result,
             slots=settings.results_slots,
             on_dead=dead_letter_alerter(db, publisher),
         ),
     ]
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
+    stop = stop_on_signals()
     tasks = [asyncio.create_task(c.run(stop), name=c.stream) for c in consumers]
     tasks.append(asyncio.create_task(run_sweeper(delivery, settings, stop), name="sweeper"))
     ops = await start_ops_server(
         settings.ops_port, ready=db.ping, alive=lambda: all(not t.done() for t in tasks)
     )
-    log.info("STARTUP", service=SERVICE, consumer=consumer_name)
-    await asyncio.wait([asyncio.create_task(stop.wait()), *tasks], return_when=asyncio.FIRST_COMPLETED)
-    stop.set()
+    log.info("STARTUP", service=SERVICE, consumer=name)
+    await run_until_stopped(stop, tasks)
     log.info("SHUTDOWN", service=SERVICE)
-    for consumer in consumers:
-        for task in await consumer.drain(timeout_s=5):
-            task.cancel()
+    await drain(consumers, timeout_s=5)
     await asyncio.gather(*tasks, return_exceptions=True)
     if ops is not None:
         await ops.cleanup()

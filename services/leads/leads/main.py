@@ -11,9 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
-import signal
-import socket
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -30,6 +27,7 @@ from leads.settings import LeadsSettings
 from shared import streams
 from shared.alerts import dead_letter_alerter
 from shared.db import create_engine
+from shared.lifecycle import consumer_name, drain, run_until_stopped, stop_on_signals
 from shared.logging import configure_logging
 from shared.ops import start_ops_server
 from shared.repositories import Database
@@ -104,7 +102,7 @@ async def run_publisher(service: LeadsService, interval_s: float, stop: asyncio.
 def build_consumers(
     service: LeadsService, settings: LeadsSettings, *, redis: Any, db: Database, publisher: Publisher
 ) -> list[StreamConsumer]:
-    consumer = settings.consumer_name or f"{SERVICE}-{socket.gethostname()}-{os.getpid()}"
+    consumer = consumer_name(settings.consumer_name, SERVICE)
     routes = [
         (streams.LEADS, service.wake_on_hint),
         (streams.results_stream(SERVICE), service.outcomes.handle),
@@ -126,10 +124,7 @@ def build_consumers(
 
 
 async def run(settings: LeadsSettings) -> int:
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
+    stop = stop_on_signals()
     db = Database(create_engine(settings.database_url))
     if not settings.leads_enabled:
         log.info("STARTUP", service=SERVICE, leads_enabled=False)
@@ -159,11 +154,8 @@ async def run(settings: LeadsSettings) -> int:
         later_sec=settings.later_sec,
         per_minute=settings.group_per_minute,
     )
-    await asyncio.wait([asyncio.create_task(stop.wait()), *tasks], return_when=asyncio.FIRST_COMPLETED)
-    stop.set()
-    for consumer in consumers:
-        for task in await consumer.drain(timeout_s=5):
-            task.cancel()
+    await run_until_stopped(stop, tasks)
+    await drain(consumers, timeout_s=5)
     await asyncio.gather(*tasks, return_exceptions=True)
     if ops is not None:
         await ops.cleanup()

@@ -7,10 +7,7 @@ long polling, the ``tg:outbox`` consumer and the outbox reconciler until SIGTERM
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
-import signal
-import socket
 import sys
 from datetime import timedelta
 
@@ -20,6 +17,7 @@ from telegram.ext import AIORateLimiter, Application, ApplicationBuilder
 from shared import streams
 from shared.alerts import dead_letter_alerter
 from shared.db import create_engine
+from shared.lifecycle import consumer_name, drain, run_until_stopped, sleep_or_stop, stop_on_signals
 from shared.logging import configure_logging
 from shared.messages import TelegramCommand
 from shared.ops import start_ops_server
@@ -95,8 +93,7 @@ async def reconcile_outbox(
                     await repos.tg_commands.mark_dispatched(published)
         except Exception as exc:
             log.warning("RECONCILE_FAILED", error=type(exc).__name__)
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(stop.wait(), timeout=settings.reconcile_interval_sec)
+        await sleep_or_stop(stop, settings.reconcile_interval_sec)
 
 
 async def run(settings: GatewaySettings) -> int:
@@ -121,15 +118,12 @@ async def run(settings: GatewaySettings) -> int:
         settings,
         stream=streams.TG_OUTBOX,
         group=SERVICE,
-        consumer=settings.consumer_name or f"{SERVICE}-{socket.gethostname()}-{os.getpid()}",
+        consumer=consumer_name(settings.consumer_name, SERVICE),
         handler=executor.handle,
         slots=settings.outbox_slots,
         on_dead=dead_letter_alerter(db, publisher),
     )
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
+    stop = stop_on_signals()
 
     tasks: list[asyncio.Task[None]] = []
     ops = await start_ops_server(
@@ -147,12 +141,11 @@ async def run(settings: GatewaySettings) -> int:
         asyncio.create_task(reconcile_outbox(db, publisher, settings, stop), name="reconcile"),
         asyncio.create_task(_watch_lock(lock, stop), name="lock"),
     ]
-    await asyncio.wait([asyncio.create_task(stop.wait()), *tasks], return_when=asyncio.FIRST_COMPLETED)
-    stop.set()
+    await run_until_stopped(stop, tasks)
     log.info("SHUTDOWN", service=SERVICE)
     poller.cancel()  # stop taking updates first; an unconfirmed batch is delivered again next start
     await asyncio.gather(poller, return_exceptions=True)
-    await consumer.drain(timeout_s=10)
+    await drain([consumer], timeout_s=10)
     for task in tasks:
         task.cancel()
     await asyncio.gather(*tasks, return_exceptions=True)
@@ -169,8 +162,7 @@ async def run(settings: GatewaySettings) -> int:
 async def _watch_lock(lock: GatewayLock, stop: asyncio.Event) -> None:
     """End the process when the lock's connection is lost: another gateway may own Telegram now."""
     while not stop.is_set():
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(stop.wait(), timeout=10)
+        await sleep_or_stop(stop, 10)
         if not stop.is_set() and not await lock.still_held():
             log.error("GATEWAY_LOCK_LOST")
             stop.set()

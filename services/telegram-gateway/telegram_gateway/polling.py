@@ -12,13 +12,13 @@ Telegram keeps unconfirmed updates for 24 h and allows one ``getUpdates`` consum
 from __future__ import annotations
 
 import asyncio
-import contextlib
 
 import structlog
 from telegram import Update
 from telegram.error import Conflict, NetworkError, RetryAfter, TelegramError
 from telegram.ext import Application
 
+from shared.lifecycle import sleep_or_stop
 from shared.streams import Backoff
 
 log = structlog.get_logger(__name__)
@@ -41,8 +41,7 @@ async def poll_updates(application: Application, stop: asyncio.Event, *, timeout
         except (NetworkError, Conflict, RetryAfter, TelegramError) as exc:
             delay = backoff.next_delay()
             log.warning("POLL_FAILED", error=type(exc).__name__, retry_in_s=round(delay, 1))
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), timeout=delay)
+            await sleep_or_stop(stop, delay)
             continue
         backoff.reset()
         for update in updates:

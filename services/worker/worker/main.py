@@ -7,9 +7,6 @@ give running jobs ``SHUTDOWN_GRACE_SEC`` to finish, then cancel them (each reque
 from __future__ import annotations
 
 import asyncio
-import os
-import signal
-import socket
 import sys
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
@@ -21,6 +18,7 @@ from pydantic import ValidationError
 from shared import streams
 from shared.alerts import dead_letter_alerter, send_alert
 from shared.db import create_engine
+from shared.lifecycle import consumer_name, drain, run_until_stopped, stop_on_signals
 from shared.logging import configure_logging
 from shared.ops import start_ops_server
 from shared.outfits import load_catalog
@@ -63,7 +61,7 @@ def alerter(db: Database, publisher: Publisher) -> Alerter:
 
 
 async def run(settings: WorkerSettings) -> int:
-    owner = settings.consumer_name or f"{SERVICE}-{socket.gethostname()}-{os.getpid()}"
+    owner = consumer_name(settings.consumer_name, SERVICE)
     db = Database(create_engine(settings.database_url))
     redis = create_redis(settings.redis_url, block_ms=settings.stream_block_ms)
     publisher = Publisher(redis, maxlen=settings.stream_maxlen)
@@ -98,10 +96,7 @@ async def run(settings: WorkerSettings) -> int:
         slots=settings.worker_slots,
         on_dead=dead_letter_alerter(db, publisher),
     )
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
+    stop = stop_on_signals()
     tasks = [
         asyncio.create_task(consumer.run(stop), name="jobs"),
         asyncio.create_task(run_sweeper(db, publisher, settings, stop), name="sweeper"),
@@ -117,13 +112,9 @@ async def run(settings: WorkerSettings) -> int:
         providers=",".join(p.name for p in providers),
         slots=settings.worker_slots,
     )
-    await asyncio.wait([asyncio.create_task(stop.wait()), *tasks], return_when=asyncio.FIRST_COMPLETED)
-    stop.set()
+    await run_until_stopped(stop, tasks)
     log.info("SHUTDOWN", service=SERVICE, running=consumer.busy)
-    still_running = await consumer.drain(timeout_s=SHUTDOWN_GRACE_SEC)
-    for task in still_running:
-        task.cancel()
-    await asyncio.gather(*still_running, return_exceptions=True)
+    await drain([consumer], timeout_s=SHUTDOWN_GRACE_SEC)
     await asyncio.gather(*tasks, return_exceptions=True)
     if ops is not None:
         await ops.cleanup()

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from datetime import UTC, datetime, timedelta
 
 import structlog
 
 from shared import maintenance, metrics, streams
 from shared.joblife import republish_queued
+from shared.lifecycle import sleep_or_stop
 from shared.maintenance import current_pause, export_gauges
 from shared.messages import JobQueued
 from shared.repositories import Database
@@ -74,5 +74,4 @@ async def run_sweeper(
             await sweep_once(db, publisher, settings)
         except Exception as exc:
             log.warning("SWEEP_FAILED", error=type(exc).__name__)
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(stop.wait(), timeout=settings.reconcile_interval_sec)
+        await sleep_or_stop(stop, settings.reconcile_interval_sec)
