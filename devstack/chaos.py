@@ -289,7 +289,6 @@ def wait_final(db_url: str, timeout_s: float) -> dict[str, tuple[str, int, int]]
 
 def check_invariants(
     stack: Stack,
-    db_url: str,
     jobs: dict[str, tuple[str, int, int]],
     lead_numbers: list[int],
     report: ChaosReport,
@@ -377,7 +376,7 @@ def run(
         accepted = {j for j in job_ids if j is not None}
         for job_id in accepted - set(jobs):
             report.lost.append(f"job {job_id}: accepted but not in the database")
-        check_invariants(stack, stack.config.database_url, jobs, lead_numbers, report)
+        check_invariants(stack, jobs, lead_numbers, report)
         finished = True
     finally:
         report.seconds = time.monotonic() - started

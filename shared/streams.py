@@ -100,6 +100,7 @@ class Publisher:
 
 
 Handler = Callable[[Message], Awaitable[None]]
+DEPTHS_EVERY_S = 1.0  # how often a consumer refreshes its stream's lag/pending gauges (s)
 
 
 class Backoff:
@@ -162,6 +163,7 @@ class StreamConsumer:
         self.on_dead = on_dead
         self._running: dict[str, asyncio.Task[None]] = {}
         self._last_reclaim = 0.0
+        self._last_depths = 0.0
         self._last_refresh = time.monotonic()
         self._backoff = Backoff()
 
@@ -222,6 +224,9 @@ class StreamConsumer:
 
     async def _step(self, stop: asyncio.Event) -> None:
         now = time.monotonic()
+        if now - self._last_depths >= DEPTHS_EVERY_S:
+            self._last_depths = now
+            await stream_depths(self.redis, {self.stream: self.group})
         if self._running and now - self._last_refresh >= self.lease_s / 3:
             await self._refresh_leases()
             self._last_refresh = now

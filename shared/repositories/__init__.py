@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
+from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from shared.db import transaction
@@ -64,8 +65,6 @@ class Database:
 
     async def ping(self) -> None:
         """Run ``SELECT 1``. Raises DatabaseUnavailable when Postgres is down."""
-        from sqlalchemy import text
-
         async with transaction(self.engine) as conn:
             await conn.execute(text("SELECT 1"))
 

@@ -144,16 +144,3 @@ class TelegramCommandRepository:
             .order_by(tg_commands.c.created_at)
         )
         return [_record(r) for r in rows]
-
-    async def count_sent(self, command_id_prefix: str) -> int:
-        """How many commands whose id starts with ``command_id_prefix`` were sent (for tests and audits)."""
-        return int(
-            (
-                await self.conn.execute(
-                    sa.select(sa.func.count()).where(
-                        tg_commands.c.command_id.startswith(command_id_prefix, autoescape=True),
-                        tg_commands.c.status == "sent",
-                    )
-                )
-            ).scalar_one()
-        )

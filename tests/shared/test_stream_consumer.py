@@ -210,3 +210,26 @@ async def test_an_entry_deleted_while_pending_is_dropped_without_stopping_the_co
     stop.set()
     await task
     assert len(handled) == 1
+
+
+async def test_the_consumer_exports_its_lag_and_pending_gauges(redis: aioredis.Redis) -> None:
+    from shared import metrics
+
+    release = asyncio.Event()
+
+    async def handler(_message: Message) -> None:
+        await release.wait()
+
+    for _ in range(3):
+        await Publisher(redis).publish(STREAM, JobQueued(job_id=uuid.uuid4()))
+    c = consumer(redis, handler, slots=1, lease_s=0.5)
+    stop = asyncio.Event()
+    task = asyncio.create_task(c.run(stop))
+    pending_gauge = metrics.STREAM_PENDING.labels(stream=STREAM, group="g")
+    lag_gauge = metrics.STREAM_LAG.labels(stream=STREAM, group="g")
+    async with asyncio.timeout(5):
+        while pending_gauge._value.get() != 1 or lag_gauge._value.get() != 2:
+            await asyncio.sleep(0.05)
+    release.set()
+    stop.set()
+    await task

@@ -55,7 +55,12 @@ async def get_session(ctx: IngestContext, session_id: UUID) -> tuple[KioskSessio
 
 
 async def choose_outfit(ctx: IngestContext, session_id: UUID, outfit_id: str) -> KioskSession:
-    """Record the outfit. Raises NotFound, UploadRejected-like Conflict for an unknown outfit."""
+    """Record the session's outfit.
+
+    Raises:
+        Conflict: ``unknown_outfit`` when ``outfit_id`` is not in the catalog.
+        NotFound: no such session.
+    """
     if outfit_id not in ctx.catalog:
         raise Conflict("unknown_outfit", f"outfit {outfit_id!r} is not in the catalog")
     async with ctx.db.transaction() as repos:
