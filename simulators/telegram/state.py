@@ -81,12 +81,17 @@ class FileRecord(BaseModel):
 
 
 class StickerRecord(BaseModel):
-    """A sticker inside a set: its own file (``file_id``) plus the InputSticker fields."""
+    """A sticker inside a set: its own file (``file_id``) plus the InputSticker fields.
+
+    ``source_file_id`` is the file it was made from: an ``uploadStickerFile`` result given by ``file_id``, or
+    the file that the call's own upload became (a new one per call, as on Telegram).
+    """
 
     file_id: str
     emoji_list: list[str]
     keywords: list[str] = Field(default_factory=list)
     source_blob_id: str
+    source_file_id: str | None = None
 
 
 class StickerSetRecord(BaseModel):

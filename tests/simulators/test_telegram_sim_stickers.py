@@ -150,13 +150,39 @@ async def test_add_sticker_then_delete_the_set(bot: Bot, tgsim: RunningSim, gues
     await bot.create_new_sticker_set(guest, NAME, "Growing", stickers)
 
     assert await bot.add_sticker_to_set(guest, NAME, InputSticker(png(seed=9), ["🔥"], "static"))
-    assert await bot.add_sticker_to_set(guest, NAME, InputSticker(png(seed=9), ["🔥"], "static"))
     assert [s.emoji for s in (await bot.get_sticker_set(NAME)).stickers] == ["😀", "😀", "🔥"]
 
     assert await bot.delete_sticker_set(NAME)
     with pytest.raises(BadRequest, match=r"(?i)STICKERSET_INVALID"):
         await bot.get_sticker_set(NAME)
     assert await tgsim.get("/sim/sticker-sets") == []
+
+
+async def test_the_same_bytes_uploaded_twice_are_added_twice(bot: Bot, guest: int) -> None:
+    """Every upload is a new file, so repeating an add whose outcome was unknown makes a duplicate."""
+    await bot.create_new_sticker_set(guest, NAME, "Growing", await upload(bot, guest, 1))
+
+    assert await bot.add_sticker_to_set(guest, NAME, InputSticker(png(seed=9), ["🔥"], "static"))
+    assert await bot.add_sticker_to_set(guest, NAME, InputSticker(png(seed=9), ["🔥"], "static"))
+
+    stickers = (await bot.get_sticker_set(NAME)).stickers
+    assert [s.emoji for s in stickers] == ["😀", "🔥", "🔥"]
+    assert len({s.file_id for s in stickers}) == 3
+
+
+async def test_exactly_the_same_sticker_added_again_leaves_the_set_unchanged(bot: Bot, guest: int) -> None:
+    """core.telegram.org/bots/api#addstickertoset: the same file (an upload's or a set sticker's
+    ``file_id``) given again changes nothing."""
+    await bot.create_new_sticker_set(guest, NAME, "Growing", await upload(bot, guest, 1))
+    uploaded = await bot.upload_sticker_file(guest, png(seed=7), "static")
+    extra = InputSticker(uploaded.file_id, ["🔥"], "static")
+
+    assert await bot.add_sticker_to_set(guest, NAME, extra)
+    assert await bot.add_sticker_to_set(guest, NAME, extra)
+    in_set = (await bot.get_sticker_set(NAME)).stickers
+    assert await bot.add_sticker_to_set(guest, NAME, InputSticker(in_set[0].file_id, ["😀"], "static"))
+
+    assert len((await bot.get_sticker_set(NAME)).stickers) == 2
 
 
 async def test_a_static_set_holds_at_most_120_stickers(bot: Bot, tgsim: RunningSim, guest: int) -> None:

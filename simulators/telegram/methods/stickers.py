@@ -172,6 +172,7 @@ def _set_item(sim: Simulator, checked: FileRecord, item: InputSticker, set_name:
         emoji_list=item.emoji_list,
         keywords=item.keywords,
         source_blob_id=checked.blob_id,
+        source_file_id=checked.file_id,
     )
 
 
@@ -231,7 +232,9 @@ async def create_new_sticker_set(sim: Simulator, params: Params) -> Any:
 
 
 async def add_sticker_to_set(sim: Simulator, params: Params) -> Any:
-    """``addStickerToSet``: append one sticker (a sticker already in the set leaves it unchanged)."""
+    """``addStickerToSet``: append one sticker; at most 120 in a regular or mask set, 200 in a custom emoji set
+    (``STICKERS_TOO_MUCH``). "If exactly the same sticker had already been added to the set, then the set
+    isn't changed" (core.telegram.org/bots/api#addstickertoset): see :func:`_already_in`."""
     user_id = user_id_param(params)
     if params.has("sticker"):
         value = params.json("sticker", "sticker")
@@ -242,15 +245,28 @@ async def add_sticker_to_set(sim: Simulator, params: Params) -> Any:
     sticker_set = _find_set(sim, params.text("name"))
     if sticker_set.owner_user_id != user_id:
         raise fail(USER_ID_INVALID)
-    checked = _sticker_file(sim, item.source, item.format, user_id)
-    if any(existing.source_blob_id == checked.blob_id for existing in sticker_set.stickers):
+    if _already_in(sticker_set, item.source.existing):
         return True
+    checked = _sticker_file(sim, item.source, item.format, user_id)
     limit = MAX_EMOJI_SET_STICKERS if sticker_set.sticker_type == "custom_emoji" else MAX_STATIC_SET_STICKERS
     if len(sticker_set.stickers) >= limit:
         raise fail(STICKERS_TOO_MUCH)
     sticker_set.stickers.append(_set_item(sim, checked, item, sticker_set.name))
     sim.touch()
     return True
+
+
+def _already_in(sticker_set: StickerSetRecord, file: FileRecord | None) -> bool:
+    """Whether ``file`` (given by ``file_id``) is "exactly the same sticker" as one already in the set: one of
+    the set's stickers, or the uploaded file one of them was made from.
+
+    Only a file given again by its ``file_id`` can be the same sticker: every upload (``attach://`` part, URL)
+    becomes a new file, so the same bytes sent twice are added twice (which is why a bot that repeats an
+    add after an unknown outcome must reconcile against ``getStickerSet`` first: REFERENCE.md).
+    """
+    if file is None:
+        return False
+    return any(file.file_id in (item.file_id, item.source_file_id) for item in sticker_set.stickers)
 
 
 async def get_sticker_set(sim: Simulator, params: Params) -> Any:
