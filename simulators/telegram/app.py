@@ -18,9 +18,6 @@ from simulators.telegram.page import WatchPage
 from simulators.telegram.persistence import autosave, load_state, save_state
 from simulators.telegram.simulator import Simulator
 
-#: Largest request body accepted (bytes): Telegram takes uploads of up to 50 MB (Bot API "Sending files").
-MAX_REQUEST_BYTES = 50 * 1024 * 1024
-
 SIMULATOR_KEY = web.AppKey("simulator", Simulator)
 _AUTOSAVE_KEY = web.AppKey("autosave", asyncio.Task[None])
 
@@ -58,7 +55,7 @@ async def _stop(app: web.Application) -> None:
 def create_app(config: SimConfig) -> web.Application:
     """Build the simulator application for ``config``; the ``Simulator`` is at ``app[SIMULATOR_KEY]``."""
     sim = Simulator(config)
-    app = web.Application(client_max_size=MAX_REQUEST_BYTES)
+    app = web.Application(client_max_size=config.max_request_bytes)
     app[SIMULATOR_KEY] = sim
     BotApi(sim).add_routes(app.router)
     ControlApi(sim).add_routes(app.router)

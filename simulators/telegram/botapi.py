@@ -25,6 +25,8 @@ from simulators.telegram.params import Params, read_params
 from simulators.telegram.simulator import Simulator
 
 _log = logging.getLogger(__name__)
+#: What a request body over ``SimConfig.max_request_bytes`` is answered with (HTTP 413).
+TOO_LARGE = "Request Entity Too Large"
 
 
 @dataclass
@@ -70,10 +72,15 @@ class BotApi:
                 raise BotApiError(401, UNAUTHORIZED)
             if method is None:
                 raise BotApiError(404, NOT_FOUND)
+            # A declared length over the limit is refused before the body is read, as a front server
+            # does; a chunked body is cut off by aiohttp's own limit while it is read.
+            length = request.content_length
+            if length is not None and length > sim.config.max_request_bytes:
+                raise BotApiError(413, TOO_LARGE)
             try:
                 params = await read_params(request)
             except web.HTTPRequestEntityTooLarge:
-                raise BotApiError(413, "Request Entity Too Large") from None
+                raise BotApiError(413, TOO_LARGE) from None
             fault = sim.faults.take(method.name)
             outcome = await self._run(method, params, fault)
         except BotApiError as error:

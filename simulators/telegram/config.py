@@ -1,9 +1,10 @@
 """Simulator settings: one pydantic-settings class read from ``TGSIM_*`` env, overridden by CLI flags.
 
 Env names: ``TGSIM_TOKEN`` (required, no default: it is what a bot presents), ``TGSIM_BOT_USERNAME``,
-``TGSIM_BOT_FIRST_NAME``, ``TGSIM_HOST``, ``TGSIM_PORT``, ``TGSIM_DATA_DIR`` and the flood-control limits
-``TGSIM_PRIVATE_PER_SECOND``, ``TGSIM_PRIVATE_BURST``, ``TGSIM_GROUP_PER_MINUTE``,
-``TGSIM_GLOBAL_PER_SECOND``, ``TGSIM_CALLBACK_ANSWER_TIMEOUT`` (see :class:`Limits`).
+``TGSIM_BOT_FIRST_NAME``, ``TGSIM_HOST``, ``TGSIM_PORT``, ``TGSIM_DATA_DIR``, ``TGSIM_MAX_REQUEST_BYTES``
+and the flood-control limits ``TGSIM_PRIVATE_PER_SECOND``, ``TGSIM_PRIVATE_BURST``,
+``TGSIM_GROUP_PER_MINUTE``, ``TGSIM_GLOBAL_PER_SECOND``, ``TGSIM_CALLBACK_ANSWER_TIMEOUT``
+(see :class:`Limits`).
 """
 
 from __future__ import annotations
@@ -13,6 +14,9 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+#: Largest request body accepted by default (bytes): Telegram takes uploads of up to 50 MB (Bot API
+#: "Sending files").
+MAX_REQUEST_BYTES = 50 * 1024 * 1024
 #: Bot id used when the token does not start with ``<digits>:`` (real tokens always do).
 FALLBACK_BOT_ID = 7_000_000_001
 
@@ -46,6 +50,10 @@ class SimConfig(BaseSettings):
 
     ``token`` is the one bot token accepted on ``/bot<token>/...``; its digits before ``:`` are the bot's
     user id (``FALLBACK_BOT_ID`` otherwise). ``data_dir`` (optional) keeps state and files across restarts.
+    ``max_request_bytes`` is the largest request body accepted; a larger one is answered with 413
+    ``Request Entity Too Large`` before anything is applied. Telegram takes uploads of up to 50 MB
+    (core.telegram.org/bots/api#sending-files); a proxy or a local Bot API server in front of it may take
+    less, which is what a smaller value plays.
     """
 
     model_config = SettingsConfigDict(
@@ -58,6 +66,7 @@ class SimConfig(BaseSettings):
     host: str = "127.0.0.1"
     port: int = Field(8081, ge=0, le=65535)
     data_dir: Path | None = None
+    max_request_bytes: int = Field(MAX_REQUEST_BYTES, ge=1)
     private_per_second: float = Field(1.0, ge=0)
     private_burst: int = Field(3, ge=1)
     group_per_minute: float = Field(20.0, ge=0)

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import pytest
 from telegram import Bot, InputSticker
-from telegram.error import BadRequest, RetryAfter
+from telegram.error import BadRequest, NetworkError, RetryAfter
 
 from simulators.telegram.state import StickerRecord
-from tests.simulators.tgsim_helpers import RunningSim, jpeg, png
+from tests.simulators.tgsim_helpers import GUEST_ID, RunningSim, jpeg, png, serve, sim_config
 
 pytestmark = pytest.mark.integration
 
@@ -216,3 +216,22 @@ async def test_a_429_after_apply_leaves_a_set_to_reconcile_with_get_sticker_set(
     assert len((await bot.get_sticker_set(NAME)).stickers) == 3
     (call,) = await tgsim.get("/sim/calls?method=createNewStickerSet")
     assert (call["ok"], call["error_code"], call["fault"]) == (False, 429, "error_after_apply")
+
+
+async def test_a_body_over_the_request_limit_is_a_413_that_applies_nothing() -> None:
+    """python-telegram-bot raises an HTTP 413 as a plain ``NetworkError`` with Telegram's description."""
+    stickers = [InputSticker(png(seed=seed), ["😀"], "static") for seed in range(4)]
+    runner, tgsim = await serve(sim_config(max_request_bytes=len(png()) * 2))
+    try:
+        await tgsim.say(GUEST_ID, "/start", first_name="Ann")
+        async with tgsim.bot() as bot:
+            with pytest.raises(NetworkError, match="Request Entity Too Large"):
+                await bot.create_new_sticker_set(GUEST_ID, NAME, "Too big", stickers)
+            assert await tgsim.get("/sim/sticker-sets") == []
+
+            assert await bot.create_new_sticker_set(GUEST_ID, NAME, "Fits", stickers[:1])
+        (refused, created) = await tgsim.get("/sim/calls?method=createNewStickerSet")
+        assert (refused["ok"], refused["error_code"], created["ok"]) == (False, 413, True)
+    finally:
+        await tgsim.http.close()
+        await runner.cleanup()

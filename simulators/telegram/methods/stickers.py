@@ -232,9 +232,9 @@ async def create_new_sticker_set(sim: Simulator, params: Params) -> Any:
 
 
 async def add_sticker_to_set(sim: Simulator, params: Params) -> Any:
-    """``addStickerToSet``: append one sticker; at most 120 in a regular or mask set, 200 in a custom emoji set
-    (``STICKERS_TOO_MUCH``). "If exactly the same sticker had already been added to the set, then the set
-    isn't changed" (core.telegram.org/bots/api#addstickertoset): see :func:`_already_in`."""
+    """``addStickerToSet``: append one sticker; at most 120 in a regular or mask set, 200 in a custom
+    emoji set (``STICKERS_TOO_MUCH``). "If exactly the same sticker had already been added to the set,
+    then the set isn't changed" (core.telegram.org/bots/api#addstickertoset): see :func:`_already_in`."""
     user_id = user_id_param(params)
     if params.has("sticker"):
         value = params.json("sticker", "sticker")
