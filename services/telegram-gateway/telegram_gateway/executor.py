@@ -11,11 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from typing import Any
-from uuid import UUID
 
 import httpx
 import structlog
-from telegram import Bot, InlineKeyboardMarkup, InputSticker
+from telegram import Bot, InlineKeyboardMarkup
 from telegram.error import (
     BadRequest,
     Forbidden,
@@ -32,10 +31,10 @@ from shared.messages import TelegramCommand, TelegramErrorInfo, TelegramResult
 from shared.repositories import Database
 from shared.streams import Publisher
 from telegram_gateway.message_probe import find_bot_message
+from telegram_gateway.sticker_sets import create_sticker_set
 
 log = structlog.get_logger(__name__)
 
-OCCUPIED = "sticker set name is already occupied"
 NOT_MODIFIED = "message is not modified"
 #: Commands whose repetition changes nothing (reads, idempotent edits, a set name that reads back as ours).
 #: Everything else (sending a message) is at most once: when the outcome of a call is unknown (the
@@ -240,30 +239,9 @@ class CommandExecutor:
         return await self.bot.answer_callback_query(p["callback_query_id"], text=p.get("text"))
 
     async def _create_sticker_set(self, p: dict[str, Any]) -> Any:
-        """``createNewStickerSet`` from stored sticker blobs; an occupied name reads back the existing set.
-
-        Params: ``user_id``, ``name``, ``title``, ``stickers``: ``[{"blob_id": uuid, "emoji": "😀"}]``.
-        "Name occupied" with our name counts as success (DESIGN.md §6): names are deterministic per job.
-        """
-        async with self.db.transaction() as repos:
-            blobs = [await repos.blobs.get(UUID(s["blob_id"])) for s in p["stickers"]]
-        if any(b is None for b in blobs):
-            raise BadRequest("sticker blobs are missing")
-        stickers = [
-            InputSticker(sticker=b.data, emoji_list=[s["emoji"]], format="static")
-            for b, s in zip(blobs, p["stickers"], strict=True)
-            if b is not None
-        ]
-        try:
-            await self.bot.create_new_sticker_set(
-                user_id=p["user_id"], name=p["name"], title=p["title"], stickers=stickers
-            )
-        except BadRequest as exc:
-            if OCCUPIED not in exc.message.lower():
-                raise
-            existing = await self.bot.get_sticker_set(p["name"])
-            return {"name": p["name"], "created": False, "sticker_count": len(existing.stickers)}
-        return {"name": p["name"], "created": True, "sticker_count": len(stickers)}
+        """``createNewStickerSet``, with the fallback for a set too big for one request and resumption of
+        a set an earlier run started (:mod:`telegram_gateway.sticker_sets`)."""
+        return await create_sticker_set(self.bot, self.db, p)
 
     async def _get_sticker_set(self, p: dict[str, Any]) -> Any:
         sticker_set = await self.bot.get_sticker_set(p["name"])

@@ -1,0 +1,158 @@
+"""A job's sticker set: ``createNewStickerSet``, and for a request too big for Telegram the documented path
+of a smaller set plus ``addStickerToSet`` for the rest, never two sets and never a sticker twice.
+
+Algorithm (one ``create_sticker_set`` command, which the executor treats as repeatable: a gateway killed
+mid-way or a redelivered command runs it again from the top):
+
+1. ``createNewStickerSet`` with all the stickers, in order.
+2. Only on HTTP 413 ``Request Entity Too Large`` the first batch is halved (12 → 6 → 3 → 1) and the set is
+   created again with it. python-telegram-bot raises a 413 as a plain ``NetworkError`` (its
+   ``request/_baserequest.py`` maps every status but 400/401/403/404/409 to one, with Telegram's
+   description, or ``Request Entity Too Large (413)`` for a body that is not JSON), so it is recognised
+   by that text. A 413 with one sticker, or on adding one, cannot get smaller: :class:`StickerTooLarge`,
+   a ``BadRequest``, which the executor stores as the failed result instead of trying again.
+3. ``sticker set name is already occupied``: names are deterministic per job (DESIGN.md §6), so the set
+   is ours from an earlier run of this command (killed mid-way, redelivered, or a create that timed out
+   after it applied). It continues at 4 like a set just created with fewer stickers.
+4. Reconcile, then add: the set's sticker count (``getStickerSet`` after "occupied"; the batch size right
+   after a successful create) says how many of ours are in, since we only ever append in order; the
+   missing ones are appended with ``addStickerToSet``, one per call, in order.
+5. Every other failure of a call (a 429, a 5xx, a time-out, a dropped connection) propagates unchanged:
+   the executor hands the command back and its next run resumes through 1-4 from what Telegram really
+   holds. An add that applied before its error (Telegram does that, REFERENCE.md "reconcile against
+   getStickerSet") is counted there, never sent again blindly: the same bytes uploaded again are a new
+   file and would become a second copy of the sticker.
+
+Sources: core.telegram.org/bots/api#createnewstickerset (1-50 stickers at creation), #addstickertoset
+(a regular set holds up to 120; "If exactly the same sticker had already been added to the set, then the
+set isn't changed"), #uploadstickerfile; REFERENCE.md "Telegram: sticker sets".
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from uuid import UUID
+
+import structlog
+from telegram import Bot, InputSticker
+from telegram.error import BadRequest, NetworkError, TelegramError, TimedOut
+
+from shared.repositories import Database
+
+__all__ = ["OCCUPIED", "SetNotReadable", "StickerTooLarge", "create_sticker_set", "first_batches"]
+
+log = structlog.get_logger(__name__)
+
+OCCUPIED = "sticker set name is already occupied"
+_TOO_LARGE = ("request entity too large", "(413)")
+_SET_INVALID = "stickerset_invalid"
+
+
+class StickerTooLarge(BadRequest):
+    """A request with a single sticker is still too large for Telegram (HTTP 413): permanent."""
+
+
+class SetNotReadable(NetworkError):
+    """The name is occupied but ``getStickerSet`` does not find the set yet (Telegram: a set can read as
+    invalid for a moment after creation, REFERENCE.md); a ``NetworkError``, so the command is tried again."""
+
+
+def first_batches(count: int) -> list[int]:
+    """Sizes of the first batch tried for ``count`` stickers, largest first: ``12 → [12, 6, 3, 1]``."""
+    sizes = [count]
+    while sizes[-1] > 1:
+        sizes.append(sizes[-1] // 2)
+    return sizes
+
+
+async def create_sticker_set(bot: Bot, db: Database, params: dict[str, Any]) -> dict[str, Any]:
+    """Create the set with all its stickers once, or finish one an earlier run started (module docstring).
+
+    Args:
+        params: ``user_id``, ``name``, ``title``, ``stickers``: ``[{"blob_id": uuid, "emoji": "😀"}]`` in
+            the set's order (the blobs are PNG/WEBP bytes of at most 512 KB each).
+
+    Returns:
+        ``{"name", "created", "sticker_count"}``: ``created`` is whether this run created the set,
+        ``sticker_count`` how many stickers it holds now.
+
+    Raises:
+        StickerTooLarge: 413 with one sticker in the request (permanent).
+        SetNotReadable: the name is occupied but the set cannot be read yet (try again).
+        BadRequest: the blobs are missing, or Telegram refused the request (permanent).
+        TelegramError: any other failure of a call, unchanged (``RetryAfter``, ``TimedOut``,
+            ``NetworkError``); the next run resumes where Telegram's set stands.
+    """
+    async with db.transaction() as repos:
+        blobs = [await repos.blobs.get(UUID(s["blob_id"])) for s in params["stickers"]]
+    stickers: list[tuple[bytes, str]] = []
+    for blob, sticker in zip(blobs, params["stickers"], strict=True):
+        if blob is None:
+            raise BadRequest("sticker blobs are missing")
+        stickers.append((blob.data, sticker["emoji"]))
+    user_id, name = params["user_id"], params["name"]
+
+    created, have = False, 0
+    for size in first_batches(len(stickers)):
+        try:
+            await bot.create_new_sticker_set(
+                user_id=user_id,
+                name=name,
+                title=params["title"],
+                stickers=[_input(data, emoji) for data, emoji in stickers[:size]],
+            )
+        except BadRequest as exc:
+            if OCCUPIED not in exc.message.lower():
+                raise
+            have = await _sticker_count(bot, name)
+            break
+        except NetworkError as exc:
+            if not _too_large(exc):
+                raise
+            log.warning("STICKER_SET_TOO_LARGE", set_name=name, stickers=size)
+            if size == 1:
+                raise _one_too_large(exc) from exc
+            continue
+        created, have = True, size
+        break
+
+    if have < len(stickers):
+        missing = len(stickers) - have
+        log.info("STICKER_SET_ADDING", set_name=name, have=have, missing=missing, created=created)
+    elif have > len(stickers):
+        log.warning("STICKER_SET_HAS_MORE", set_name=name, have=have, expected=len(stickers))
+    for data, emoji in stickers[have:]:
+        try:
+            await bot.add_sticker_to_set(user_id=user_id, name=name, sticker=_input(data, emoji))
+        except NetworkError as exc:
+            if _too_large(exc):
+                raise _one_too_large(exc) from exc
+            raise
+        have += 1
+    return {"name": name, "created": created, "sticker_count": have}
+
+
+async def _sticker_count(bot: Bot, name: str) -> int:
+    try:
+        sticker_set = await bot.get_sticker_set(name)
+    except BadRequest as exc:
+        if _SET_INVALID in exc.message.lower():
+            raise SetNotReadable(f"sticker set {name} is occupied but not readable yet") from exc
+        raise
+    return len(sticker_set.stickers)
+
+
+def _input(data: bytes, emoji: str) -> InputSticker:
+    return InputSticker(sticker=data, emoji_list=[emoji], format="static")
+
+
+def _one_too_large(exc: TelegramError) -> StickerTooLarge:
+    return StickerTooLarge(f"Request Entity Too Large (413) with a single sticker: {exc.message}")
+
+
+def _too_large(exc: TelegramError) -> bool:
+    """An HTTP 413 as python-telegram-bot reports it (a ``NetworkError`` that names the status)."""
+    if isinstance(exc, TimedOut):
+        return False
+    message = exc.message.lower()
+    return any(marker in message for marker in _TOO_LARGE)
