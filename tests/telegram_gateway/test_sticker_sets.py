@@ -261,3 +261,22 @@ async def test_a_413_with_a_single_sticker_is_a_failed_result_not_a_loop(
     assert record is not None and record.status == "failed"
     assert await stack.calls("createNewStickerSet") == [(False, 413)] * 4
     assert await stack.sim("GET", "/sim/sticker-sets") == []
+
+
+async def test_an_occupied_name_whose_set_is_not_readable_yet_is_tried_again_not_failed(
+    serve: Callable[[int], Awaitable[Stack]], db: Database, redis: aioredis.Redis
+) -> None:
+    """A create that applied but whose answer was lost reads back as "occupied", and Telegram can report
+    the fresh set as ``STICKERSET_INVALID`` for a moment (REFERENCE.md): that is no reason to fail the job."""
+    stack = await serve(BIGGEST * 20)
+    executor = await stack.executor()
+    await stack.fault(method="createNewStickerSet", kind="drop_after_apply")
+    await stack.fault(method="getStickerSet", error_code=400, description="Bad Request: STICKERSET_INVALID")
+    await add_command(db, "job:big:create_set")
+
+    handed_back = await execute_until_done(executor, "job:big:create_set")
+
+    assert handed_back == 2
+    (result,) = await results(redis)
+    assert result.ok and result.result == {"name": NAME, "created": False, "sticker_count": 12}
+    assert await stack.set_contents() == list(zip(EMOJI, STICKERS, strict=True))
