@@ -4,7 +4,8 @@ Flags override the ``TGSIM_*`` environment (``config.SimConfig``)::
 
     python -m simulators.telegram --host 127.0.0.1 --port 8081 --token 123456:TEST \\
         --bot-username stickerbooth_bot [--data-dir var/tgsim] [--private-per-second 1] [--private-burst 3] \\
-        [--group-per-minute 20] [--global-per-second 30] [--callback-answer-timeout 15]
+        [--group-per-minute 20] [--global-per-second 30] [--callback-answer-timeout 15] \\
+        [--max-request-bytes 52428800]
 
 Point python-telegram-bot at it with ``Bot(token, base_url="http://HOST:PORT/bot",
 base_file_url="http://HOST:PORT/file/bot")``; open ``http://HOST:PORT/`` to watch.
@@ -44,6 +45,9 @@ def parse_args(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--group-per-minute", type=float, help="messages/min per group chat, 0 = off")
     parser.add_argument("--global-per-second", type=float, help="messages/s across all chats, 0 = off")
     parser.add_argument("--callback-answer-timeout", type=float, help="seconds to answer a callback, 0 = off")
+    parser.add_argument(
+        "--max-request-bytes", type=int, help="larger request bodies get a 413 (TGSIM_MAX_REQUEST_BYTES)"
+    )
     return {key: value for key, value in vars(parser.parse_args(argv)).items() if value is not None}
 
 

@@ -224,6 +224,8 @@ async def test_a_gateway_killed_mid_way_is_finished_by_the_next_one(
         if listed and listed[0]["sticker_count"] == 8:
             break
         await asyncio.sleep(0.02)
+    else:
+        raise AssertionError(f"the 8th sticker never arrived: {listed}")
     running.cancel()
     with pytest.raises(asyncio.CancelledError):
         await running
