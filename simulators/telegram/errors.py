@@ -77,6 +77,7 @@ _STATUS_PREFIX = {
     403: "Forbidden",
     404: "Not Found",
     409: "Conflict",
+    413: "Request Entity Too Large",
     429: "Too Many Requests",
     500: "Internal Server Error",
     502: "Bad Gateway",

@@ -235,3 +235,11 @@ async def test_a_body_over_the_request_limit_is_a_413_that_applies_nothing() -> 
     finally:
         await tgsim.http.close()
         await runner.cleanup()
+
+
+async def test_an_injected_413_reads_as_telegram_words_it(bot: Bot, tgsim: RunningSim, guest: int) -> None:
+    await tgsim.post("/sim/faults", {"method": "createNewStickerSet", "error_code": 413})
+
+    with pytest.raises(NetworkError, match="Request Entity Too Large"):
+        await bot.create_new_sticker_set(guest, NAME, "Too big", [InputSticker(png(), ["😀"], "static")])
+    assert await tgsim.get("/sim/sticker-sets") == []

@@ -180,6 +180,22 @@ async def test_a_413_creates_a_smaller_set_then_adds_the_rest_in_order(
     assert await stack.calls("addStickerToSet") == [(True, None)] * 6
 
 
+async def test_an_injected_413_falls_back_the_same_way(
+    serve: Callable[[int], Awaitable[Stack]], db: Database, redis: aioredis.Redis
+) -> None:
+    stack = await serve(BIGGEST * 20)
+    executor = await stack.executor()
+    await stack.fault(method="createNewStickerSet", error_code=413)
+    await add_command(db, "job:big:create_set")
+
+    await executor.execute("job:big:create_set")
+
+    (result,) = await results(redis)
+    assert result.ok and result.result == {"name": NAME, "created": True, "sticker_count": 12}
+    assert await stack.set_contents() == list(zip(EMOJI, STICKERS, strict=True))
+    assert await stack.calls("createNewStickerSet") == [(False, 413), (True, None)]
+
+
 @pytest.mark.parametrize(
     "fault",
     [
