@@ -44,6 +44,13 @@ def sticker_png(seed: int) -> bytes:
     return buffer.getvalue()
 
 
+def solid_png(seed: int) -> bytes:
+    """A 512x512 single-colour PNG (a few KB)."""
+    buffer = io.BytesIO()
+    Image.new("RGBA", (512, 512), (0, seed * 20, 0, 255)).save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
 STICKERS = [sticker_png(seed) for seed in range(12)]
 #: Bytes of the largest sticker: a body of 12 is over 8 of them, a body of 6 well under.
 BIGGEST = max(len(data) for data in STICKERS)
@@ -123,11 +130,11 @@ async def serve(db: Database, redis: aioredis.Redis) -> AsyncIterator[Callable[[
         await runner.cleanup()
 
 
-async def add_command(db: Database, command_id: str) -> None:
+async def add_command(db: Database, command_id: str, stickers: list[bytes] = STICKERS) -> None:
     async with db.transaction() as repos:
         blob_ids = [
             str(await repos.blobs.put(kind="sticker", data=data, content_type="image/png"))
-            for data in STICKERS
+            for data in stickers
         ]
         await repos.tg_commands.add(
             command_id,
@@ -298,3 +305,19 @@ async def test_an_occupied_name_whose_set_is_not_readable_yet_is_tried_again_not
     (result,) = await results(redis)
     assert result.ok and result.result == {"name": NAME, "created": False, "sticker_count": 12}
     assert await stack.set_contents() == list(zip(EMOJI, STICKERS, strict=True))
+
+
+async def test_a_413_on_adding_one_sticker_is_a_failed_result_not_a_loop(
+    serve: Callable[[int], Awaitable[Stack]], db: Database, redis: aioredis.Redis
+) -> None:
+    stickers = [STICKERS[n] if n == 9 else solid_png(n) for n in range(12)]
+    stack = await serve(len(STICKERS[9]) // 2)
+    executor = await stack.executor()
+    await add_command(db, "job:big:create_set", stickers)
+
+    await executor.execute("job:big:create_set")
+
+    (result,) = await results(redis)
+    assert not result.ok and result.error is not None and "single sticker" in result.error.description
+    assert await stack.calls("createNewStickerSet") == [(False, 413), (True, None)]
+    assert await stack.calls("addStickerToSet") == [(True, None)] * 3 + [(False, 413)]
