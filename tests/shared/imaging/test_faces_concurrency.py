@@ -9,6 +9,7 @@ instead of killing pytest.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -110,8 +111,8 @@ def test_four_threads_checking_hostile_photos_at_once_do_not_crash_and_agree(tmp
         capture_output=True,
         text=True,
         timeout=280,
-        cwd=REPO,
-        env={"PYTHONPATH": f"{REPO}:{REPO / 'services' / 'ingest'}", "PATH": "/usr/bin:/bin"},
+        cwd=tmp_path,
+        env={"PYTHONPATH": os.pathsep.join(p for p in sys.path if p), "PATH": "/usr/bin:/bin"},  # ours
     )
     assert child.returncode == 0, f"child exited {child.returncode} (-11 is SIGSEGV): {child.stderr[-2000:]}"
     out = json.loads(child.stdout)
