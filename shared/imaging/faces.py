@@ -12,13 +12,16 @@ histogram-equalised copy scaled so that its longest side is about 640 px, which 
 Every candidate after pass 1 is accepted only when the eye cascade also finds an eye in its upper part:
 these passes fire on tree bark, dark noise amplified by CLAHE and folds of cloth, and an eye check
 removes that (measured on the fixtures: the welder photo, whose face is behind a welding mask).
+
+:func:`detect_faces` is safe to call from several threads at once: each thread uses its own classifiers
+(:func:`load_cascade`).
 """
 
 from __future__ import annotations
 
-import functools
 import math
 import os
+import threading
 from dataclasses import dataclass
 
 import cv2
@@ -59,18 +62,36 @@ class FaceBox:
         return (self.x + self.w / 2.0, self.y + self.h / 2.0)
 
 
-@functools.cache
+class _ThreadCascades(threading.local):
+    """The cascades one thread has loaded, by name."""
+
+    def __init__(self) -> None:
+        self.by_name: dict[str, cv2.CascadeClassifier] = {}
+
+
+_CASCADES = _ThreadCascades()
+
+
 def load_cascade(name: str) -> cv2.CascadeClassifier:
     """One of the Haar cascades bundled with opencv-python (``cv2/data/haarcascade_<name>.xml``),
-    loaded once per process.
+    loaded once per thread.
+
+    A classifier must never be shared by threads: ``CascadeClassifier.detectMultiScale`` keeps per-call
+    scratch state in the object, and two threads detecting at once fail its assertions, return each
+    other's boxes or crash the process with SIGSEGV (issue 8). Each thread therefore gets its own copy
+    (a few MB, loaded in tens of ms on first use); ingest's upload threads and the worker's render
+    threads are a small, reused pool, so this loads a handful of copies per process.
 
     Raises:
         RuntimeError: the file is missing from the OpenCV installation.
     """
-    path = os.path.join(os.path.dirname(cv2.__file__), "data", f"haarcascade_{name}.xml")
-    classifier = cv2.CascadeClassifier(path)
-    if classifier.empty():
-        raise RuntimeError(f"OpenCV cascade {path} could not be loaded")
+    classifier = _CASCADES.by_name.get(name)
+    if classifier is None:
+        path = os.path.join(os.path.dirname(cv2.__file__), "data", f"haarcascade_{name}.xml")
+        classifier = cv2.CascadeClassifier(path)
+        if classifier.empty():
+            raise RuntimeError(f"OpenCV cascade {path} could not be loaded")
+        _CASCADES.by_name[name] = classifier
     return classifier
 
 

@@ -76,6 +76,29 @@ class PhotoAccepted:
     created: bool
 
 
+async def check_accepts_photo(ctx: IngestContext, session_id: UUID, capture_id: str | None) -> Job | None:
+    """Before an upload's photo is read: the job already made for ``capture_id`` (a retry), or None when
+    the session takes a new photo.
+
+    ``capture_id`` None (not known yet) checks only that the session exists and is ready; the capture
+    limit is then left to :func:`accept_photo`, since a retry of a capture already made must still answer
+    with its job. Sessions never expire (DESIGN.md §4 has no session lifetime).
+
+    Raises:
+        NotFound: no such session.
+        Conflict: ``telegram_not_linked``, ``outfit_not_chosen``, ``capture_limit`` (only with a
+            ``capture_id`` that has no job yet).
+        DatabaseUnavailable: Postgres is down.
+    """
+    session, jobs = await get_session(ctx, session_id)
+    existing = next((j for j in jobs if capture_id is not None and j.capture_id == capture_id), None)
+    if existing is not None:
+        return existing
+    max_captures = ctx.settings.max_captures_per_session
+    _require_ready(session, max_captures if capture_id is not None else None)
+    return None
+
+
 def _check_photo(data: bytes, *, max_bytes: int, max_pixels: int, require_face: bool) -> bytes:
     photo = normalize_photo(data, max_bytes=max_bytes, max_pixels=max_pixels)
     if require_face:
@@ -136,10 +159,10 @@ async def accept_photo(ctx: IngestContext, session_id: UUID, capture_id: str, da
     return PhotoAccepted(job, created=True)
 
 
-def _require_ready(session: KioskSession, max_captures: int) -> None:
+def _require_ready(session: KioskSession, max_captures: int | None) -> None:
     if not session.telegram_linked:
         raise Conflict("telegram_not_linked", "Scan the QR code and press Start in Telegram first.")
     if session.outfit_id is None:
         raise Conflict("outfit_not_chosen", "Choose an outfit first.")
-    if session.captures >= max_captures:
+    if max_captures is not None and session.captures >= max_captures:
         raise Conflict("capture_limit", f"At most {max_captures} photos per session.")

@@ -10,15 +10,14 @@ from contextlib import asynccontextmanager
 
 import structlog
 import uvicorn
-from fastapi import FastAPI, Request, Response
+from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
-from starlette.middleware.base import RequestResponseEndpoint
 
 from ingest.api import admin_jobs, admin_leads, errors, kiosk, landing, leads, ops, pages
+from ingest.api.request_metrics import RequestMetricsMiddleware
 from ingest.context import IngestContext
 from ingest.ratelimit import RateLimiter
 from ingest.settings import IngestSettings
-from shared import metrics
 from shared.db import create_engine
 from shared.logging import configure_logging
 from shared.outfits import load_catalog
@@ -67,14 +66,14 @@ def create_app(
         ),
     )
     errors.install_error_handlers(app)
-    app.include_router(ops.router)
-    app.include_router(kiosk.router)
-    app.include_router(admin_leads.router)
-    app.include_router(admin_jobs.router)
-    app.include_router(pages.router)
+    app.include_router(ops.router, responses=errors.ERROR_RESPONSES)
+    app.include_router(kiosk.router, responses=errors.ERROR_RESPONSES)
+    app.include_router(admin_leads.router, responses=errors.ERROR_RESPONSES)
+    app.include_router(admin_jobs.router, responses=errors.ERROR_RESPONSES)
+    app.include_router(pages.router, responses=errors.ERROR_RESPONSES)
     if settings.leads_enabled:
-        app.include_router(leads.router)
-        app.include_router(landing.router)
+        app.include_router(leads.router, responses=errors.ERROR_RESPONSES)
+        app.include_router(landing.router, responses=errors.ERROR_RESPONSES)
         if settings.leads_cors_origins:
             app.add_middleware(
                 CORSMiddleware,
@@ -84,13 +83,7 @@ def create_app(
                 max_age=600,
             )
 
-    @app.middleware("http")
-    async def count_requests(request: Request, call_next: RequestResponseEndpoint) -> Response:
-        response = await call_next(request)
-        route = request.scope.get("route")
-        path = getattr(route, "path", "unmatched")
-        metrics.HTTP_REQUESTS.labels(route=path, status=str(response.status_code)).inc()
-        return response
+    app.add_middleware(RequestMetricsMiddleware)
 
     return app
 

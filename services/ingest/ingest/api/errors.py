@@ -1,15 +1,46 @@
 """Error bodies: ``{"error": {"code": "...", "message": "..."}}`` with a machine-readable ``code``.
 
-Every known failure maps to a 4xx (or 503 when Postgres is down); nothing we raise on purpose becomes a 500.
+Every error answer has this body: the ones we raise on purpose (4xx, 503 when Postgres is down), the
+framework's own (unknown route, wrong method, request validation) and an unexpected exception (500
+``internal_error``, logged as ``UNHANDLED_EXCEPTION`` with its traceback and counted in
+``stk_http_requests_total{status="500"}``). The shapes are in the OpenAPI document (:data:`ERROR_RESPONSES`
+on every router, plus the codes of each route).
+
+Codes the framework and the request checks give, whatever the route:
+
+=========================  ======  ===============================================================
+code                       status  when
+=========================  ======  ===============================================================
+``invalid_request``        422     a field is missing, has the wrong type or breaks a limit (``fields``
+                                   names each one); also a body that is not JSON where JSON is expected
+``invalid_characters``     422     a text field holds NUL, another control character, a lone
+                                   surrogate or a noncharacter (:mod:`ingest.api.text`); ``fields`` as
+                                   above
+``malformed_multipart``    400     an upload that is not valid ``multipart/form-data``
+``file_too_large``         413     an upload over ``MAX_UPLOAD_BYTES``
+``unauthorized``           401     an admin route without a valid ``Authorization: Bearer`` header
+``not_found``              404     no such route (or row)
+``method_not_allowed``     405     the route exists but not with this method (``Allow`` lists them)
+``database_unavailable``   503     Postgres cannot be reached
+``internal_error``         500     a bug; nothing else is said to the client
+=========================  ======  ===============================================================
 """
 
 from __future__ import annotations
 
+from typing import Any
+
+import structlog
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from pydantic import BaseModel
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from ingest.api.text import INVALID_CHARACTERS
 from shared.errors import Conflict, DatabaseUnavailable, NotFound, UploadRejected
+
+log = structlog.get_logger(__name__)
 
 
 class ApiError(Exception):
@@ -22,12 +53,72 @@ class ApiError(Exception):
         self.message = message
 
 
+class FieldProblem(BaseModel):
+    """One rejected field: its dotted location (``utm.utm_source``) and why."""
+
+    field: str
+    message: str
+
+
+class ErrorDetail(BaseModel):
+    """``code``: machine-readable (tables in this module and the route docs); ``message``: for people."""
+
+    code: str
+    message: str
+    fields: list[FieldProblem] | None = None
+
+
+class ErrorBody(BaseModel):
+    """The body of every error answer."""
+
+    error: ErrorDetail
+
+
+def _described(text: str) -> dict[str, Any]:
+    return {"model": ErrorBody, "description": text}
+
+
+ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
+    404: _described("`not_found`: no such route or row"),
+    405: _described("`method_not_allowed`"),
+    422: _described("`invalid_request` or `invalid_characters`, with `fields`"),
+    500: _described("`internal_error`"),
+    503: _described("`database_unavailable` (or `maintenance` on kiosk routes)"),
+}
+"""The error answers any route can give, for ``include_router(..., responses=ERROR_RESPONSES)``."""
+
+_STATUS_CODES = {
+    400: "bad_request",
+    401: "unauthorized",
+    403: "forbidden",
+    404: "not_found",
+    405: "method_not_allowed",
+    406: "not_acceptable",
+    413: "file_too_large",
+    415: "unsupported_media_type",
+}
+
+
 def error_response(status: int, code: str, message: str, **extra: object) -> JSONResponse:
     return JSONResponse({"error": {"code": code, "message": message, **extra}}, status_code=status)
 
 
+def validation_response(errors: list[Any]) -> JSONResponse:
+    """422 for pydantic errors: ``invalid_characters`` when any field has a refused code point, else
+    ``invalid_request``; ``fields`` lists every error with its location (without ``body``/``query``…)."""
+    fields = [
+        {"field": ".".join(str(p) for p in err.get("loc", ())[1:]), "message": err.get("msg", "")}
+        for err in errors
+    ]
+    if any(err.get("type") == INVALID_CHARACTERS for err in errors):
+        return error_response(
+            422, INVALID_CHARACTERS, "A text field contains characters that are not allowed.", fields=fields
+        )
+    return error_response(422, "invalid_request", "The request is malformed.", fields=fields)
+
+
 def install_error_handlers(app: FastAPI) -> None:
-    """Map our exception tree and request validation errors to error bodies."""
+    """Map our exception tree, the framework's errors and unexpected exceptions to error bodies."""
 
     @app.exception_handler(ApiError)
     async def _api_error(_request: Request, exc: ApiError) -> JSONResponse:
@@ -51,8 +142,19 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(_request: Request, exc: RequestValidationError) -> JSONResponse:
-        fields = [
-            {"field": ".".join(str(p) for p in err.get("loc", ())[1:]), "message": err.get("msg", "")}
-            for err in exc.errors()
-        ]
-        return error_response(422, "invalid_request", "The request is malformed.", fields=fields)
+        return validation_response(list(exc.errors()))
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _framework(_request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        code = _STATUS_CODES.get(
+            exc.status_code, "internal_error" if exc.status_code >= 500 else "bad_request"
+        )
+        response = error_response(exc.status_code, code, str(exc.detail))
+        response.headers.update(exc.headers or {})
+        return response
+
+    @app.exception_handler(Exception)
+    async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
+        # Starlette's ServerErrorMiddleware calls this, then re-raises exc for the server's own log.
+        log.error("UNHANDLED_EXCEPTION", method=request.method, path=request.url.path, exc_info=exc)
+        return error_response(500, "internal_error", "Something went wrong on our side.")

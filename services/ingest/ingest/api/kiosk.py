@@ -6,12 +6,16 @@ from typing import Annotated, Any
 from uuid import UUID
 
 import segno
-from fastapi import APIRouter, File, Form, Header, Response, UploadFile
-from pydantic import BaseModel, Field
+from fastapi import APIRouter, Header, Path, Request, Response
+from fastapi.exceptions import RequestValidationError
+from pydantic import BaseModel, Field, TypeAdapter, ValidationError
+from starlette.requests import ClientDisconnect
 
 from ingest import kiosk
-from ingest.api.errors import ApiError
+from ingest.api.errors import ApiError, ErrorBody
+from ingest.api.text import SingleLine
 from ingest.context import Ctx
+from ingest.multipart import MultipartReader
 from shared.domain import Job, KioskSession
 from shared.errors import UploadRejected
 from shared.maintenance import current_pause
@@ -21,11 +25,11 @@ router = APIRouter()
 
 
 class SessionCreate(BaseModel):
-    station: str = Field("kiosk", min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_.-]+$")
+    station: SingleLine = Field("kiosk", min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_.-]+$")
 
 
 class OutfitChoice(BaseModel):
-    outfit_id: str = Field(min_length=1, max_length=64)
+    outfit_id: SingleLine = Field(min_length=1, max_length=64)
 
 
 async def _maintenance_guard(ctx: Ctx) -> None:
@@ -86,7 +90,7 @@ async def list_outfits(ctx: Ctx) -> list[dict[str, Any]]:
 
 
 @router.get("/outfits/{outfit_id}/thumbnail.png")
-async def outfit_thumbnail(ctx: Ctx, outfit_id: str) -> Response:
+async def outfit_thumbnail(ctx: Ctx, outfit_id: Annotated[SingleLine, Path(max_length=64)]) -> Response:
     outfit = ctx.catalog.get(outfit_id)
     if outfit is None:
         raise ApiError(404, "unknown_outfit", f"outfit {outfit_id!r} is not in the catalog")
@@ -119,30 +123,143 @@ async def choose_outfit(ctx: Ctx, session_id: UUID, body: OutfitChoice) -> dict[
     return _session_body(ctx, session, jobs)
 
 
-@router.post("/sessions/{session_id}/photo", status_code=202)
+CAPTURE_ID_PATTERN = r"^[A-Za-z0-9_.:-]+$"
+CaptureId = Annotated[SingleLine, Field(min_length=1, max_length=64, pattern=CAPTURE_ID_PATTERN)]
+_CAPTURE_ID = TypeAdapter(CaptureId)
+# Room for the multipart framing and the capture_id part around the photo (bytes); a real form adds
+# ~300 bytes.
+MULTIPART_OVERHEAD_BYTES = 16 * 1024
+_FIELD_LIMIT_BYTES = 1024  # any part but the photo
+_PHOTO_BODY: dict[str, Any] = {
+    "requestBody": {
+        "required": True,
+        "content": {
+            "multipart/form-data": {
+                "schema": {
+                    "type": "object",
+                    "required": ["photo"],
+                    "properties": {
+                        "capture_id": {
+                            "type": "string",
+                            "maxLength": 64,
+                            "pattern": CAPTURE_ID_PATTERN,
+                            "description": "The kiosk's id of this capture; a retry sends the same one. "
+                            "Send it before `photo`: a retry is then answered without reading the photo.",
+                        },
+                        "photo": {
+                            "type": "string",
+                            "format": "binary",
+                            "description": "JPEG, PNG, WebP or HEIC/HEIF, at most MAX_UPLOAD_BYTES",
+                        },
+                    },
+                }
+            }
+        },
+    }
+}
+_UPLOAD_ERRORS: dict[int | str, dict[str, Any]] = {
+    400: {"model": ErrorBody, "description": "`malformed_multipart`"},
+    404: {"model": ErrorBody, "description": "`not_found`: no such session"},
+    409: {
+        "model": ErrorBody,
+        "description": "`telegram_not_linked`, `outfit_not_chosen`, `capture_limit`",
+    },
+    413: {"model": ErrorBody, "description": "`file_too_large`, `too_many_pixels`"},
+    415: {"model": ErrorBody, "description": "`unsupported_format`"},
+    422: {
+        "model": ErrorBody,
+        "description": "`capture_id_required`, `empty_file`, `corrupt_image`, `no_face`, "
+        "`invalid_request`, `invalid_characters`",
+    },
+}
+
+
+def _missing(field: str, message: str) -> RequestValidationError:
+    return RequestValidationError([{"loc": ("body", field), "msg": message, "type": "missing"}])
+
+
+def _capture_id(raw: bytes) -> str:
+    """The ``capture_id`` part as text. Raises RequestValidationError (422) when it breaks its type."""
+    try:
+        return _CAPTURE_ID.validate_python(raw.decode("utf-8", "surrogateescape"))
+    except ValidationError as exc:
+        raise RequestValidationError(
+            [{**err, "loc": ("body", "capture_id", *err["loc"])} for err in exc.errors()]
+        ) from exc
+
+
+def _refuse_declared_size(content_length: str | None, limit: int) -> None:
+    """413 at once when ``Content-Length`` already says the body is over the limit (nothing read)."""
+    declared = content_length.strip() if content_length is not None else ""
+    if declared.isdigit() and int(declared) > limit + MULTIPART_OVERHEAD_BYTES:
+        raise UploadRejected(
+            "file_too_large",
+            f"The photo is larger than {limit} bytes ({content_length} sent).",
+            status=413,
+        )
+
+
+def _accepted(response: Response, job: Job, key: str, *, created: bool) -> dict[str, Any]:
+    if not created:
+        response.status_code = 200
+    return {"job_id": str(job.id), "status": job.status, "capture_id": key}
+
+
+@router.post(
+    "/sessions/{session_id}/photo", status_code=202, openapi_extra=_PHOTO_BODY, responses=_UPLOAD_ERRORS
+)
 async def upload_photo(
     ctx: Ctx,
+    request: Request,
     response: Response,
     session_id: UUID,
-    photo: Annotated[UploadFile, File(description="JPEG, PNG, WebP or HEIC/HEIF")],
-    capture_id: Annotated[str | None, Form(max_length=64, pattern=r"^[A-Za-z0-9_.:-]+$")] = None,
-    idempotency_key: Annotated[str | None, Header(max_length=64)] = None,
+    idempotency_key: Annotated[SingleLine | None, Header(max_length=64)] = None,
 ) -> dict[str, Any]:
-    """Upload a selfie; creates the job ``queued``. Idempotent per ``capture_id`` (or ``Idempotency-Key``).
+    """Upload a selfie (multipart: ``capture_id``, then ``photo``); creates the job ``queued``.
+    Idempotent per ``capture_id`` (or ``Idempotency-Key``).
 
-    Answers 202 for a new job, 200 with the same job for a repeated capture id.
+    Answers 202 for a new job, 200 with the same job for a repeated capture id. The body is read only
+    after the session is known to take a photo (maintenance, session, Telegram link, outfit; with the
+    capture id first, also the retry and the capture limit), and only up to ``MAX_UPLOAD_BYTES`` plus
+    16 KiB of multipart framing: a larger ``Content-Length`` is refused before reading, a streamed body
+    is cut at the limit (413 ``file_too_large``). Nothing is spooled to disk.
     """
     await _maintenance_guard(ctx)
+    await kiosk.check_accepts_photo(ctx, session_id, None)
+    limit = ctx.settings.max_upload_bytes
+    _refuse_declared_size(request.headers.get("content-length"), limit)
+    reader = MultipartReader(
+        request.stream(), request.headers.get("content-type"), max_body_bytes=limit + MULTIPART_OVERHEAD_BYTES
+    )
+    capture_id: str | None = None
+    data: bytes | None = None
+    try:
+        while (part := await reader.next_part()) is not None:
+            if part.name == "capture_id":
+                raw = await reader.read_part(_FIELD_LIMIT_BYTES)
+                if raw is None:
+                    raise RequestValidationError(
+                        [{"loc": ("body", "capture_id"), "msg": "too long", "type": "string_too_long"}]
+                    )
+                capture_id = _capture_id(raw)
+            elif part.name == "photo" and data is None:
+                if capture_id is not None:
+                    existing = await kiosk.check_accepts_photo(ctx, session_id, capture_id)
+                    if existing is not None:
+                        return _accepted(response, existing, capture_id, created=False)
+                data = await reader.read_part(limit)
+                if data is None:
+                    raise UploadRejected(
+                        "file_too_large", f"The photo is larger than {limit} bytes.", status=413
+                    )
+    except ClientDisconnect as exc:
+        raise UploadRejected("malformed_multipart", "The upload was interrupted.", status=400) from exc
     key = capture_id or idempotency_key
     if not key:
         raise ApiError(
             422, "capture_id_required", "Send a capture_id form field or an Idempotency-Key header."
         )
-    limit = ctx.settings.max_upload_bytes
-    data = await photo.read(limit + 1)
-    if len(data) > limit:
-        raise UploadRejected("file_too_large", f"The photo is larger than {limit} bytes.", status=413)
+    if data is None:
+        raise _missing("photo", "Field required")
     accepted = await kiosk.accept_photo(ctx, session_id, key, data)
-    if not accepted.created:
-        response.status_code = 200
-    return {"job_id": str(accepted.job.id), "status": accepted.job.status, "capture_id": key}
+    return _accepted(response, accepted.job, key, created=accepted.created)

@@ -12,14 +12,15 @@ bounded (rate limit 0.5 s, hint 1 s) so the answer stays well inside the landing
 from __future__ import annotations
 
 import asyncio
-from typing import Annotated, Any
+from typing import Any
 
 import structlog
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from ingest.api.errors import error_response
+from ingest.api.errors import ErrorBody, error_response
+from ingest.api.text import SingleLine, TrimmedLine, TrimmedText
 from ingest.contact import parse_contact
 from ingest.context import Ctx
 from shared import metrics, streams
@@ -29,30 +30,30 @@ router = APIRouter()
 log = structlog.get_logger(__name__)
 HINT_TIMEOUT_S = 1.0
 
-Text = Annotated[str, StringConstraints(strip_whitespace=True)]
-
 
 class Utm(BaseModel):
     """The landing page's UTM parameters (each up to 200 characters)."""
 
     model_config = ConfigDict(extra="forbid")
 
-    utm_source: Text | None = Field(None, max_length=200)
-    utm_medium: Text | None = Field(None, max_length=200)
-    utm_campaign: Text | None = Field(None, max_length=200)
-    utm_term: Text | None = Field(None, max_length=200)
-    utm_content: Text | None = Field(None, max_length=200)
+    utm_source: TrimmedLine | None = Field(None, max_length=200)
+    utm_medium: TrimmedLine | None = Field(None, max_length=200)
+    utm_campaign: TrimmedLine | None = Field(None, max_length=200)
+    utm_term: TrimmedLine | None = Field(None, max_length=200)
+    utm_content: TrimmedLine | None = Field(None, max_length=200)
 
 
 class LeadIn(BaseModel):
     """Body of ``POST /leads``. ``requestId``: the visitor's idempotency key (8-64 of ``A-Z a-z 0-9 _ -``,
     e.g. a UUID); ``contact``: a phone number, an e-mail address or a Telegram ``@username``."""
 
-    request_id: str = Field(alias="requestId", min_length=8, max_length=64, pattern=r"^[A-Za-z0-9_-]+$")
-    name: Text = Field(min_length=1, max_length=120)
-    contact: Text = Field(min_length=3, max_length=254)
-    message: Text = Field("", max_length=2000)
-    source_page: Text | None = Field(None, alias="sourcePage", max_length=500)
+    request_id: SingleLine = Field(
+        alias="requestId", min_length=8, max_length=64, pattern=r"^[A-Za-z0-9_-]+$"
+    )
+    name: TrimmedLine = Field(min_length=1, max_length=120)
+    contact: TrimmedLine = Field(min_length=3, max_length=254)
+    message: TrimmedText = Field("", max_length=2000)
+    source_page: TrimmedLine | None = Field(None, alias="sourcePage", max_length=500)
     utm: Utm = Field(default_factory=Utm)
 
     @field_validator("contact")
@@ -62,14 +63,21 @@ class LeadIn(BaseModel):
         return value
 
 
-@router.post("/leads", status_code=201, response_model=None)
+@router.post(
+    "/leads",
+    status_code=201,
+    response_model=None,
+    responses={429: {"model": ErrorBody, "description": "`rate_limited`, with `Retry-After`"}},
+)
 async def create_lead(
     ctx: Ctx, body: LeadIn, request: Request, response: Response
 ) -> dict[str, Any] | JSONResponse:
     """Store the lead; a repeated ``requestId`` answers 200 with the same lead number.
 
-    Errors: 422 ``invalid_request`` with ``fields`` (malformed body), 429 ``rate_limited`` with
-    ``Retry-After`` (too many new submissions from this client), 503 ``database_unavailable``.
+    Errors: 422 ``invalid_request`` with ``fields`` (malformed body), 422 ``invalid_characters`` (a NUL,
+    control character, lone surrogate or noncharacter in a text field; :mod:`ingest.api.text`),
+    429 ``rate_limited`` with ``Retry-After`` (too many new submissions from this client),
+    503 ``database_unavailable``.
     """
     contact = parse_contact(body.contact)
     async with ctx.db.transaction() as repos:
