@@ -9,6 +9,7 @@ flight are not cancelled, so the real spend can pass the ceiling by the cost of 
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import UTC, date, datetime, timedelta
@@ -150,6 +151,8 @@ class CostLedger:
         self.calls: list[ApiCall] = []
         self._earlier: float | None = None
         self._refused: set[str] | None = None
+        self.content_trusted: set[str] = set()  # drew an image of the job since a refusal
+        self._probes: dict[str, asyncio.Lock] = {}
 
     @property
     def attempt_spend(self) -> float:
@@ -171,6 +174,12 @@ class CostLedger:
         if self._refused is None:
             self._refused = await self.store.content_refusals(self.job_id) if self.job_id else set()
         return self._refused
+
+    def content_probe(self, provider: str) -> asyncio.Lock:
+        """The lock that lets one call at a time find out whether ``provider`` accepts the job's selfie
+        after another provider refused it (so parallel sheets that were refused send it to the fallback
+        once, not once each); free again once it drew an image (``content_trusted``)."""
+        return self._probes.setdefault(provider, asyncio.Lock())
 
     async def check_before_call(self, provider: str) -> None:
         """Refuse the next call when the job's ceiling or the day's budget is reached.

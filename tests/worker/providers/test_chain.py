@@ -25,7 +25,7 @@ from shared.errors import (
 from shared.repositories.usage import ApiCall
 from worker.cost import CostLedger, MemoryUsageStore
 from worker.providers.base import CallUsage, DrawSpec, ImageRequest, ProviderCallError, VisionRequest
-from worker.providers.chain import ChainPolicy, ProviderChain
+from worker.providers.chain import ChainPolicy, ImageResult, ProviderChain
 
 pytestmark = pytest.mark.unit
 
@@ -386,3 +386,36 @@ async def test_a_call_cancelled_in_flight_is_recorded_and_one_not_yet_sent_is_no
     await asyncio.gather(sent, waiting, return_exceptions=True)
     assert [(c.provider, c.outcome) for _at, c in store.calls] == [("gemini", "cancelled")]
     assert store.calls[0][1].cost_usd == pytest.approx(0.067)
+
+
+async def parallel_refusals(fallback: Scripted) -> tuple[Scripted, list[object]]:
+    """Three sheets sent at once; the primary refuses each after they are all in flight."""
+    arrived = 0
+    all_sent = asyncio.Event()
+
+    async def refuse() -> bytes:
+        nonlocal arrived
+        arrived += 1
+        if arrived == 3:
+            all_sent.set()
+        await all_sent.wait()
+        raise err(ErrorClass.CONTENT)
+
+    gemini = Scripted("gemini", refuse, refuse, refuse)
+    shared, job = chain(gemini, fallback, recorder=Recorder()), ledger()
+    results = await asyncio.gather(*(shared.image(REQUEST, job) for _ in range(3)), return_exceptions=True)
+    return gemini, list(results)
+
+
+async def test_parallel_sheets_refused_by_the_primary_send_the_selfie_to_the_fallback_once() -> None:
+    openai = Scripted("openai", err(ErrorClass.CONTENT))
+    gemini, results = await parallel_refusals(openai)
+    assert (gemini.calls, openai.calls) == (3, 1)  # the three were in flight; the fallback asked once
+    assert all(isinstance(r, ContentRefused) for r in results)
+
+
+async def test_once_the_fallback_drew_one_the_other_refused_sheets_go_to_it_at_once() -> None:
+    openai = Scripted("openai")
+    gemini, results = await parallel_refusals(openai)
+    assert (gemini.calls, openai.calls) == (3, 3)
+    assert all(isinstance(r, ImageResult) and r.provider == "openai" for r in results)

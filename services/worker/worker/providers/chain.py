@@ -21,15 +21,17 @@ they never trigger the fallback.
 Content refusals (issue 8). An image call refused as ``content`` (OpenAI ``moderation_blocked`` /
 ``content_policy_violation``, Gemini's safety ``finishReason`` or ``blockReason``) is handed to the next
 provider once, like any other failure: the providers' policies differ (Gemini's image safety filter and
-OpenAI's moderation are separate systems with their own thresholds, and false positives on ordinary photos
-of people are common on both), and a guest who has left the booth loses more from a false positive than
-one extra call costs. But
-the refusing provider is then out for the rest of the job (the job's ledger remembers it, also across
-attempts through ``api_usage``): no other sheet, figure, regeneration or retry sends it that selfie
-again. When every provider of the chain has refused, the chain raises :class:`ContentRefused` and sends
-nothing more for the job, vision calls included; the worker fails the job (``content``, no retry) and the
-guest is asked for another photo. When only some refused, the others' failures decide as above (an
-outage still pauses, a timeout is still charged), and the refusers are skipped on the next try.
+OpenAI's moderation are separate systems with their own thresholds, and false positives on ordinary photos of
+people are common on both), and a guest who has left the booth loses more from a false positive than one extra
+call costs. But the refusing provider is then out for the rest of the job (the job's ledger remembers it, also
+across attempts through ``api_usage``): no other sheet, figure, regeneration or retry sends it that selfie
+again. Calls already in flight to it when it refused cannot be recalled; but the calls that then fall back
+find out one at a time whether the fallback accepts the selfie (``CostLedger.content_probe``), so three
+parallel sheets refused by the primary send it to the fallback once, not three times. When every provider of
+the chain has refused, the chain raises :class:`ContentRefused` and sends nothing more for the job, vision
+calls included; the worker fails the job (``content``, no retry) and the guest is asked for another photo.
+When only some refused, the others' failures decide as above (an outage still pauses, a timeout is still
+charged), and the refusers are skipped on the next try.
 
 A vision call's ``content`` (a Gemini vision prompt blocked) or ``invalid`` (a model's ``refusal`` to
 judge, an answer that is not JSON) never latches a provider: it only costs that vision step its answer
@@ -221,23 +223,32 @@ class ProviderChain:
         for provider in self.providers:
             if provider.name in refused:
                 continue  # it refused this job's selfie: never sent it again
-            try:
-                result = await self._with_backoff(provider, call, ledger)
-            except ProviderCallError as exc:
-                failures.append((provider.name, exc))
-                log.warning(
-                    "PROVIDER_FAILED",
-                    provider=provider.name,
-                    kind=call.kind,
-                    error_class=str(exc.error_class),
-                    error=exc.message,
-                )
-                if exc.error_class is ErrorClass.CONTENT and call.call_type == "image":
-                    refused.add(provider.name)
+            probing = bool(refused) and provider.name not in ledger.content_trusted
+            async with ledger.content_probe(provider.name) if probing else contextlib.nullcontext():
+                if provider.name in refused:
+                    continue  # the call probing it was refused meanwhile
+                try:
+                    result = await self._with_backoff(provider, call, ledger)
+                except ProviderCallError as exc:
+                    failures.append((provider.name, exc))
                     log.warning(
-                        "CONTENT_REFUSED", job_id=str(ledger.job_id), provider=provider.name, kind=call.kind
+                        "PROVIDER_FAILED",
+                        provider=provider.name,
+                        kind=call.kind,
+                        error_class=str(exc.error_class),
+                        error=exc.message,
                     )
-                continue
+                    if exc.error_class is ErrorClass.CONTENT and call.call_type == "image":
+                        refused.add(provider.name)
+                        log.warning(
+                            "CONTENT_REFUSED",
+                            job_id=str(ledger.job_id),
+                            provider=provider.name,
+                            kind=call.kind,
+                        )
+                    continue
+                if refused and call.call_type == "image":
+                    ledger.content_trusted.add(provider.name)
             if failures:
                 await self._fallback_alert(failures[0], provider.name, call.kind)
             return result
