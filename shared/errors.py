@@ -14,7 +14,9 @@ tell "retry later" from "permanent" without knowing which library failed.
     ├── Conflict                     a state change lost its race or is not allowed from this state
     ├── JobError                     generation failed; `error_class` decides what happens (DESIGN.md §5)
     │   ├── PermanentJobError        failed at once, guest told (photo missing, unknown outfit, no face)
-    │   │   └── JobCostExceeded      JOB_MAX_COST_USD reached before a call: failed, no retry
+    │   │   ├── JobCostExceeded      JOB_MAX_COST_USD reached before a call: failed, no retry
+    │   │   └── ContentRefused       every provider refused this selfie as content: failed, no retry,
+    │   │                            the guest is asked for another photo
     │   ├── RetryableJobError        charged: an attempt is consumed, retried after RETRY_DELAY_SEC
     │   └── ProviderUnavailable      no provider could serve (credit, auth, outage, budget): the queue
     │                                pauses and the job is refunded (attempt not consumed)
@@ -114,6 +116,20 @@ class PermanentJobError(JobError):
 
 class NoFaceError(PermanentJobError):
     """No human face was found in the photo."""
+
+
+class ContentRefused(PermanentJobError):
+    """Every provider of the chain refused an image request of this job as content (OpenAI 400
+    ``moderation_blocked`` / ``content_policy_violation``, Gemini ``finishReason`` ``IMAGE_SAFETY`` …,
+    ``promptFeedback.blockReason``; :mod:`worker.providers.classify`).
+
+    The selfie is what they refused, so nothing else of the job is sent again and a retry could only be
+    refused again: the job is ``failed`` at once with class ``content``, the guest is asked for another
+    photo (text ``content_refused``) and no Retry is offered (issue 8 refines DESIGN.md §5 here, where
+    ``content`` was charged and retried).
+    """
+
+    error_class = ErrorClass.CONTENT
 
 
 class RetryableJobError(JobError):

@@ -50,6 +50,12 @@ TEXTS: Final[dict[str, dict[str, str]]] = {
         "en": "We couldn't find a face in your photo. Please take another selfie at the booth.",
         "ru": "Не получилось найти лицо на фото. Сделай, пожалуйста, ещё одно селфи на стойке.",
     },
+    "content_refused": {
+        "en": "We couldn't turn this photo into stickers. Please take another selfie at the booth — "
+        "a clear, well-lit photo of your face works best.",
+        "ru": "Не получилось сделать стикеры из этого фото. Сделай, пожалуйста, другое селфи на стойке — "
+        "лучше всего подходит чёткое фото лица при хорошем свете.",
+    },
 }
 
 PACK_TITLE: Final[dict[str, str]] = {"en": "My Sticker Booth pack", "ru": "Мои стикеры"}

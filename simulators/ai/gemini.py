@@ -15,13 +15,24 @@ from typing import Any
 
 from aiohttp import web
 
-from simulators.ai.handling import Call, Served, serve_call
+from simulators.ai.handling import NOT_AN_IMAGE, Call, Served, serve_call
 from simulators.ai.state import SimState
 from simulators.ai.wire import gemini_error
 
 __all__ = ["GeminiApi"]
 
 _IMAGE_TOKENS = {"1K": 1290, "2K": 1290, "4K": 2000}
+#: The content kinds Gemini answers with a candidate's ``finishReason`` and no content (``safety`` and
+#: ``content_policy`` are ``IMAGE_SAFETY`` on an image call; on a vision call, a blocked prompt).
+_FINISH_REASON = {
+    "safety": "IMAGE_SAFETY",
+    "content_policy": "IMAGE_SAFETY",
+    "finish_safety": "SAFETY",
+    "prohibited_content": "PROHIBITED_CONTENT",
+    "image_prohibited_content": "IMAGE_PROHIBITED_CONTENT",
+    "blocklist": "BLOCKLIST",
+    "spii": "SPII",
+}
 
 
 def _b64(data: str) -> bytes:
@@ -102,16 +113,26 @@ class GeminiApi:
     @staticmethod
     def _render(call: Call, kind: str, payload: bytes | dict[str, Any] | None) -> web.Response:
         prompt_tokens = 258 * len(call.images) + len(call.prompt) // 4
-        if kind == "safety":
-            if call.call == "image":
-                return web.json_response(_response(call.model, [], "IMAGE_SAFETY", prompt_tokens, 0))
+        if kind == "prompt_blocked" or (kind in ("safety", "content_policy") and call.call == "vision"):
+            reason = "PROHIBITED_CONTENT" if kind == "prompt_blocked" else "SAFETY"
             return web.json_response(
                 {
-                    "promptFeedback": {"blockReason": "SAFETY"},
-                    "usageMetadata": {"promptTokenCount": prompt_tokens},
+                    "promptFeedback": {"blockReason": reason},
+                    "usageMetadata": {"promptTokenCount": prompt_tokens, "totalTokenCount": prompt_tokens},
+                    "modelVersion": call.model,
                 }
             )
-        if kind in ("no_image", "refusal"):
+        if kind in _FINISH_REASON:
+            body = _response(call.model, [], _FINISH_REASON[kind], prompt_tokens, 0)
+            if kind == "finish_safety":
+                body["candidates"][0]["safetyRatings"] = [
+                    {"category": "HARM_CATEGORY_SEXUALLY_EXPLICIT", "probability": "MEDIUM", "blocked": True}
+                ]
+            return web.json_response(body)
+        if kind == "not_image" and call.call == "image":
+            part = {"inlineData": {"mimeType": "image/png", "data": base64.b64encode(NOT_AN_IMAGE).decode()}}
+            return web.json_response(_response(call.model, [part], "STOP", prompt_tokens, 1290))
+        if kind in ("no_image", "not_image", "refusal"):
             text = (
                 "I can't help with that image."
                 if call.call == "image"

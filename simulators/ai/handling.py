@@ -11,15 +11,20 @@ from typing import Any
 
 from aiohttp import web
 
-from simulators.ai.state import CallRecord, SimState
+from simulators.ai.state import CONTENT_KINDS, CallRecord, SimState
 from worker.providers.prompts import parse_image_prompt, parse_vision_prompt
 
-__all__ = ["Call", "ErrorShape", "Renderer", "Served", "serve_call"]
+__all__ = ["NOT_AN_IMAGE", "Call", "ErrorShape", "Renderer", "Served", "serve_call"]
+
+#: The bytes of ``not_image``: a PNG signature and the start of an IHDR chunk, cut off (what a proxy that
+#: truncated the answer, or a model that emitted a broken file, hands back).
+NOT_AN_IMAGE = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x04\x00" + b"\x00" * 24
 
 _log = logging.getLogger(__name__)
 
-#: Answers a call with a result (``kind`` ``ok``) or a rendered failure (``safety``, ``no_image``,
-#: ``refusal``); ``payload`` is PNG bytes (image) or a JSON object (vision).
+#: Answers a call with a result (``kind`` ``ok``) or a rendered failure (a content kind answered with a
+#: 200, ``no_image``, ``not_image``, ``refusal``); ``payload`` is PNG bytes (image) or a JSON object
+#: (vision).
 Renderer = Callable[["Call", str, bytes | dict[str, Any] | None], web.StreamResponse]
 #: (fault kind, model, retry_after_s) → (HTTP status, JSON body, headers) in the provider's wire shape.
 ErrorShape = Callable[[str, str, float | None], tuple[int, dict[str, Any], dict[str, str]]]
@@ -42,7 +47,7 @@ class Call:
 #: Draws an image (PNG bytes) or answers a vision call (JSON object) for a call, filling in the record.
 Served = Callable[[Call, CallRecord], Awaitable[bytes | dict[str, Any]]]
 
-_RENDERED = frozenset({"no_image", "refusal"})
+_RENDERED = frozenset({"no_image", "not_image", "refusal"})
 
 
 def _request_kind(call: Call) -> str:
@@ -95,7 +100,7 @@ async def serve_call(
                 request.transport.close()
             return web.Response(status=500)
         elif fault.kind in _RENDERED or (
-            fault.kind == "safety" and (call.provider == "gemini" or call.call == "vision")
+            fault.kind in CONTENT_KINDS and (call.provider == "gemini" or call.call == "vision")
         ):
             return render(call, fault.kind, None)
         else:

@@ -16,8 +16,8 @@ from typing import Any
 
 from aiohttp import web
 
-from simulators.ai.handling import Call, Served, serve_call
-from simulators.ai.state import SimState
+from simulators.ai.handling import NOT_AN_IMAGE, Call, Served, serve_call
+from simulators.ai.state import CONTENT_KINDS, SimState
 from simulators.ai.wire import openai_error
 
 __all__ = ["OpenAIApi"]
@@ -84,6 +84,8 @@ class OpenAIApi:
             item: dict[str, Any] = {}
             if isinstance(payload, bytes) and kind == "ok":
                 item["b64_json"] = base64.b64encode(payload).decode()
+            elif kind == "not_image":
+                item["b64_json"] = base64.b64encode(NOT_AN_IMAGE).decode()
             return web.json_response(
                 {
                     "created": int(time.time()),
@@ -130,9 +132,9 @@ class OpenAIApi:
 
         def render(call: Call, kind: str, payload: bytes | dict[str, Any] | None) -> web.Response:
             content: list[dict[str, Any]]
-            if kind in ("refusal", "safety"):
+            if kind == "refusal" or kind in CONTENT_KINDS:
                 content = [{"type": "refusal", "refusal": "I'm sorry, I can't help with that."}]
-            elif kind == "no_image":
+            elif kind in ("no_image", "not_image"):
                 content = [{"type": "output_text", "text": "The person looks happy.", "annotations": []}]
             else:
                 content = [{"type": "output_text", "text": json.dumps(payload), "annotations": []}]

@@ -10,9 +10,22 @@ Fault kinds (each answered in the provider's real wire shape, :mod:`simulators.a
 - ``auth`` (Gemini: 400 ``API_KEY_INVALID``; OpenAI: 401 ``invalid_api_key``), ``forbidden`` (403),
 - ``outage`` (500), ``overloaded`` (503 "overloaded"), ``drop`` (the connection is closed unanswered),
 - ``timeout`` (the answer comes after ``delay_s``: the client gives up first),
-- ``safety`` (Gemini: 200 with ``finishReason`` ``IMAGE_SAFETY`` and no image; OpenAI: 400
-  ``moderation_blocked``), ``no_image`` (200 without an image / without a JSON answer), ``refusal``
-  (a vision answer that refuses).
+- content refusals (:data:`CONTENT_KINDS`): Gemini answers each with a 200 holding no image, OpenAI's
+  image endpoints with a 400 (its vision endpoint with a ``refusal`` part):
+
+  - ``safety``: Gemini ``finishReason`` ``IMAGE_SAFETY`` (image) / ``promptFeedback.blockReason``
+    ``SAFETY`` (vision); OpenAI 400 ``moderation_blocked`` (type ``image_generation_user_error``);
+  - ``finish_safety``, ``prohibited_content``, ``image_prohibited_content``, ``blocklist``, ``spii``:
+    Gemini ``finishReason`` ``SAFETY`` (with a blocked ``safetyRatings`` entry), ``PROHIBITED_CONTENT``,
+    ``IMAGE_PROHIBITED_CONTENT``, ``BLOCKLIST``, ``SPII``; OpenAI as ``safety``;
+  - ``prompt_blocked``: Gemini ``promptFeedback.blockReason`` ``PROHIBITED_CONTENT`` and no candidates
+    (image and vision); OpenAI as ``safety``;
+  - ``content_policy``: OpenAI 400 ``content_policy_violation`` (type ``invalid_request_error``, the
+    DALL·E shape); Gemini as ``safety``;
+
+- ``no_image`` (200 without an image / without a JSON answer), ``not_image`` (200 with an image part /
+  ``b64_json`` whose bytes are not a decodable image: a truncated PNG), ``refusal`` (a vision answer
+  that refuses).
 
 Imperfections of the next sheets (:mod:`simulators.ai.imperfect`): ``off_green``, ``shaded``,
 ``touching``, ``missing``, ``edge_cut``.
@@ -26,6 +39,7 @@ from typing import Any, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = [
+    "CONTENT_KINDS",
     "CallRecord",
     "FaultKind",
     "FaultSpec",
@@ -48,9 +62,30 @@ FaultKind = Literal[
     "drop",
     "timeout",
     "safety",
+    "finish_safety",
+    "prohibited_content",
+    "image_prohibited_content",
+    "blocklist",
+    "spii",
+    "prompt_blocked",
+    "content_policy",
     "no_image",
+    "not_image",
     "refusal",
 ]
+#: The content-refusal fault kinds (see the module docstring).
+CONTENT_KINDS = frozenset(
+    {
+        "safety",
+        "finish_safety",
+        "prohibited_content",
+        "image_prohibited_content",
+        "blocklist",
+        "spii",
+        "prompt_blocked",
+        "content_policy",
+    }
+)
 Imperfection = Literal["off_green", "shaded", "touching", "missing", "edge_cut"]
 Provider = Literal["gemini", "openai", "*"]
 CallType = Literal["image", "vision", "*"]

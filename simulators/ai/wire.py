@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from simulators.ai.state import CONTENT_KINDS
+
 __all__ = ["gemini_error", "openai_error"]
 
 _QUOTA_METRIC = "generativelanguage.googleapis.com/generate_content_requests"
@@ -167,12 +169,20 @@ def openai_error(
             ),
             {},
         )
-    if kind == "safety":
+    if kind == "content_policy":  # the DALL·E models' shape
         message = (
-            "Your request was rejected as a result of our safety system. Your request may contain content "
+            "Your request was rejected as a result of our safety system. Your prompt may contain text "
             "that is not allowed by our safety system."
         )
-        return 400, _openai(message, "image_generation_user_error", "moderation_blocked"), {}
+        return 400, _openai(message, "invalid_request_error", "content_policy_violation"), {}
+    if kind in CONTENT_KINDS:  # the GPT image models' shape
+        message = (
+            "Your request was rejected by the safety system. If you believe this is an error, contact us "
+            "at help.openai.com and include the request ID req_sim. safety_violations=[sexual]."
+        )
+        body = _openai(message, "image_generation_user_error", "moderation_blocked")
+        body["error"]["moderation_details"] = {"moderation_stage": "input", "categories": ["sexual"]}
+        return 400, body, {}
     if kind == "overloaded":
         return (
             503,

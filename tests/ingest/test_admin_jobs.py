@@ -32,7 +32,7 @@ async def client(
         yield c
 
 
-async def failed_job(db: Database, *, with_selfie: bool = True) -> Job:
+async def failed_job(db: Database, *, with_selfie: bool = True, error_class: str = "deadline") -> Job:
     async with db.transaction() as repos:
         session = await repos.sessions.create(station="s", token="tok")
         job = await repos.jobs.insert_queued(session_id=session.id, capture_id="c", outfit_id="chef")
@@ -43,7 +43,7 @@ async def failed_job(db: Database, *, with_selfie: bool = True) -> Job:
             job.id,
             from_statuses=("processing",),
             to_status="failed",
-            values={"error_class": "deadline", "attempts": 2},
+            values={"error_class": error_class, "attempts": 2},
         )
     assert failed is not None
     return failed
@@ -75,6 +75,34 @@ async def test_a_job_whose_selfie_is_gone_cannot_be_retried(client: httpx.AsyncC
     job = await failed_job(db, with_selfie=False)
     response = await client.post(f"/admin/jobs/{job.id}/retry", headers=AUTH)
     assert response.status_code == 409
+
+
+async def test_a_job_whose_selfie_the_providers_refused_is_not_retryable_but_shows_its_class(
+    client: httpx.AsyncClient, db: Database, redis: aioredis.Redis
+) -> None:
+    refused = await failed_job(db, error_class="content")
+    async with db.transaction() as repos:
+        session = await repos.sessions.create(station="s", token="tok2")
+        other = await repos.jobs.insert_queued(session_id=session.id, capture_id="c", outfit_id="chef")
+        await repos.blobs.put(kind="selfie", data=b"jpeg", content_type="image/jpeg", job_id=other.id)
+        await repos.jobs.claim(other.id, owner="w")
+        await repos.jobs.transition(
+            other.id, from_statuses=("processing",), to_status="failed", values={"error_class": "invalid"}
+        )
+    listed = {j["id"]: j for j in (await client.get("/admin/jobs", headers=AUTH)).json()["jobs"]}
+    assert (listed[str(refused.id)]["error_class"], listed[str(refused.id)]["retryable"]) == (
+        "content",
+        False,
+    )
+    assert (listed[str(other.id)]["error_class"], listed[str(other.id)]["retryable"]) == ("invalid", True)
+    detail = (await client.get(f"/admin/jobs/{refused.id}", headers=AUTH)).json()
+    assert (detail["error_class"], detail["retryable"]) == ("content", False)
+    response = await client.post(f"/admin/jobs/{refused.id}/retry", headers=AUTH)
+    assert response.status_code == 409 and response.json()["error"]["code"] == "content_refused"
+    assert await redis.xlen(streams.JOBS) == 0
+    async with db.transaction() as repos:
+        still = await repos.jobs.get(refused.id)
+    assert still is not None and still.status == "failed"
 
 
 async def test_pause_and_resume_from_the_admin_api(client: httpx.AsyncClient) -> None:

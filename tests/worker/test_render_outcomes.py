@@ -21,6 +21,8 @@ from shared.outfits import load_catalog
 from shared.repositories import Database
 from shared.repositories.usage import ApiCall
 from shared.streams import Publisher
+from shared.texts import text
+from simulators.ai.state import CONTENT_KINDS
 from tests.simulators.ai.helpers import KEY, RunningAiSim, photo
 from worker.generation import Generator
 from worker.main import alerter
@@ -40,7 +42,13 @@ class Sleeps:
 
 
 async def run_job(
-    db: Database, redis: aioredis.Redis, aisim: RunningAiSim, database_url: str, redis_url: str, **env: Any
+    db: Database,
+    redis: aioredis.Redis,
+    aisim: RunningAiSim,
+    database_url: str,
+    redis_url: str,
+    language: str = "en",
+    **env: Any,
 ) -> tuple[Job, Sleeps]:
     cfg = WorkerSettings(  # type: ignore[call-arg]
         DATABASE_URL=database_url,
@@ -53,7 +61,7 @@ async def run_job(
     )
     async with db.transaction() as repos:
         session = await repos.sessions.create(station="s", token="tok")
-        await repos.sessions.bind_telegram("tok", user_id=3, chat_id=3, name="A", language="en")
+        await repos.sessions.bind_telegram("tok", user_id=3, chat_id=3, name="A", language=language)
         job = await repos.jobs.insert_queued(session_id=session.id, capture_id="c", outfit_id="chef")
         await repos.blobs.put(kind="selfie", data=photo(), content_type="image/jpeg", job_id=job.id)
     publisher = Publisher(redis)
@@ -176,16 +184,100 @@ async def test_the_job_cost_ceiling_fails_the_job_without_a_retry(
     assert len(await aisim.calls()) == len(calls)  # nothing was sent after it
 
 
-async def test_refusals_of_every_sheet_are_charged_to_the_attempt(
-    db: Database, redis: aioredis.Redis, aisim: RunningAiSim, database_url: str, redis_url: str
+async def guest_texts(db: Database) -> list[str]:
+    async with db.transaction() as repos:
+        rows = await repos.conn.execute(
+            sa.text("SELECT params->>'text' FROM tg_commands WHERE method = 'send_message' ORDER BY 1")
+        )
+        return list(rows.scalars().all())
+
+
+def image_calls(calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [c for c in calls if c["call"] == "image"]
+
+
+def sent_after_the_refusal(calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The calls the simulator received after the last provider refused (none, once every one has)."""
+    last = max(k for k, c in enumerate(calls) if c["outcome"] in CONTENT_KINDS)
+    return calls[last + 1 :]
+
+
+@pytest.mark.parametrize(
+    ("gemini", "openai", "language"),
+    [("safety", "safety", "en"), ("prohibited_content", "content_policy", "ru")],
+)
+async def test_a_refusal_of_the_first_sheet_fails_the_job_as_content_and_the_selfie_is_not_sent_again(
+    db: Database,
+    redis: aioredis.Redis,
+    aisim: RunningAiSim,
+    database_url: str,
+    redis_url: str,
+    gemini: str,
+    openai: str,
+    language: str,
 ) -> None:
-    await aisim.fault("safety", request="sheet", count=10)
-    job, _ = await run_job(
-        db, redis, aisim, database_url, redis_url, FIGURE_SHEET_ATTEMPTS="1", FIGURE_FALLBACK_ENABLED="0"
-    )
-    assert (job.status, job.attempts, job.error_class) == ("queued", 1, "invalid")
-    assert job.not_before is not None and job.not_before > datetime.now(UTC)
-    assert [(c.provider, c.outcome) for c in await usage(db, job) if c.kind == "sheet"] == [
+    # Every image call would be refused: only the chain's own restraint limits how often it is sent.
+    await aisim.fault(gemini, provider="gemini", call="image", count=50)
+    await aisim.fault(openai, provider="openai", call="image", count=50)
+    job, sleeps = await run_job(db, redis, aisim, database_url, redis_url, language=language)
+    assert (job.status, job.error_class, job.attempts, job.not_before) == ("failed", "content", 0, None)
+    calls = await aisim.calls()
+    assert [(c["provider"], c["kind"], c["outcome"]) for c in image_calls(calls)] == [
+        ("gemini", "sheet", gemini),  # the first sheet of the classic path …
+        ("openai", "sheet", openai),  # … handed to the fallback once
+    ]
+    assert sent_after_the_refusal(calls) == []  # no other sheet, figure, regeneration, QA or retry
+    assert sleeps.waits == []
+    assert await guest_texts(db) == [text("content_refused", language)]  # one text, the guest's language
+    recorded = await usage(db, job)
+    assert len(recorded) == len(calls)  # every call made is in api_usage
+    assert [(c.provider, c.outcome) for c in recorded if c.call_type == "image"] == [
         ("gemini", "content"),
         ("openai", "content"),
     ]
+
+
+async def test_parallel_sheets_are_cancelled_when_one_is_refused_and_still_recorded(
+    db: Database, redis: aioredis.Redis, aisim: RunningAiSim, database_url: str, redis_url: str
+) -> None:
+    # Consistency path: the anchor is drawn, then the 3 sheets go out at once; the first to arrive is
+    # refused by both providers while the other two are still being drawn (slow answers).
+    await aisim.fault("safety", provider="gemini", request="sheet", count=1)
+    await aisim.fault("timeout", provider="gemini", request="sheet", count=2, delay_s=120)
+    await aisim.fault("safety", provider="openai", request="sheet", count=50)
+    job, _ = await run_job(db, redis, aisim, database_url, redis_url, LIKENESS_MODE="")
+    assert (job.status, job.error_class) == ("failed", "content")
+    calls = await aisim.calls()
+    assert sent_after_the_refusal(calls) == []
+    sheets = [(c.provider, c.outcome) for c in await usage(db, job) if c.kind == "sheet"]
+    assert sorted(sheets) == sorted(
+        [("gemini", "content"), ("openai", "content"), ("gemini", "cancelled"), ("gemini", "cancelled")]
+    )
+    assert len(await usage(db, job)) == len(calls)  # the abandoned calls are recorded too
+
+
+async def test_after_one_providers_refusal_the_other_draws_the_whole_job(
+    db: Database, redis: aioredis.Redis, aisim: RunningAiSim, database_url: str, redis_url: str
+) -> None:
+    await aisim.fault("safety", provider="gemini", call="image", count=50)
+    job, _ = await run_job(db, redis, aisim, database_url, redis_url)
+    assert job.status == "rendered"
+    by_provider = [c["provider"] for c in image_calls(await aisim.calls())]
+    assert by_provider.count("gemini") == 1 and by_provider.count("openai") >= 3
+
+
+@pytest.mark.parametrize("where", ["gemini", "*"])
+async def test_images_that_are_not_images_are_invalid_and_charged_never_a_crash(
+    db: Database, redis: aioredis.Redis, aisim: RunningAiSim, database_url: str, redis_url: str, where: str
+) -> None:
+    await aisim.fault("not_image", provider=where, request="sheet", count=1 if where == "gemini" else 10)
+    job, _ = await run_job(
+        db, redis, aisim, database_url, redis_url, FIGURE_SHEET_ATTEMPTS="1", FIGURE_FALLBACK_ENABLED="0"
+    )
+    sheets = [(c.provider, c.outcome, c.cost_usd > 0) for c in await usage(db, job) if c.kind == "sheet"]
+    assert sheets[0] == ("gemini", "invalid", True)  # recorded at its price: the provider billed it
+    if where == "gemini":  # the fallback drew that sheet
+        assert job.status == "rendered" and sheets[1][:2] == ("openai", "ok")
+    else:  # charged: an attempt consumed, retried after RETRY_DELAY_SEC (DESIGN.md §5)
+        assert (job.status, job.attempts, job.error_class) == ("queued", 1, "invalid")
+        assert sheets == [("gemini", "invalid", True), ("openai", "invalid", True)]

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from shared.errors import ErrorClass, RetryableJobError
+from shared.errors import ContentRefused, ErrorClass, RetryableJobError
 from tests.simulators.ai.helpers import RunningAiSim
 from worker.context import MemoryArtefacts
 from worker.pipeline.poses import POSES
@@ -122,9 +122,19 @@ async def test_missing_and_edge_cut_figures_become_single_figure_regenerations(a
 
 async def test_a_missing_figure_that_cannot_be_drawn_fails_the_attempt(aisim: RunningAiSim) -> None:
     await aisim.post("/sim/imperfections", {"kinds": ["missing"], "count": 1})
-    await aisim.fault("safety", request="figure", count=5)
+    await aisim.fault("no_image", request="figure", count=5)  # (a refusal would stop the job: content)
     result = await render(aisim, "consistency")
     assert isinstance(result.error, RetryableJobError) and result.error.error_class is ErrorClass.INVALID
+
+
+async def test_a_refused_regeneration_stops_the_pack_and_nothing_more_is_sent(aisim: RunningAiSim) -> None:
+    await aisim.post("/sim/imperfections", {"kinds": ["missing"], "count": 1})
+    await aisim.fault("safety", request="figure", count=5)
+    result = await render(aisim, "consistency")  # one provider in the chain: it refused, the job stops
+    assert isinstance(result.error, ContentRefused) and result.error.error_class is ErrorClass.CONTENT
+    calls = await aisim.calls()
+    refused = [k for k, c in enumerate(calls) if c["outcome"] == "safety"]
+    assert len(refused) == 1 and calls[refused[0] + 1 :] == []  # no pack QA, no other figure
 
 
 async def test_qa_outliers_are_regenerated_under_the_cap_and_kept_only_if_a_second_qa_accepts(

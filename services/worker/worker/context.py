@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 from uuid import UUID
@@ -27,10 +27,32 @@ from worker.pipeline.cut import SheetCut, cut_sheet
 from worker.providers.chain import ProviderChain
 from worker.settings import PipelineSettings
 
-__all__ = ["ArtefactCache", "DbArtefacts", "MemoryArtefacts", "NoValidSheet", "RenderContext"]
+__all__ = [
+    "ArtefactCache",
+    "DbArtefacts",
+    "MemoryArtefacts",
+    "NoValidSheet",
+    "RenderContext",
+    "gather_or_cancel",
+]
 
 log = structlog.get_logger(__name__)
 T = TypeVar("T")
+
+
+async def gather_or_cancel(aws: Iterable[Awaitable[T]]) -> list[T]:
+    """Run ``aws`` concurrently and return their results in order; when one raises, cancel the others,
+    wait until they have unwound (their calls in flight are recorded as ``cancelled``), then raise that
+    first error. Unlike :func:`asyncio.gather`, nothing of a failed attempt keeps running (and sending
+    the selfie) after the attempt is over, e.g. the other sheets of a job whose selfie was refused."""
+    tasks = [asyncio.ensure_future(aw) for aw in aws]
+    try:
+        return list(await asyncio.gather(*tasks))
+    except BaseException:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise
 
 
 class NoValidSheet(Exception):

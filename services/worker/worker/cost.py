@@ -9,6 +9,7 @@ flight are not cancelled, so the real spend can pass the ceiling by the cost of 
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import UTC, date, datetime, timedelta
@@ -57,6 +58,14 @@ class UsageStore(Protocol):
         """Image requests to ``provider`` since ``since``."""
         ...
 
+    async def content_refusals(self, job_id: UUID) -> set[str]:
+        """Providers that refused an image request of the job as ``content``, in any attempt."""
+        ...
+
+
+def _refusers(calls: Sequence[ApiCall]) -> set[str]:
+    return {c.provider for c in calls if c.call_type == "image" and c.outcome == str(ErrorClass.CONTENT)}
+
 
 class DbUsageStore:
     """``api_usage`` through :class:`shared.repositories.usage.UsageRepository`, one transaction per
@@ -81,6 +90,10 @@ class DbUsageStore:
         async with self._db.transaction() as repos:
             return await repos.usage.image_requests_since(provider, since)
 
+    async def content_refusals(self, job_id: UUID) -> set[str]:
+        async with self._db.transaction() as repos:
+            return _refusers(await repos.usage.for_job(job_id))
+
 
 class MemoryUsageStore:
     """Calls kept in a list, with the time they were recorded (``clock``: UTC now)."""
@@ -102,6 +115,9 @@ class MemoryUsageStore:
         return sum(
             1 for at, c in self.calls if c.provider == provider and c.call_type == "image" and at >= since
         )
+
+    async def content_refusals(self, job_id: UUID) -> set[str]:
+        return _refusers([c for _at, c in self.calls if c.job_id == job_id])
 
 
 class CostLedger:
@@ -134,6 +150,9 @@ class CostLedger:
         self.clock = clock
         self.calls: list[ApiCall] = []
         self._earlier: float | None = None
+        self._refused: set[str] | None = None
+        self.content_trusted: set[str] = set()  # drew an image of the job since a refusal
+        self._probes: dict[str, asyncio.Lock] = {}
 
     @property
     def attempt_spend(self) -> float:
@@ -147,6 +166,20 @@ class CostLedger:
                 await self.store.job_spend(self.job_id, since=self.created_at) if self.job_id else 0.0
             )
         return self._earlier + self.attempt_spend
+
+    async def content_refusals(self) -> set[str]:
+        """The providers that refused this job's selfie as content (earlier attempts read once from the
+        store); the provider chain adds to the returned set as refusals happen, so every call of the job
+        sees them at once."""
+        if self._refused is None:
+            self._refused = await self.store.content_refusals(self.job_id) if self.job_id else set()
+        return self._refused
+
+    def content_probe(self, provider: str) -> asyncio.Lock:
+        """The lock that lets one call at a time find out whether ``provider`` accepts the job's selfie
+        after another provider refused it (so parallel sheets that were refused send it to the fallback
+        once, not once each); free again once it drew an image (``content_trusted``)."""
+        return self._probes.setdefault(provider, asyncio.Lock())
 
     async def check_before_call(self, provider: str) -> None:
         """Refuse the next call when the job's ceiling or the day's budget is reached.

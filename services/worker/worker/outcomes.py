@@ -2,7 +2,9 @@
 
 The rules are DESIGN.md §5 and spec/002 "Job-level outcomes": a charged failure consumes an attempt and
 retries after ``RETRY_DELAY_SEC`` (a due time in Postgres, not a sleep) until ``MAX_ATTEMPTS``; a permanent
-failure fails at once; the guest gets exactly one failure text (its command id is fixed per job).
+failure fails at once; the guest gets exactly one failure text (its command id is fixed per job). A content
+refusal by every provider (:class:`shared.errors.ContentRefused`) is permanent: ``failed`` with class
+``content`` and no retry, since any retry would send the refused selfie again (issue 8).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from shared import maintenance, metrics
 from shared.alerts import queue_alert
 from shared.db.tables import jobs
 from shared.domain import Job
-from shared.errors import ErrorClass, JobError, NoFaceError, ProviderUnavailable
+from shared.errors import ContentRefused, ErrorClass, JobError, NoFaceError, ProviderUnavailable
 from shared.joblife import fail_job, failure_command_id
 from shared.logging import redact
 from shared.outbox import add_command, dispatch_commands
@@ -26,6 +28,9 @@ from shared.streams import Publisher
 from shared.texts import text
 
 log = structlog.get_logger(__name__)
+
+#: The guest's failure text (a key of :mod:`shared.texts`) per permanent error; others get ``failed``.
+_GUEST_TEXT: dict[type[JobError], str] = {NoFaceError: "no_face", ContentRefused: "content_refused"}
 
 
 async def retry_or_fail(
@@ -78,8 +83,12 @@ async def retry_or_fail(
 async def fail_permanently(
     db: Database, publisher: Publisher, job: Job, *, owner: str, exc: JobError
 ) -> None:
-    """Fail at once (photo missing, unknown outfit, no face, ``JOB_COST_LIMIT``), telling the guest."""
-    guest_text = "no_face" if isinstance(exc, NoFaceError) else "failed"
+    """Fail at once (photo missing, unknown outfit, no face, ``JOB_COST_LIMIT``, every provider refused the
+    selfie as content), telling the guest once in their language: ``no_face`` and ``content_refused`` ask
+    for another selfie, everything else is the generic ``failed`` text."""
+    guest_text = _GUEST_TEXT.get(type(exc), "failed")
+    if isinstance(exc, ContentRefused):
+        log.warning("JOB_CONTENT_REFUSED", job_id=str(job.id), error=redact(str(exc))[:300])
     async with db.transaction() as repos:
         failed = await fail_job(
             repos, job, error_class=exc.error_class, error=str(exc), owner=owner, guest_text=guest_text

@@ -14,6 +14,8 @@ from PIL import Image
 from shared.errors import ErrorClass
 from shared.outfits import get_outfit
 from simulators.ai import AiSimConfig
+from simulators.ai.handling import NOT_AN_IMAGE
+from simulators.ai.state import CONTENT_KINDS
 from worker.pipeline.cut import cut_sheet
 from worker.providers.answers import PASSPORT_SCHEMA
 from worker.providers.base import (
@@ -26,7 +28,7 @@ from worker.providers.base import (
 )
 from worker.providers.classify import classify_exception
 from worker.providers.gemini import GeminiProvider
-from worker.providers.images import encode_photo
+from worker.providers.images import decode_output, encode_photo
 from worker.providers.openai_api import OpenAIProvider
 from worker.providers.prompts import image_prompt, vision_prompt
 
@@ -131,8 +133,14 @@ VISION_FAULTS = [
     ("openai", "outage", ErrorClass.OUTAGE),
     ("openai", "overloaded", ErrorClass.OUTAGE),
     ("openai", "drop", ErrorClass.OUTAGE),
-    ("openai", "refusal", ErrorClass.CONTENT),
+    ("openai", "refusal", ErrorClass.INVALID),  # the model declines to judge: an unusable answer
     ("openai", "no_image", ErrorClass.INVALID),
+    ("gemini", "refusal", ErrorClass.INVALID),
+    ("gemini", "not_image", ErrorClass.INVALID),
+    ("openai", "not_image", ErrorClass.INVALID),
+    # a blocked vision prompt is content (recorded so), but never stops a job (worker.providers.chain)
+    *[("gemini", kind, ErrorClass.CONTENT) for kind in sorted(CONTENT_KINDS)],
+    *[("openai", kind, ErrorClass.INVALID) for kind in sorted(CONTENT_KINDS)],  # a ``refusal`` part
 ]
 
 
@@ -162,6 +170,58 @@ async def test_a_rate_limit_carries_the_providers_retry_hint(aisim: RunningAiSim
     finally:
         await client.aclose()
     assert (error.error_class, error.retry_after_s) == (ErrorClass.RATE_LIMIT, 26.0)
+
+
+#: Every content-refusal wire shape of an image call, as each provider answers it (the simulator's kinds,
+#: simulators/ai/state.py), and what the worker reads in it.
+IMAGE_REFUSALS = [
+    ("gemini", "safety", "finishReason IMAGE_SAFETY"),
+    ("gemini", "content_policy", "finishReason IMAGE_SAFETY"),
+    ("gemini", "finish_safety", "finishReason SAFETY"),
+    ("gemini", "prohibited_content", "finishReason PROHIBITED_CONTENT"),
+    ("gemini", "image_prohibited_content", "finishReason IMAGE_PROHIBITED_CONTENT"),
+    ("gemini", "blocklist", "finishReason BLOCKLIST"),
+    ("gemini", "spii", "finishReason SPII"),
+    ("gemini", "prompt_blocked", "prompt blocked: BlockedReason.PROHIBITED_CONTENT"),
+    *[("openai", kind, "400 moderation_blocked") for kind in sorted(CONTENT_KINDS - {"content_policy"})],
+    ("openai", "content_policy", "400 content_policy_violation"),
+]
+
+
+def test_every_content_kind_of_the_simulator_is_in_the_table() -> None:
+    assert {kind for _name, kind, _seen in IMAGE_REFUSALS} == CONTENT_KINDS
+
+
+@pytest.mark.parametrize(("name", "kind", "seen"), IMAGE_REFUSALS)
+async def test_every_content_refusal_of_an_image_call_is_content(
+    aisim: RunningAiSim, name: str, kind: str, seen: str
+) -> None:
+    await aisim.fault(kind, provider=name, call="image")
+    client = provider(aisim, name)
+    try:
+        error = await failure(client.generate_image(sheet_request(), timeout_s=30))
+    finally:
+        await client.aclose()
+    assert error.error_class is ErrorClass.CONTENT, error
+    assert seen in error.message
+    [call] = await aisim.calls()
+    assert call["outcome"] == kind
+
+
+@pytest.mark.parametrize("name", ["gemini", "openai"])
+async def test_bytes_that_are_not_an_image_come_back_as_bytes_the_worker_cannot_decode(
+    aisim: RunningAiSim, name: str
+) -> None:
+    await aisim.fault("not_image", provider=name, call="image")
+    client = provider(aisim, name)
+    try:
+        data = await client.generate_image(sheet_request(), timeout_s=30)  # the SDK sees a success
+    finally:
+        await client.aclose()
+    assert data == NOT_AN_IMAGE
+    with pytest.raises(ProviderCallError) as raised:
+        decode_output(data)
+    assert raised.value.error_class is ErrorClass.INVALID
 
 
 @pytest.mark.parametrize(

@@ -6,22 +6,39 @@ process-wide image limit and the outer timeout guard."""
 from __future__ import annotations
 
 import asyncio
+import io
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 from uuid import uuid4
 
 import pytest
+from PIL import Image
 
-from shared.errors import ErrorClass, JobCostExceeded, ProviderUnavailable, RetryableJobError
+from shared.errors import (
+    ContentRefused,
+    ErrorClass,
+    JobCostExceeded,
+    ProviderUnavailable,
+    RetryableJobError,
+)
 from shared.repositories.usage import ApiCall
 from worker.cost import CostLedger, MemoryUsageStore
 from worker.providers.base import CallUsage, DrawSpec, ImageRequest, ProviderCallError, VisionRequest
-from worker.providers.chain import ChainPolicy, ProviderChain
+from worker.providers.chain import ChainPolicy, ImageResult, ProviderChain
 
 pytestmark = pytest.mark.unit
 
 Outcome = bytes | BaseException | Callable[[], Awaitable[bytes]]
+
+
+def _png(side: int = 64) -> bytes:
+    out = io.BytesIO()
+    Image.new("RGB", (side, side), (0, 255, 0)).save(out, format="PNG")
+    return out.getvalue()
+
+
+PNG = _png()
 REQUEST = ImageRequest(
     kind="sheet",
     prompt="p",
@@ -38,7 +55,7 @@ def err(error_class: ErrorClass, retry_after_s: float | None = None) -> Provider
 
 
 class Scripted:
-    """A provider answering from a script (then ``b"png"`` / ``{}``), counting calls."""
+    """A provider answering from a script (then a small PNG / ``{}``), counting calls."""
 
     def __init__(self, name: str, *outcomes: Outcome) -> None:
         self.name = name
@@ -49,7 +66,7 @@ class Scripted:
 
     async def _next(self) -> bytes:
         self.calls += 1
-        outcome = self.outcomes.pop(0) if self.outcomes else b"png"
+        outcome = self.outcomes.pop(0) if self.outcomes else PNG
         if isinstance(outcome, BaseException):
             raise outcome
         if callable(outcome):
@@ -181,7 +198,8 @@ async def test_rate_limits_everywhere_after_all_waits_pause_as_an_outage() -> No
 @pytest.mark.parametrize(
     ("primary", "fallback", "expected"),
     [
-        (ErrorClass.CONTENT, ErrorClass.TIMEOUT, ErrorClass.CONTENT),
+        # the refuser is out of the job; the other provider's failure decides
+        (ErrorClass.CONTENT, ErrorClass.TIMEOUT, ErrorClass.TIMEOUT),
         (ErrorClass.OUTAGE, ErrorClass.TIMEOUT, ErrorClass.TIMEOUT),
         (ErrorClass.INVALID, ErrorClass.INVALID, ErrorClass.INVALID),
         (ErrorClass.INTERNAL, ErrorClass.OUTAGE, ErrorClass.INTERNAL),
@@ -266,7 +284,7 @@ async def test_image_requests_in_flight_are_limited_across_callers() -> None:
         peak = max(peak, in_flight)
         await asyncio.sleep(0.02)
         in_flight -= 1
-        return b"png"
+        return PNG
 
     gemini = Scripted("gemini", *[slow] * 6)
     shared = chain(gemini, recorder=Recorder(), slots=2)
@@ -277,7 +295,7 @@ async def test_image_requests_in_flight_are_limited_across_callers() -> None:
 async def test_a_call_that_hangs_past_its_timeout_and_guard_is_a_timeout() -> None:
     async def hang() -> bytes:
         await asyncio.sleep(5)
-        return b"png"
+        return PNG
 
     gemini = Scripted("gemini", hang)
     with pytest.raises(RetryableJobError) as raised:
@@ -285,3 +303,119 @@ async def test_a_call_that_hangs_past_its_timeout_and_guard_is_a_timeout() -> No
             REQUEST, ledger()
         )
     assert raised.value.error_class is ErrorClass.TIMEOUT
+
+
+# Content refusals (issue 8): the fallback gets the call once, the refuser is out of the job, and when
+# every provider refused, nothing more of the job is sent.
+
+
+async def test_a_refusal_by_every_provider_stops_the_job_and_nothing_more_is_sent() -> None:
+    gemini = Scripted("gemini", err(ErrorClass.CONTENT))
+    openai = Scripted("openai", err(ErrorClass.CONTENT))
+    shared, job = chain(gemini, openai, recorder=Recorder()), ledger()
+    with pytest.raises(ContentRefused) as raised:
+        await shared.image(REQUEST, job)
+    assert raised.value.error_class is ErrorClass.CONTENT
+    assert (gemini.calls, openai.calls) == (1, 1)  # the fallback was asked once
+    for later in (shared.image(REQUEST, job), shared.vision(VISION, job)):  # other figures, QA
+        with pytest.raises(ContentRefused):
+            await later
+    assert (gemini.calls, openai.calls) == (1, 1)
+
+
+async def test_after_one_refusal_the_fallback_serves_the_rest_of_the_job_alone() -> None:
+    gemini = Scripted("gemini", err(ErrorClass.CONTENT))
+    openai = Scripted("openai")
+    shared, job = chain(gemini, openai, recorder=Recorder()), ledger()
+    for _ in range(3):
+        assert (await shared.image(REQUEST, job)).provider == "openai"
+    await shared.vision(VISION, job)
+    assert (gemini.calls, openai.calls) == (1, 4)
+
+
+async def test_a_refusal_is_remembered_by_the_next_attempt_and_the_others_failure_decides() -> None:
+    store = MemoryUsageStore()
+    job_id = uuid4()
+    gemini = Scripted("gemini", err(ErrorClass.CONTENT))
+    openai = Scripted("openai", err(ErrorClass.OUTAGE))
+    shared = chain(gemini, openai, recorder=Recorder())
+    with pytest.raises(ProviderUnavailable) as raised:  # openai is down: pause, not a refusal
+        await shared.image(REQUEST, ledger(store, job_id=job_id))
+    assert raised.value.error_class is ErrorClass.OUTAGE
+    result = await shared.image(REQUEST, ledger(store, job_id=job_id))  # the attempt after the pause
+    assert (result.provider, gemini.calls, openai.calls) == ("openai", 1, 2)
+
+
+async def test_a_vision_refusal_never_takes_a_provider_out_of_the_job() -> None:
+    gemini = Scripted("gemini", err(ErrorClass.CONTENT))
+    openai = Scripted("openai", err(ErrorClass.INVALID))
+    shared, job = chain(gemini, openai, recorder=Recorder()), ledger()
+    with pytest.raises(RetryableJobError):  # the step goes on without this answer
+        await shared.vision(VISION, job)
+    assert (await shared.image(REQUEST, job)).provider == "gemini"
+
+
+@pytest.mark.parametrize("answer", [b"<html>502 Bad Gateway</html>", PNG[:40], _png(8)])
+async def test_an_image_that_is_not_an_image_is_invalid_billed_and_falls_back(answer: bytes) -> None:
+    store = MemoryUsageStore()
+    gemini = Scripted("gemini", answer)
+    result = await chain(gemini, Scripted("openai"), recorder=Recorder()).image(REQUEST, ledger(store))
+    assert result.provider == "openai" and result.image.shape == (64, 64, 3)
+    [bad, good] = [call for _at, call in store.calls]
+    assert (bad.provider, bad.outcome, good.provider, good.outcome) == ("gemini", "invalid", "openai", "ok")
+    assert bad.cost_usd == pytest.approx(0.067)  # the provider billed it
+
+
+async def test_a_call_cancelled_in_flight_is_recorded_and_one_not_yet_sent_is_not() -> None:
+    store = MemoryUsageStore()
+    started = asyncio.Event()
+
+    async def slow() -> bytes:
+        started.set()
+        await asyncio.sleep(30)
+        return PNG
+
+    shared = chain(Scripted("gemini", slow, slow), recorder=Recorder(), slots=1)
+    job = ledger(store)
+    sent = asyncio.ensure_future(shared.image(REQUEST, job))
+    await started.wait()
+    waiting = asyncio.ensure_future(shared.image(REQUEST, job))  # queued behind the image slot
+    await asyncio.sleep(0)
+    for task in (waiting, sent):
+        task.cancel()
+    await asyncio.gather(sent, waiting, return_exceptions=True)
+    assert [(c.provider, c.outcome) for _at, c in store.calls] == [("gemini", "cancelled")]
+    assert store.calls[0][1].cost_usd == pytest.approx(0.067)
+
+
+async def parallel_refusals(fallback: Scripted) -> tuple[Scripted, list[object]]:
+    """Three sheets sent at once; the primary refuses each after they are all in flight."""
+    arrived = 0
+    all_sent = asyncio.Event()
+
+    async def refuse() -> bytes:
+        nonlocal arrived
+        arrived += 1
+        if arrived == 3:
+            all_sent.set()
+        await all_sent.wait()
+        raise err(ErrorClass.CONTENT)
+
+    gemini = Scripted("gemini", refuse, refuse, refuse)
+    shared, job = chain(gemini, fallback, recorder=Recorder()), ledger()
+    results = await asyncio.gather(*(shared.image(REQUEST, job) for _ in range(3)), return_exceptions=True)
+    return gemini, list(results)
+
+
+async def test_parallel_sheets_refused_by_the_primary_send_the_selfie_to_the_fallback_once() -> None:
+    openai = Scripted("openai", err(ErrorClass.CONTENT))
+    gemini, results = await parallel_refusals(openai)
+    assert (gemini.calls, openai.calls) == (3, 1)  # the three were in flight; the fallback asked once
+    assert all(isinstance(r, ContentRefused) for r in results)
+
+
+async def test_once_the_fallback_drew_one_the_other_refused_sheets_go_to_it_at_once() -> None:
+    openai = Scripted("openai")
+    gemini, results = await parallel_refusals(openai)
+    assert (gemini.calls, openai.calls) == (3, 3)
+    assert all(isinstance(r, ImageResult) and r.provider == "openai" for r in results)

@@ -2,7 +2,10 @@
 and resume. Behind ``Authorization: Bearer <ADMIN_TOKEN>`` like every ``/admin`` route.
 
 Retry follows spec/002 "Job-level outcomes": ``failed → queued`` with a fresh cost ceiling and deadline
-(``created_at`` reset), only while the selfie still exists.
+(``created_at`` reset), only while the selfie still exists, and never for a job of class ``content``: every
+provider refused that selfie, a retry would only send it to them again (the worker would refuse it
+itself), so the guest has been asked for a new photo instead (issue 8). Every job carries ``retryable``,
+which the admin page follows.
 """
 
 from __future__ import annotations
@@ -17,11 +20,20 @@ from ingest.api.errors import ApiError
 from ingest.context import Ctx
 from shared import maintenance
 from shared.domain import Job
+from shared.errors import ErrorClass
 from shared.joblife import republish_queued, retry_failed_job
 
 router = APIRouter()
 Auth = Annotated[str | None, Header()]
 JobStatus = Literal["queued", "processing", "rendered", "delivering", "delivered", "failed"]
+
+
+def _retryable(job: Job) -> bool:
+    return (
+        job.status == "failed"
+        and job.selfie_deleted_at is None
+        and job.error_class != str(ErrorClass.CONTENT)
+    )
 
 
 def _job(job: Job) -> dict[str, Any]:
@@ -36,6 +48,7 @@ def _job(job: Job) -> dict[str, Any]:
         "created_at": job.created_at.isoformat(),
         "updated_at": job.updated_at.isoformat(),
         "selfie_deleted": job.selfie_deleted_at is not None,
+        "retryable": _retryable(job),
     }
 
 
@@ -80,9 +93,17 @@ async def show_job(ctx: Ctx, job_id: UUID, authorization: Auth = None) -> dict[s
 
 @router.post("/admin/jobs/{job_id}/retry")
 async def retry_job(ctx: Ctx, job_id: UUID, authorization: Auth = None) -> dict[str, Any]:
-    """Queue a failed job again; 409 ``not_retryable`` when it is not failed or its selfie is gone."""
+    """Queue a failed job again; 409 ``not_retryable`` when it is not failed or its selfie is gone, 409
+    ``content_refused`` when the providers refused its selfie (a new photo is needed)."""
     require_admin(ctx, authorization)
     async with ctx.db.transaction() as repos:
+        current = await repos.jobs.get(job_id)
+        if current is not None and current.error_class == str(ErrorClass.CONTENT):
+            raise ApiError(
+                409,
+                "content_refused",
+                "The AI providers refused this photo; the guest must take a new selfie at the booth.",
+            )
         job = await retry_failed_job(repos, job_id, note="admin retry (web)")
     if job is None:
         raise ApiError(409, "not_retryable", "Only a failed job whose selfie still exists can be retried.")

@@ -129,6 +129,8 @@ class ProviderCallError(Exception):
         message: redacted text for logs and ``api_usage.error`` (at most 500 characters).
         status: the HTTP status, when there was one.
         retry_after_s: the provider's own hint (``retryDelay``, ``retry-after``), seconds.
+        billed: the provider answered and charged for it (an image that is not an image): the call is
+            recorded at its price.
     """
 
     def __init__(
@@ -138,8 +140,10 @@ class ProviderCallError(Exception):
         *,
         status: int | None = None,
         retry_after_s: float | None = None,
+        billed: bool = False,
     ) -> None:
         self.error_class = error_class
+        self.billed = billed
         self.message = redact(message)[:500]
         self.status = status
         self.retry_after_s = retry_after_s

@@ -13,9 +13,34 @@ When no provider serves, the failures decide (DESIGN.md §5): any ``credit`` →
 (``ProviderUnavailable(credit)``); else any ``auth`` → pause (``auth``); else when every failure was the
 providers' unavailability (``outage``, ``rate_limit``, ``quota_day``) → pause (``outage``, with the
 provider's ``retry-after`` when one gave it); else the attempt is charged (``RetryableJobError`` of class
-``content``, ``timeout``, ``invalid`` or ``internal``, in that order of precedence).
+``content`` (vision calls only, see below), ``timeout``, ``invalid`` or ``internal``, in that order of
+precedence).
 ``JobCostExceeded``, ``ProviderUnavailable(budget)`` and permanent errors (no face) stop the chain at once:
 they never trigger the fallback.
+
+Content refusals (issue 8). An image call refused as ``content`` (OpenAI ``moderation_blocked`` /
+``content_policy_violation``, Gemini's safety ``finishReason`` or ``blockReason``) is handed to the next
+provider once, like any other failure: the providers' policies differ (Gemini's image safety filter and
+OpenAI's moderation are separate systems with their own thresholds, and false positives on ordinary photos of
+people are common on both), and a guest who has left the booth loses more from a false positive than one extra
+call costs. But the refusing provider is then out for the rest of the job (the job's ledger remembers it, also
+across attempts through ``api_usage``): no other sheet, figure, regeneration or retry sends it that selfie
+again. Calls already in flight to it when it refused cannot be recalled; but the calls that then fall back
+find out one at a time whether the fallback accepts the selfie (``CostLedger.content_probe``), so three
+parallel sheets refused by the primary send it to the fallback once, not three times. When every provider of
+the chain has refused, the chain raises :class:`ContentRefused` and sends nothing more for the job, vision
+calls included; the worker fails the job (``content``, no retry) and the guest is asked for another photo.
+When only some refused, the others' failures decide as above (an outage still pauses, a timeout is still
+charged), and the refusers are skipped on the next try.
+
+A vision call's ``content`` (a Gemini vision prompt blocked) or ``invalid`` (a model's ``refusal`` to
+judge, an answer that is not JSON) never latches a provider: it only costs that vision step its answer
+(the passport is skipped, the anchor check and QA accept), as every other vision failure does.
+
+Every call that was sent is a row in ``api_usage``: also an image that came back but is not an image
+(``invalid``, at its price: the provider billed it) and a call cancelled in flight (``cancelled``, at its
+list price: the provider may still bill it), e.g. a sheet running in parallel with the one whose refusal
+stopped the job.
 """
 
 from __future__ import annotations
@@ -29,13 +54,16 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, Generic, TypeVar
 
+import numpy as np
+import numpy.typing as npt
 import structlog
 
-from shared.errors import ErrorClass, JobError, ProviderUnavailable, RetryableJobError
+from shared.errors import ContentRefused, ErrorClass, JobError, ProviderUnavailable, RetryableJobError
 from shared.repositories.usage import ApiCall
 from worker.cost import Alerter, CostLedger
 from worker.providers.base import ImageRequest, Provider, ProviderCallError, VisionRequest
 from worker.providers.classify import classify_exception
+from worker.providers.images import decode_output
 from worker.providers.prices import image_cost, vision_cost
 
 __all__ = ["ChainPolicy", "ImageResult", "ProviderChain"]
@@ -79,14 +107,18 @@ class _Call(Generic[T]):
     size: str | None  # 1K | 2K for images
     send: Callable[[Provider], Awaitable[T]]
     cost: Callable[[Provider, T], float]  # USD of a successful answer
+    price: Callable[[Provider], float]  # USD of an answer billed but unusable, or cancelled in flight
+    slots: asyncio.Semaphore | None = None  # held while the request is in flight (image calls)
 
 
 @dataclass(frozen=True, slots=True)
 class ImageResult:
-    """A generated image: its bytes and the provider that drew it."""
+    """A generated image: its bytes, the provider that drew it, and the bytes decoded (H×W×3 uint8 RGB, or
+    ×4 RGBA with real transparency; :func:`worker.providers.images.decode_output`)."""
 
     data: bytes
     provider: str
+    image: npt.NDArray[np.uint8]
 
 
 class ProviderChain:
@@ -135,22 +167,31 @@ class ProviderChain:
         Raises:
             ProviderUnavailable: no provider served, for a reason that pauses the queue.
             RetryableJobError: no provider served, and the attempt is charged.
+            ContentRefused: every provider has refused this job's images as content.
             JobCostExceeded: the job's ceiling was reached before a call.
             NoFaceError: the ``local`` provider found no face.
         """
 
         async def call(provider: Provider) -> ImageResult:
-            async with self.image_slots:
-                data = await asyncio.wait_for(
-                    provider.generate_image(request, timeout_s=self.policy.image_timeout_s),
-                    self.policy.image_timeout_s + self.policy.image_guard_s,
-                )
-            return ImageResult(data=data, provider=provider.name)
+            data = await asyncio.wait_for(
+                provider.generate_image(request, timeout_s=self.policy.image_timeout_s),
+                self.policy.image_timeout_s + self.policy.image_guard_s,
+            )
+            try:
+                image = await asyncio.to_thread(decode_output, data)
+            except ProviderCallError as exc:  # bytes that are not an image: invalid, but billed
+                raise ProviderCallError(exc.error_class, exc.message, billed=True) from exc
+            return ImageResult(data=data, provider=provider.name, image=image)
 
-        def cost(provider: Provider, _result: ImageResult) -> float:
+        def price(provider: Provider) -> float:
             return image_cost(provider.image_model, request.size)
 
-        return await self._run(_Call("image", request.kind, request.size, call, cost), ledger)
+        def cost(provider: Provider, _result: ImageResult) -> float:
+            return price(provider)
+
+        return await self._run(
+            _Call("image", request.kind, request.size, call, cost, price, self.image_slots), ledger
+        )
 
     async def vision(
         self, request: VisionRequest, ledger: CostLedger, *, timeout_s: float | None = None
@@ -174,33 +215,57 @@ class ProviderChain:
         def cost(provider: Provider, _answer: dict[str, Any]) -> float:
             return vision_cost(provider.vision_model, usage[provider.name])
 
-        return await self._run(_Call("vision", request.kind, None, call, cost), ledger)
+        return await self._run(_Call("vision", request.kind, None, call, cost, lambda _p: 0.0), ledger)
 
     async def _run(self, call: _Call[T], ledger: CostLedger) -> T:
+        refused = await ledger.content_refusals()  # live: parallel calls of the job add to it
         failures: list[tuple[str, ProviderCallError]] = []
         for provider in self.providers:
-            try:
-                result = await self._with_backoff(provider, call, ledger)
-            except ProviderCallError as exc:
-                failures.append((provider.name, exc))
-                log.warning(
-                    "PROVIDER_FAILED",
-                    provider=provider.name,
-                    kind=call.kind,
-                    error_class=str(exc.error_class),
-                    error=exc.message,
-                )
-                continue
+            if provider.name in refused:
+                continue  # it refused this job's selfie: never sent it again
+            probing = bool(refused) and provider.name not in ledger.content_trusted
+            async with ledger.content_probe(provider.name) if probing else contextlib.nullcontext():
+                if provider.name in refused:
+                    continue  # the call probing it was refused meanwhile
+                try:
+                    result = await self._with_backoff(provider, call, ledger)
+                except ProviderCallError as exc:
+                    failures.append((provider.name, exc))
+                    log.warning(
+                        "PROVIDER_FAILED",
+                        provider=provider.name,
+                        kind=call.kind,
+                        error_class=str(exc.error_class),
+                        error=exc.message,
+                    )
+                    if exc.error_class is ErrorClass.CONTENT and call.call_type == "image":
+                        refused.add(provider.name)
+                        log.warning(
+                            "CONTENT_REFUSED",
+                            job_id=str(ledger.job_id),
+                            provider=provider.name,
+                            kind=call.kind,
+                        )
+                    continue
+                if refused and call.call_type == "image":
+                    ledger.content_trusted.add(provider.name)
             if failures:
                 await self._fallback_alert(failures[0], provider.name, call.kind)
             return result
-        raise self._give_up(failures, call.kind)
+        if all(p.name in refused for p in self.providers):
+            summary = "; ".join(f"{name}: {error}" for name, error in failures) or "refused earlier"
+            raise ContentRefused(f"{call.kind}: every provider refused this selfie as content ({summary})")
+        # The refusers are out of this job; what the others answered decides (an outage still pauses).
+        others = [(name, e) for name, e in failures if name not in refused]
+        raise self._give_up(others or failures, call.kind)
 
     async def _with_backoff(self, provider: Provider, call: _Call[T], ledger: CostLedger) -> T:
         model = provider.image_model if call.call_type == "image" else provider.vision_model
         delays = self.policy.rate_limit_delays
 
-        async def record(started: float, outcome: str, cost_usd: float, error: str | None = None) -> None:
+        async def record(
+            started: float | None, outcome: str, cost_usd: float, error: str | None = None
+        ) -> None:
             await ledger.record(
                 ApiCall(
                     provider=provider.name,
@@ -209,7 +274,7 @@ class ProviderChain:
                     call_type=call.call_type,
                     outcome=outcome,
                     cost_usd=cost_usd,
-                    latency_s=self.clock() - started,
+                    latency_s=0.0 if started is None else self.clock() - started,
                     image_size=call.size,
                     error=error,
                 )
@@ -217,17 +282,25 @@ class ProviderChain:
 
         for retry in range(len(delays) + 1):
             await ledger.check_before_call(provider.name)
-            started = self.clock()
+            started: float | None = None  # set once the request is on its way
             try:
-                result = await call.send(provider)
+                async with call.slots or contextlib.nullcontext():
+                    started = self.clock()
+                    result = await call.send(provider)
             except JobError:
+                raise
+            except asyncio.CancelledError:  # sent, then abandoned (a sibling stopped the job, a budget)
+                if started is not None:
+                    with contextlib.suppress(Exception, asyncio.CancelledError):
+                        await asyncio.shield(record(started, "cancelled", call.price(provider), "cancelled"))
                 raise
             except Exception as exc:  # every SDK, transport and timeout error is classified here
                 error = classify_exception(exc)
             else:
                 await record(started, "ok", call.cost(provider, result))
                 return result
-            await record(started, str(error.error_class), 0.0, error.message)
+            billed = call.price(provider) if error.billed else 0.0
+            await record(started, str(error.error_class), billed, error.message)
             if error.error_class is not ErrorClass.RATE_LIMIT or retry >= len(delays):
                 raise error
             wait = delays[retry]

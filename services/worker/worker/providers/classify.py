@@ -9,14 +9,22 @@ Gemini (google-genai ``errors.APIError``: ``code``, ``status``, ``details`` = th
 - 400 ``INVALID_ARGUMENT`` with ``API_KEY_INVALID`` / "API key not valid", 401, 403: ``auth``.
 - 5xx (``INTERNAL``, ``UNAVAILABLE`` "The model is overloaded"): ``outage``; 504 ``DEADLINE_EXCEEDED``
   is a ``timeout``.
+- Content refusals come back as a 200 without an image, read by the adapter
+  (:meth:`worker.providers.gemini.GeminiProvider._no_image`): ``promptFeedback.blockReason`` (``SAFETY``,
+  ``OTHER``, ``BLOCKLIST``, ``PROHIBITED_CONTENT``, ``IMAGE_SAFETY``) or a candidate's ``finishReason``
+  ``SAFETY``, ``IMAGE_SAFETY``, ``PROHIBITED_CONTENT``, ``IMAGE_PROHIBITED_CONTENT``, ``BLOCKLIST``,
+  ``SPII`` is ``content``; ``NO_IMAGE``, ``RECITATION``, ``IMAGE_OTHER`` and text-only answers are
+  ``invalid``.
 
 OpenAI (``openai.APIStatusError``: ``status_code``, ``code``, ``type``, ``message``):
 
 - 429 ``insufficient_quota``: ``credit`` (never retried); 429 ``rate_limit_exceeded`` on a per-day limit
   ("requests per day (RPD)"): ``quota_day``; other 429: ``rate_limit``, hint from ``retry-after`` /
   ``retry-after-ms`` or "Please try again in 12s".
-- 400 ``billing_hard_limit_reached``: ``credit``; 400 ``moderation_blocked`` / "safety system":
-  ``content``; 401/403: ``auth``; 5xx and "overloaded": ``outage``.
+- 400 ``billing_hard_limit_reached``: ``credit``; 400 ``moderation_blocked`` (type
+  ``image_generation_user_error``, GPT image models) / ``content_policy_violation`` (type
+  ``invalid_request_error``, DALL·E) / "safety system": ``content``; 401/403: ``auth``; 5xx and
+  "overloaded": ``outage``. A vision answer's ``refusal`` part is ``invalid`` (the adapter).
 - ``APITimeoutError``: ``timeout``; ``APIConnectionError`` (refused, reset, DNS): ``outage``.
 
 Any provider: HTTP 402 and the billing texts (``payment required``, ``insufficient_quota``,
@@ -48,7 +56,13 @@ BILLING_MARKERS = (
     "billing_hard_limit_reached",
 )
 _AUTH_MARKERS = ("api_key_invalid", "api key not valid", "api key expired", "invalid_api_key")
-_CONTENT_MARKERS = ("moderation_blocked", "content_policy_violation", "safety system", "image_safety")
+_CONTENT_MARKERS = (
+    "moderation_blocked",
+    "content_policy_violation",
+    "safety system",
+    "image_safety",
+    "prohibited_content",
+)
 _TRY_AGAIN = re.compile(r"try again in (\d+(?:\.\d+)?)(ms|s)\b", re.IGNORECASE)
 _PER_DAY = re.compile(r"perday|per day|\(rpd\)", re.IGNORECASE)
 

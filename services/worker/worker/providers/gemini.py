@@ -12,7 +12,8 @@ SDK's ``HttpOptions.timeout`` in milliseconds, set per call (REFERENCE.md: it ha
 A response without an image part is never an empty success (REFERENCE.md "Gemini"): a blocked prompt
 (``promptFeedback.blockReason``) or a safety finish reason (``SAFETY``, ``IMAGE_SAFETY``, ``PROHIBITED_*``,
 ``IMAGE_PROHIBITED_CONTENT``, ``BLOCKLIST``, ``SPII``) is ``content``; any other answer without an image
-(``NO_IMAGE``, text only) is ``invalid``.
+(``NO_IMAGE``, ``RECITATION``, text only) is ``invalid``. The same holds for vision answers; only
+an image call's ``content`` stops a job (:mod:`worker.providers.chain`).
 """
 
 from __future__ import annotations
@@ -26,19 +27,14 @@ from google.genai import types
 from shared.errors import ErrorClass
 from worker.providers.base import CallUsage, ImageRequest, ProviderCallError, VisionRequest, json_object
 
-__all__ = ["GeminiProvider"]
+__all__ = ["CONTENT_FINISH_REASONS", "GeminiProvider"]
 
-_SAFETY_REASONS = frozenset(
-    {
-        "SAFETY",
-        "IMAGE_SAFETY",
-        "PROHIBITED_CONTENT",
-        "IMAGE_PROHIBITED_CONTENT",
-        "BLOCKLIST",
-        "SPII",
-        "RECITATION",
-        "IMAGE_RECITATION",
-    }
+#: ``Candidate.finishReason`` values that are a content refusal (the model's or the image filter's policy
+#: blocked this request, its selfie included): ``content``. ``RECITATION`` / ``IMAGE_RECITATION`` (the
+#: output resembled protected material), ``NO_IMAGE``, ``IMAGE_OTHER``, ``OTHER`` are not about the
+#: selfie: ``invalid`` (an answer without an image), retried like any other unusable answer.
+CONTENT_FINISH_REASONS = frozenset(
+    {"SAFETY", "IMAGE_SAFETY", "PROHIBITED_CONTENT", "IMAGE_PROHIBITED_CONTENT", "BLOCKLIST", "SPII"}
 )
 
 
@@ -110,11 +106,14 @@ class GeminiProvider:
 
     @staticmethod
     def _no_image(response: types.GenerateContentResponse) -> ProviderCallError:
+        """Why an answer holds no image (or no text): ``promptFeedback.blockReason`` (any value: the
+        prompt, selfie included, was blocked before the model ran) and the content ``finishReason``
+        values are ``content``; anything else is ``invalid``."""
         feedback = response.prompt_feedback
         if feedback is not None and feedback.block_reason is not None:
             return ProviderCallError(ErrorClass.CONTENT, f"prompt blocked: {feedback.block_reason}")
         reasons = [str(getattr(c.finish_reason, "value", c.finish_reason)) for c in response.candidates or []]
-        if any(reason in _SAFETY_REASONS for reason in reasons):
+        if any(reason in CONTENT_FINISH_REASONS for reason in reasons):
             return ProviderCallError(ErrorClass.CONTENT, f"refused: finishReason {', '.join(reasons)}")
         return ProviderCallError(
             ErrorClass.INVALID, f"no image in the answer (finishReason {reasons or '-'})"

@@ -24,6 +24,7 @@ __all__ = ["DRAWING_MAX_SIDE_PX", "PHOTO_MAX_SIDE_PX", "decode_output", "encode_
 PHOTO_MAX_SIDE_PX = 1536
 DRAWING_MAX_SIDE_PX = 1024
 MAX_OUTPUT_PIXELS = 40_000_000  # a provider image larger than this is refused (a decompression bomb)
+MIN_OUTPUT_SIDE_PX = 64  # the image APIs draw 1024 px and more; a smaller "image" is not an answer
 
 
 def _downscale(image: npt.NDArray[np.uint8], max_side: int) -> npt.NDArray[np.uint8]:
@@ -60,17 +61,22 @@ def decode_output(data: bytes) -> npt.NDArray[np.uint8]:
     """A provider's image as H×W×3 uint8 RGB, or H×W×4 RGBA when it has real transparency.
 
     Raises:
-        ProviderCallError: (``invalid``) the bytes are not an image, or an absurdly large one.
+        ProviderCallError: (``invalid``) the bytes are not an image (not decodable, truncated), or an
+            absurdly large or tiny one.
     """
     try:
         with Image.open(io.BytesIO(data)) as image:
-            if image.width * image.height > MAX_OUTPUT_PIXELS:
+            if image.width * image.height > MAX_OUTPUT_PIXELS or min(image.size) < MIN_OUTPUT_SIDE_PX:
                 raise ProviderCallError(ErrorClass.INVALID, f"image of {image.width}×{image.height} px")
             has_alpha = image.mode in ("RGBA", "LA") or (image.mode == "P" and "transparency" in image.info)
             converted = image.convert("RGBA" if has_alpha else "RGB")
             array = np.asarray(converted, dtype=np.uint8).copy()
-    except (OSError, SyntaxError, ValueError, Image.DecompressionBombError) as exc:
-        raise ProviderCallError(ErrorClass.INVALID, f"the answer is not a readable image: {exc}") from exc
+    except ProviderCallError:
+        raise
+    except Exception as exc:  # untrusted bytes: Pillow raises OSError, SyntaxError, EOFError, struct.error …
+        raise ProviderCallError(
+            ErrorClass.INVALID, f"the answer is not a readable image: {type(exc).__name__}: {exc}"
+        ) from exc
     if array.ndim == 3 and array.shape[2] == 4 and int(array[..., 3].min()) == 255:
         array = np.ascontiguousarray(array[..., :3])
     return array

@@ -8,13 +8,17 @@ errors, REFERENCE.md "OpenAI") and every call carries its own timeout in seconds
 Images: the API takes ``png``/``webp``/``jpg`` files as multipart uploads, several per edit; sizes are
 ``1024x1024``, ``1536x1024`` and ``1024x1536`` (the aspect asked for), quality ``high`` for 2K sheets and
 ``medium`` for 1K images, ``input_fidelity=high`` (faces stay closer to the references). An answer
-without ``b64_json`` is ``invalid``; a moderation block comes back as a 400 (``content``, classified in
-:mod:`worker.providers.classify`). A refusal in a vision answer is ``content``.
+without ``b64_json`` (or whose ``b64_json`` is not base64) is ``invalid``; a moderation block comes back
+as a 400 (``moderation_blocked``, or ``content_policy_violation`` from the DALL·E models: ``content``,
+classified in :mod:`worker.providers.classify`). A ``refusal`` part in a vision answer (the model declines
+to judge the images) is ``invalid``: an unusable answer, never a content refusal of the selfie, so it
+only costs that vision step its answer (QA accepts, the passport is skipped).
 """
 
 from __future__ import annotations
 
 import base64
+import binascii
 from typing import Any, Literal
 
 import openai
@@ -104,7 +108,10 @@ class OpenAIProvider:
             )
         for item in response.data or []:
             if item.b64_json:
-                return base64.b64decode(item.b64_json)
+                try:
+                    return base64.b64decode(item.b64_json, validate=True)
+                except binascii.Error as exc:
+                    raise ProviderCallError(ErrorClass.INVALID, f"b64_json is not base64: {exc}") from exc
         raise ProviderCallError(ErrorClass.INVALID, "no image in the answer")
 
     async def vision_json(
@@ -114,8 +121,7 @@ class OpenAIProvider:
 
         Raises:
             openai.OpenAIError: the SDK's errors (classified by the chain).
-            ProviderCallError: ``content`` for a refusal, ``invalid`` for an answer that is not a JSON
-                object.
+            ProviderCallError: ``invalid`` for a refusal or an answer that is not a JSON object.
         """
         content: list[Any] = [{"type": "input_text", "text": request.prompt}]
         content += [
@@ -130,7 +136,7 @@ class OpenAIProvider:
         for item in response.output or []:
             for part in getattr(item, "content", None) or []:
                 if getattr(part, "type", "") == "refusal":
-                    raise ProviderCallError(ErrorClass.CONTENT, f"refused: {getattr(part, 'refusal', '')}")
+                    raise ProviderCallError(ErrorClass.INVALID, f"refused: {getattr(part, 'refusal', '')}")
         text = response.output_text
         data = json_object(text)
         usage = response.usage

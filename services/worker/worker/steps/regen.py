@@ -19,7 +19,7 @@ import numpy as np
 import numpy.typing as npt
 
 from shared.errors import ErrorClass, ProviderUnavailable, RetryableJobError
-from worker.context import RenderContext
+from worker.context import RenderContext, gather_or_cancel
 from worker.providers.answers import Passport
 from worker.providers.base import InputImage, ProviderCallError
 from worker.providers.prompts import ColourLock
@@ -70,6 +70,7 @@ async def regenerate(
         RetryableJobError: (``invalid``) a missing figure could not be drawn.
         ProviderUnavailable: a missing figure could not be drawn because no provider serves.
         JobCostExceeded: the job's ceiling was reached.
+        ContentRefused: the selfie was refused (the other regenerations in flight are cancelled).
     """
     defective = sorted(
         (s for s in slots if s.defect is not None), key=lambda s: (_ORDER[s.defect or "qa"], s.index)
@@ -105,7 +106,7 @@ async def regenerate(
         return None
 
     async with ctx.stage("regen"):
-        drawn = await asyncio.gather(*(one(slot) for slot in chosen))
+        drawn = await gather_or_cancel(one(slot) for slot in chosen)
     fresh: list[Slot] = []
     for slot, figure in zip(chosen, drawn, strict=True):
         if figure is None:

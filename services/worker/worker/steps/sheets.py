@@ -24,7 +24,6 @@ from worker.pipeline.local_render import sheet_layout
 from worker.pipeline.poses import POSES
 from worker.providers.answers import Passport
 from worker.providers.base import Aspect, DrawSpec, ImageKind, ImageRequest, InputImage, ProviderCallError
-from worker.providers.images import decode_output
 from worker.providers.prompts import ColourLock, image_prompt
 
 __all__ = [
@@ -114,9 +113,9 @@ async def draw_sheet(
     """Ask for one sheet (``kind`` ``sheet`` or ``heads``) and cut it.
 
     Raises:
-        RetryableJobError: the chain could not deliver for a charged reason.
-        ProviderCallError: (``invalid``) the answer is not an image.
-        ProviderUnavailable, JobCostExceeded: from the chain.
+        RetryableJobError: the chain could not deliver for a charged reason (an answer that is not an
+            image included).
+        ContentRefused, ProviderUnavailable, JobCostExceeded: from the chain.
     """
     spec = DrawSpec(
         outfit_id=ctx.outfit.id, poses=plan.poses, cols=plan.cols, rows=plan.rows, heads_only=kind == "heads"
@@ -137,11 +136,10 @@ async def draw_sheet(
         kind=image_kind, prompt=prompt, images=tuple(refs), size="2K", aspect=plan.aspect, spec=spec
     )
     async with ctx.stage("generate"):
-        result = await ctx.chain.image(request, ctx.ledger)
-    async with ctx.stage("cut"):
-        image = await ctx.cpu(decode_output, result.data)
-        cut = await ctx.cut(image, plan.figures)
-    return image, cut
+        result = await ctx.chain.image(request, ctx.ledger)  # decoded there: bytes that are not an image
+    async with ctx.stage("cut"):  # are the chain's ``invalid``, never a crash here
+        cut = await ctx.cut(result.image, plan.figures)
+    return result.image, cut
 
 
 async def draw_single(
@@ -174,7 +172,7 @@ async def draw_single(
     )
     request = ImageRequest(kind=kind, prompt=prompt, images=tuple(refs), size="1K", aspect="1:1", spec=spec)
     result = await ctx.chain.image(request, ctx.ledger)
-    image = np.ascontiguousarray((await ctx.cpu(decode_output, result.data))[..., :3])
+    image = np.ascontiguousarray(result.image[..., :3])
     return image, await ctx.cut(image, 1)
 
 
@@ -195,6 +193,7 @@ async def sheet_with_attempts(
     taken. Every sheet that came back is appended to ``keep`` (composite uses the best cells of all).
 
     Raises:
+        ContentRefused: every provider refused the job's selfie: no further attempt is made.
         ProviderUnavailable, JobCostExceeded: from the chain.
     """
     for attempt in range(1, attempts + 1):

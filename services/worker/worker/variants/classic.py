@@ -11,9 +11,7 @@ Failures become single-figure regenerations in both.
 
 from __future__ import annotations
 
-import asyncio
-
-from worker.context import NoValidSheet, RenderContext
+from worker.context import NoValidSheet, RenderContext, gather_or_cancel
 from worker.pipeline.skin import hex_to_lab
 from worker.providers.answers import Passport
 from worker.providers.base import InputImage
@@ -44,6 +42,7 @@ async def render_classic(
     Raises:
         NoValidSheet: a sheet was never valid in ``FIGURE_SHEET_ATTEMPTS`` attempts.
         RetryableJobError: a missing figure could not be drawn.
+        ContentRefused: the selfie was refused (the other sheets in flight are cancelled).
         ProviderUnavailable, JobCostExceeded: from the chain.
     """
     s = ctx.settings
@@ -66,7 +65,7 @@ async def render_classic(
     if first is None:
         raise NoValidSheet("sheet 0 never valid")
     reference = encode_drawing(first.image[..., :3], "reference")
-    rest = await asyncio.gather(*(sheet(k, [reference]) for k in range(1, len(plans))))
+    rest = await gather_or_cancel(sheet(k, [reference]) for k in range(1, len(plans)))
     results = [first, *rest]
     if any(result is None for result in results):
         raise NoValidSheet("a sheet after the first was never valid")
@@ -94,8 +93,8 @@ async def render_classic(
             ]
             for plan in plans
         ]
-        found = await asyncio.gather(
-            *(
+        found = await gather_or_cancel(
+            (
                 identity_outliers(
                     ctx,
                     inputs.selfie,

@@ -4,9 +4,7 @@ pack-level QA against the anchor; defects and outliers regenerated as single fig
 
 from __future__ import annotations
 
-import asyncio
-
-from worker.context import NoValidSheet, RenderContext
+from worker.context import NoValidSheet, RenderContext, gather_or_cancel
 from worker.providers.answers import Passport
 from worker.providers.base import InputImage
 from worker.steps.anchor import Anchor
@@ -28,24 +26,23 @@ async def render_consistency(
     Raises:
         NoValidSheet: a sheet was never valid in ``FIGURE_SHEET_ATTEMPTS`` attempts.
         RetryableJobError: a missing figure could not be drawn.
+        ContentRefused: the selfie was refused (the other sheets in flight are cancelled).
         ProviderUnavailable, JobCostExceeded: from the chain.
     """
     s = ctx.settings
     refs = [anchor.image, inputs.selfie, *([face] if face is not None else [])]
     plans = plan_sheets(s.sheet_layout, s.figure_sheet_aspect)
-    results = await asyncio.gather(
-        *(
-            sheet_with_attempts(
-                ctx,
-                plan,
-                refs,
-                attempts=s.figure_sheet_attempts,
-                accept=lenient,
-                passport=passport,
-                hard_locks=True,
-            )
-            for plan in plans
+    results = await gather_or_cancel(
+        sheet_with_attempts(
+            ctx,
+            plan,
+            refs,
+            attempts=s.figure_sheet_attempts,
+            accept=lenient,
+            passport=passport,
+            hard_locks=True,
         )
+        for plan in plans
     )
     if any(result is None for result in results):
         raise NoValidSheet(

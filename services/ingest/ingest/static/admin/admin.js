@@ -134,6 +134,28 @@
     return span;
   }
 
+  // What each error class of a job means for staff (DESIGN.md §5); shown as the class pill's title.
+  const ERROR_CLASSES = {
+    content: "The AI providers refused this photo (safety filter). The guest was asked for a new selfie; Retry would only be refused again.",
+    invalid: "No usable stickers came back within the attempts (invalid or unreadable images).",
+    permanent: "The photo cannot be used (no face, selfie missing, unknown outfit).",
+    timeout: "The AI providers did not answer in time.",
+    internal: "A bug of ours: see the worker's log for this job.",
+    crashed: "The worker processing it died.",
+    deadline: "The guest's 15-minute deadline passed.",
+    job_cost: "The job reached its cost ceiling (JOB_MAX_COST_USD).",
+  };
+
+  function errorClass(job) {
+    if (!job.error_class) return cell("—");
+    const td = cell("");
+    const shown = job.error_class === "permanent" && /no face/i.test(job.error || "") ? "no_face" : job.error_class;
+    const badge = pill(shown, `error-class class-${job.error_class}`);
+    badge.title = ERROR_CLASSES[job.error_class] || job.error || "";
+    td.append(badge);
+    return td;
+  }
+
   function age(iso) {
     const s = Math.max(0, (Date.now() - Date.parse(iso)) / 1000);
     if (s < 60) return `${Math.floor(s)} s`;
@@ -178,8 +200,9 @@
         retry.type = "button";
         retry.className = "btn small";
         retry.textContent = "Retry";
-        retry.disabled = job.selfie_deleted;
-        retry.title = job.selfie_deleted ? "The selfie is already deleted: the guest must take a new photo." : "";
+        retry.disabled = !job.retryable;
+        if (job.error_class === "content") retry.title = "The providers refused this photo: the guest must take a new selfie.";
+        else if (job.selfie_deleted) retry.title = "The selfie is already deleted: the guest must take a new photo.";
         retry.addEventListener("click", (event) => {
           event.stopPropagation();
           retry.disabled = true;
@@ -189,7 +212,7 @@
       }
       tr.append(
         cell(job.id.slice(0, 8), "mono"), cell(job.outfit_id), status, cell(String(job.attempts)),
-        cell(job.error_class), cell(age(job.created_at)), action,
+        errorClass(job), cell(age(job.created_at)), action,
       );
       tr.addEventListener("click", () => showJob(job.id).catch(() => {}));
       return tr;
@@ -211,7 +234,8 @@
     $("detail-id").textContent = job.id;
     const fields = [
       ["Status", job.status], ["Outfit", job.outfit_id], ["Attempts", job.attempts],
-      ["Error class", job.error_class], ["Error", job.error], ["Sticker set", job.sticker_set_name],
+      ["Error class", job.error_class ? `${job.error_class} — ${ERROR_CLASSES[job.error_class] || ""}` : null],
+      ["Error", job.error], ["Sticker set", job.sticker_set_name],
       ["Created", new Date(job.created_at).toLocaleString()], ["Updated", new Date(job.updated_at).toLocaleString()],
       ["Selfie", job.selfie_deleted ? "deleted" : "kept"],
     ];
