@@ -89,6 +89,17 @@ class TelegramCommandRepository:
             .values(status="sent" if ok else "failed", result=result, error=error, updated_at=sa.func.now())
         )
 
+    async def touch_sending(self, command_id: str) -> bool:
+        """Heartbeat of a call in progress: refresh ``updated_at`` of a ``sending`` row, so neither the
+        reconciler nor :meth:`start_sending` takes it for a dead gateway's call. ``False`` when the row is
+        no longer ``sending``."""
+        result = await self.conn.execute(
+            sa.update(tg_commands)
+            .where(tg_commands.c.command_id == command_id, tg_commands.c.status == "sending")
+            .values(updated_at=sa.func.now())
+        )
+        return bool(result.rowcount)
+
     async def release(self, command_id: str) -> None:
         """``sending → pending`` after a transient failure, so the command can be tried again."""
         await self.conn.execute(

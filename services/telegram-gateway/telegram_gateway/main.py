@@ -12,7 +12,7 @@ import sys
 from datetime import timedelta
 
 import structlog
-from telegram.ext import AIORateLimiter, Application, ApplicationBuilder
+from telegram.ext import Application, ApplicationBuilder
 
 from shared import streams
 from shared.alerts import dead_letter_alerter
@@ -25,6 +25,7 @@ from shared.repositories import Database
 from shared.streams import Publisher, build_consumer, create_redis
 from telegram_gateway.admin import AdminHandlers
 from telegram_gateway.executor import CommandExecutor
+from telegram_gateway.flood import FloodLimiter
 from telegram_gateway.handlers import GuestHandlers, log_error
 from telegram_gateway.leads_updates import LeadsUpdateRouter
 from telegram_gateway.lock import GatewayLock
@@ -37,15 +38,18 @@ SERVICE = "telegram-gateway"
 
 
 def build_application(settings: GatewaySettings) -> Application:
-    """The python-telegram-bot application, rate-limited by ``AIORateLimiter`` (30/s overall, 20/min per
-    group; a 429's ``retry_after`` is waited out up to ``RATE_LIMIT_MAX_RETRIES`` times)."""
+    """The python-telegram-bot application, rate-limited by :class:`FloodLimiter` (30 messages/s overall,
+    1/s per private chat, 20/min per group; a 429 pauses only its chat or method, and is waited out up to
+    ``TELEGRAM_FLOOD_WAIT_MAX_SEC``, at most ``RATE_LIMIT_MAX_RETRIES`` times)."""
     base = settings.telegram_api_base_url.rstrip("/")
     return (
         ApplicationBuilder()
         .token(settings.telegram_bot_token.get_secret_value())
         .base_url(f"{base}/bot")
         .base_file_url(f"{base}/file/bot")
-        .rate_limiter(AIORateLimiter(max_retries=settings.rate_limit_max_retries))
+        .rate_limiter(
+            FloodLimiter(wait_max_s=settings.flood_wait_max_sec, max_retries=settings.rate_limit_max_retries)
+        )
         .get_updates_read_timeout(settings.poll_timeout_sec + 10)
         .updater(None)  # polling is ours: updates are confirmed only after handling (polling.py)
         .build()
