@@ -78,7 +78,11 @@ class TransientTelegramError(Exception):
 
 
 class CommandExecutor:
-    """Runs gateway commands with a python-telegram-bot ``Bot`` (whose rate limiter paces every call)."""
+    """Runs gateway commands with a python-telegram-bot ``Bot`` (whose rate limiter paces every call).
+
+    ``held``: set while this gateway holds the single-gateway lock (:func:`telegram_gateway.lock.keep_lock`);
+    while it is cleared no new command is started.
+    """
 
     def __init__(
         self,
@@ -88,8 +92,10 @@ class CommandExecutor:
         publisher: Publisher,
         sending_stale_s: float = 60.0,
         admin_chat_id: int | None = None,
+        held: asyncio.Event | None = None,
     ) -> None:
         self.bot = bot
+        self.held = held
         self.admin_chat_id = admin_chat_id
         self.db = db
         self.publisher = publisher
@@ -121,6 +127,8 @@ class CommandExecutor:
             TransientTelegramError: try again later (the row is ``pending`` again).
             DatabaseUnavailable: Postgres is down; nothing was sent.
         """
+        if self.held is not None:
+            await self.held.wait()  # another gateway may own Telegram while the lock is not ours
         if command_id in self._in_flight:
             return  # this process is running it right now (a redelivery or the reconciler's hint)
         async with self.db.transaction() as repos:
