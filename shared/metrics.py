@@ -38,6 +38,9 @@ TELEGRAM_PACED = Counter(
     "Bot API calls the gateway held back to keep a Telegram limit, by bucket (overall/private/group)",
     ["bucket"],
 )
+DELIVERY_FLOOD_WAITS = Counter(
+    "stk_delivery_flood_waits_total", "Delivery steps rescheduled by a Telegram 429 (retry_after)", ["step"]
+)
 DEADLINE_MISSES = Counter("stk_deadline_misses_total", "Jobs that missed a guest deadline", ["kind"])
 LEADS = Counter("stk_leads_total", "Lead events", ["event"])
 LEADS_PENDING_AGE = Gauge("stk_leads_pending_age_seconds", "Age of the oldest lead without a posted card (s)")

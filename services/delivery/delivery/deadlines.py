@@ -4,11 +4,16 @@
 * ``DELAY_NOTICE_SEC`` (5 min) after the photo: one "still working" message (``delay_notice_sent_at``).
 * ``DELIVERY_DEADLINE_SEC`` (15 min): the job fails with the guest's failure text. A job already past
   the deadline when first seen (after an outage) gets only the failure text, never the notice first.
+* Flood control: a deadline text that Telegram answered with a 429 (the gateway hands long waits back,
+  nothing was sent) is sent again once its ``retry_after`` has passed, as ``<command id>:again``
+  (:func:`resend_flooded_texts`). The notice is dropped instead when its job is no longer active or has
+  reached the deadline: the failure text replaces it, never both late.
 """
 
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from uuid import UUID
 
 import sqlalchemy as sa
 import structlog
@@ -94,3 +99,40 @@ async def enforce_deadlines(
         log.warning("DEADLINES", failed=failed, noticed=noticed)
     await dispatch_commands(db, publisher, commands)
     return failed, noticed
+
+
+#: The deadline texts (``tg_commands`` ids, SQL ``LIKE``): the notice above and the failure text.
+DEADLINE_TEXTS = ("job:%:still_working:%", "job:%:failure_text:%")
+#: A flood-controlled text is no longer worth sending after this long.
+RESEND_WITHIN = timedelta(days=1)
+
+
+async def resend_flooded_texts(
+    db: Database, publisher: Publisher, *, deadline_s: float, now: datetime | None = None
+) -> int:
+    """Send again the deadline texts whose 429 wait is over; returns how many were queued.
+
+    Each resend is the command ``<id>:again`` with the same parameters (the gateway's at-most-once key:
+    a second sweep finds it and queues nothing).
+    """
+    now = now or datetime.now(UTC)
+    commands: list[str] = []
+    async with db.transaction() as repos:
+        flooded = await repos.tg_commands.flooded_due(
+            patterns=DEADLINE_TEXTS, newer_than=RESEND_WITHIN, limit=200
+        )
+        for record in flooded:
+            if ":still_working:" in record.command_id:
+                job = await repos.jobs.get(UUID(record.command_id.split(":")[1]))
+                late = job is None or job.created_at <= now - timedelta(seconds=deadline_s)
+                if late or job is None or job.status not in ACTIVE_STATUSES:
+                    continue
+            command_id = f"{record.command_id}:again"
+            if await add_command(
+                repos, command_id, method=record.method, params=record.params, reply_to=record.reply_to
+            ):
+                commands.append(command_id)
+    if commands:
+        log.warning("DEADLINE_TEXTS_RESENT", count=len(commands))
+    await dispatch_commands(db, publisher, commands)
+    return len(commands)
