@@ -256,3 +256,19 @@ async def test_a_flood_controlled_still_working_notice_of_a_failed_job_is_droppe
         await repos.tg_commands.finish(notice, ok=False, error=flood(5).model_dump())
     await let_time_pass(db, 6)
     assert await resend_flooded_texts(db, Publisher(redis), deadline_s=900) == 0
+
+
+@pytest.mark.parametrize(("status", "resent"), [("processing", 1), ("delivered", 0)])
+async def test_a_flood_controlled_generating_text_is_resent_only_while_the_job_is_still_in_the_works(
+    db: Database, redis: aioredis.Redis, status: str, resent: int
+) -> None:
+    job = await job_in(db, status, stickers=0)
+    generating = f"job:{job.id}:generating"
+    async with db.transaction() as repos:
+        await repos.tg_commands.add(
+            generating, method="send_message", params={"chat_id": GUEST, "text": "…"}, reply_to=None
+        )
+        await repos.tg_commands.start_sending(generating, stale_after=timedelta(0))
+        await repos.tg_commands.finish(generating, ok=False, error=flood(5).model_dump())
+    await let_time_pass(db, 6)
+    assert await resend_flooded_texts(db, Publisher(redis), deadline_s=900) == resent
