@@ -201,6 +201,34 @@ async def test_a_send_that_timed_out_after_delivery_is_found_not_sent_again(
         await runner.cleanup()
 
 
+async def test_a_search_answered_with_flood_control_waits_its_retry_after_not_the_backoff(
+    db: object, redis: object
+) -> None:
+    from tests.leads.conftest import make_rig
+
+    rig, bot, runner = await make_rig(  # type: ignore[arg-type]
+        db, redis, read_timeout=0.3, fake_limiter_clock=True
+    )
+    try:
+        stored = await rig.submit()
+        await rig.fault(method="sendMessage", kind="drop_after_apply")
+        await rig.step()
+        rig.clock.advance(5)
+        await rig.fault(method="editMessageReplyMarkup", error_code=429, retry_after=120)
+        searched = rig.clock()
+        await rig.step()
+        post = await rig.post(stored.lead.id)
+        assert post.state == "unsure" and post.next_attempt_at == searched + timedelta(seconds=120)
+        rig.clock.advance(120)
+        await rig.settle()
+        (card,) = await rig.chat()
+        assert (await rig.post(stored.lead.id)).message_id == card["message_id"]
+    finally:
+        await bot.shutdown()
+        await rig.sim.http.close()
+        await runner.cleanup()
+
+
 async def test_a_send_dropped_before_delivery_is_searched_for_then_sent_once(rig: Rig) -> None:
     stored = await rig.submit()
     await rig.fault(method="sendMessage", kind="drop")
