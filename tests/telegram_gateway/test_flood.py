@@ -212,6 +212,23 @@ async def test_messages_to_one_private_chat_are_paced_one_per_second_while_anoth
         await cleanup()
 
 
+async def test_a_handler_reply_in_a_paused_chat_does_not_hold_up_other_guests_updates(
+    gateway: Gateway,
+) -> None:
+    """Polling handles updates one at a time: a handler must not sleep one guest's 20 s pause (it fails
+    its reply at once, logged), or every other guest's answer waits those 20 s too."""
+    await gateway.sim.post("/sim/faults", {"method": "sendMessage", "error_code": 429, "retry_after": 20})
+    await gateway.sim.say(GUEST, "hello again", first_name="Ann", language_code="en")
+    while not await gateway.sends():  # the guest's reply got the 429
+        await asyncio.sleep(0.05)
+    await gateway.sim.say(OTHER, "/start", first_name="Bob", language_code="en")
+    async with asyncio.timeout(5):
+        while len(await gateway.sends()) < 2:
+            await asyncio.sleep(0.05)
+    first, second = await gateway.sends()
+    assert (chat_of(first), first["ok"], chat_of(second), second["ok"]) == (GUEST, False, OTHER, True)
+
+
 async def test_a_call_waiting_out_a_flood_wait_longer_than_sending_stale_is_not_marked_unknown(
     gateway: Gateway,
 ) -> None:

@@ -22,14 +22,20 @@ Flood control: a ``RetryAfter`` (429 with ``parameters.retry_after``) pauses one
 
 - ``chat:<chat_id>`` for a call that names a ``chat_id`` (that chat's other calls wait, other chats go on);
 - ``method:<endpoint>`` for a call without a chat (``createNewStickerSet``, ``uploadStickerFile``,
-  ``addStickerToSet``, ``getStickerSet``): Telegram's sticker flood limits are per bot and method, and
-  the call names no chat to pause, so the method is the narrowest scope that is still correct.
+  ``addStickerToSet``, ``getStickerSet``): the call names no chat to pause, and Telegram does not say
+  what its sticker flood limits count; keyed by method, a wait on uploads stops neither reads of sets nor
+  any chat's messages, and every call of that method waits, which is what the 429 asked of it.
+
+No pause is global: a 429 never says it was caused by the overall limit, and the overall bucket keeps the
+gateway under 30 messages/s before sending. (``scope="global"`` is therefore never counted.)
 
 A pause up to ``wait_max_s`` (``TELEGRAM_FLOOD_WAIT_MAX_SEC``, 30 s) is waited out for that scope and the
 call tried again, at most ``max_retries`` times. A longer one is never slept: the call raises
 ``RetryAfter`` with the remaining seconds at once, and so does any call to that scope while the remaining
 pause exceeds the bound (no request is sent). The caller (:mod:`telegram_gateway.executor`) hands that
-back to the producer as a 429 result with ``retry_after``.
+back to the producer as a 429 result with ``retry_after``. Code that must not sleep that long lowers the
+bound for its calls with :func:`flood_wait_bound`: the polling loop does, because it handles updates one
+after the other and a handler asleep in one guest's pause would hold up every other guest's update.
 
 Metrics (no chat ids in labels): ``stk_telegram_flood_waits_total{scope=chat|method}`` per 429 answer,
 ``stk_telegram_paced_total{bucket=overall|private|group}`` per call the limiter held back to keep a limit.
@@ -41,7 +47,8 @@ import asyncio
 import contextlib
 import math
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Iterator
+from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -53,10 +60,22 @@ from telegram.ext import BaseRateLimiter
 
 from shared import metrics
 
-__all__ = ["FloodLimiter", "Scope", "is_message", "retry_after_seconds", "scope_of"]
+__all__ = ["FloodLimiter", "Scope", "flood_wait_bound", "is_message", "retry_after_seconds", "scope_of"]
 
 log = structlog.get_logger(__name__)
 _PRUNE_ABOVE = 1024  # idle per-chat buckets are dropped beyond this many
+_WAIT_BOUND: ContextVar[float | None] = ContextVar("flood_wait_bound", default=None)
+
+
+@contextlib.contextmanager
+def flood_wait_bound(seconds: float) -> Iterator[None]:
+    """Calls made inside (this task and the tasks it starts) sleep at most ``seconds`` of a flood pause;
+    a longer one raises ``RetryAfter`` at once. Pacing waits (1 s per private chat …) still apply."""
+    token = _WAIT_BOUND.set(seconds)
+    try:
+        yield
+    finally:
+        _WAIT_BOUND.reset(token)
 
 
 @dataclass(frozen=True)
@@ -164,21 +183,22 @@ class FloodLimiter(BaseRateLimiter[int]):
         ``rate_limit_args``: an ``int`` overrides ``max_retries`` for this call.
 
         Raises:
-            RetryAfter: the scope is paused longer than ``wait_max_s`` (nothing was sent), or the call
+            RetryAfter: the scope is paused longer than the bound (nothing was sent), or the call
                 still got a 429 after ``max_retries`` waits. ``retry_after`` is the remaining pause (s).
         """
         scope = scope_of(endpoint, data)
+        bound = self._bound()
         retries = self.max_retries if rate_limit_args is None else rate_limit_args
         message = is_message(endpoint)
         for attempt in range(retries + 1):
-            await self._wait_out_pause(scope)
+            await self._wait_out_pause(scope, bound)
             async with contextlib.AsyncExitStack() as paced:
                 if message:
                     for bucket, limiter in self._buckets(data):
                         if not limiter.has_capacity():
                             metrics.TELEGRAM_PACED.labels(bucket=bucket).inc()
                         await paced.enter_async_context(limiter)
-                    await self._wait_out_pause(scope)  # a 429 may have come while this call was paced
+                    await self._wait_out_pause(scope, bound)  # a 429 may have come while this was paced
                 try:
                     return await callback(*args, **kwargs)
                 except RetryAfter as exc:
@@ -191,16 +211,22 @@ class FloodLimiter(BaseRateLimiter[int]):
                         scope=scope.kind,
                         retry_after_s=seconds,
                         attempt=attempt + 1,
-                        waits=seconds <= self.wait_max_s and attempt < retries,
+                        waits=seconds <= bound and attempt < retries,
                     )
-                    if seconds > self.wait_max_s or attempt == retries:
+                    if seconds > bound or attempt == retries:
                         raise
         raise AssertionError("unreachable: the last attempt returns or raises")
 
-    async def _wait_out_pause(self, scope: Scope) -> None:
+    def _bound(self) -> float:
+        """The longest flood pause this call may sleep (s): ``wait_max_s``, or a lower
+        :func:`flood_wait_bound`."""
+        lowered = _WAIT_BOUND.get()
+        return self.wait_max_s if lowered is None else min(lowered, self.wait_max_s)
+
+    async def _wait_out_pause(self, scope: Scope, bound: float) -> None:
         remaining = self.paused_for(scope)
         while remaining > 0:
-            if remaining > self.wait_max_s:
+            if remaining > bound:
                 raise RetryAfter(timedelta(seconds=math.ceil(remaining)))
             await asyncio.sleep(remaining)
             remaining = self.paused_for(scope)
