@@ -272,3 +272,20 @@ async def test_a_flood_controlled_generating_text_is_resent_only_while_the_job_i
         await repos.tg_commands.finish(generating, ok=False, error=flood(5).model_dump())
     await let_time_pass(db, 6)
     assert await resend_flooded_texts(db, Publisher(redis), deadline_s=900) == resent
+
+
+async def test_a_flood_controlled_admin_alert_is_sent_again_after_retry_after(
+    db: Database, redis: aioredis.Redis
+) -> None:
+    alert = "alert:0123456789abcdef:1"
+    async with db.transaction() as repos:
+        await repos.tg_commands.add(
+            alert, method="send_admin_message", params={"text": "Job X FAILED"}, reply_to=None
+        )
+        await repos.tg_commands.start_sending(alert, stale_after=timedelta(0))
+        await repos.tg_commands.finish(alert, ok=False, error=flood(5).model_dump())
+    await let_time_pass(db, 6)
+    assert await resend_flooded_texts(db, Publisher(redis), deadline_s=900) == 1
+    async with db.transaction() as repos:
+        again = await repos.tg_commands.get(f"{alert}:again")
+    assert again is not None and again.method == "send_admin_message"

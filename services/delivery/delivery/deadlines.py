@@ -110,6 +110,9 @@ GUEST_TEXTS: dict[str, frozenset[str] | None] = {
     "job:%:generating%": frozenset({"queued", "processing"}),  # ingest's "Generating…"
     "job:%:unavailable:%": frozenset({"queued"}),  # the worker's "your photo is saved" during a pause
 }
+#: Admin alerts and the daily digest (:mod:`shared.alerts`, :mod:`shared.digest`): always sent again; this
+#: sweeper runs in every deployment, so it carries them too.
+ADMIN_TEXTS = ("alert:%", "digest:%")
 #: A flood-controlled text is no longer worth sending after this long.
 RESEND_WITHIN = timedelta(days=1)
 
@@ -119,7 +122,8 @@ async def resend_flooded_texts(
 ) -> int:
     """Send again the guest texts of :data:`GUEST_TEXTS` whose 429 wait is over, while their job is in a
     status where they still make sense (a "still working" notice also only before the deadline: the
-    failure text replaces it, never both late). Returns how many were queued.
+    failure text replaces it, never both late), and the admin texts of :data:`ADMIN_TEXTS`. Returns how
+    many were queued.
 
     Each resend is the command ``<id>:again`` with the same parameters (the gateway's at-most-once key:
     a second sweep finds it and queues nothing; a resend that gets a 429 is resent as ``<id>:again:again``).
@@ -128,16 +132,16 @@ async def resend_flooded_texts(
     commands: list[str] = []
     async with db.transaction() as repos:
         flooded = await repos.tg_commands.flooded_due(
-            patterns=list(GUEST_TEXTS), newer_than=RESEND_WITHIN, limit=200
+            patterns=[*GUEST_TEXTS, *ADMIN_TEXTS], newer_than=RESEND_WITHIN, limit=200
         )
         for record in flooded:
-            kind = record.command_id.split(":")[2]
-            statuses = next(v for k, v in GUEST_TEXTS.items() if k.split(":")[2].rstrip("%") == kind)
+            statuses = _wanted_in(record.command_id)
             if statuses is not None:
                 job = await repos.jobs.get(UUID(record.command_id.split(":")[1]))
                 if job is None or job.status not in statuses:
                     continue
-                if kind == "still_working" and job.created_at <= now - timedelta(seconds=deadline_s):
+                notice = ":still_working:" in record.command_id
+                if notice and job.created_at <= now - timedelta(seconds=deadline_s):
                     continue
             command_id = f"{record.command_id}:again"
             if await add_command(
@@ -145,6 +149,14 @@ async def resend_flooded_texts(
             ):
                 commands.append(command_id)
     if commands:
-        log.warning("GUEST_TEXTS_RESENT", count=len(commands))
+        log.warning("FLOODED_TEXTS_RESENT", count=len(commands))
     await dispatch_commands(db, publisher, commands)
     return len(commands)
+
+
+def _wanted_in(command_id: str) -> frozenset[str] | None:
+    """The job statuses in which a flooded guest text is still sent; ``None``: always (admin texts too)."""
+    if not command_id.startswith("job:"):
+        return None
+    kind = command_id.split(":")[2]
+    return next((v for k, v in GUEST_TEXTS.items() if k.split(":")[2].rstrip("%") == kind), None)
