@@ -38,7 +38,7 @@ async def sleep_or_stop(stop: asyncio.Event, seconds: float) -> None:
         await asyncio.wait_for(stop.wait(), timeout=seconds)
 
 
-async def run_until_stopped(stop: asyncio.Event, tasks: Sequence[asyncio.Task[None]]) -> None:
+async def run_until_stopped(stop: asyncio.Event, tasks: Sequence[asyncio.Task[object]]) -> None:
     """Wait until ``stop`` is set or any of ``tasks`` ends, then set ``stop``."""
     waiter = asyncio.create_task(stop.wait())
     await asyncio.wait([waiter, *tasks], return_when=asyncio.FIRST_COMPLETED)

@@ -28,7 +28,19 @@ PROVIDER_LATENCY = Histogram(
 PROVIDER_COST = Counter("stk_provider_cost_usd_total", "AI spend (USD)", ["provider", "model"])
 PAUSE_ACTIVE = Gauge("stk_pause_active", "Queue pause / maintenance active (1) by source", ["source"])
 TELEGRAM_CALLS = Counter("stk_telegram_calls_total", "Bot API calls by the gateway", ["method", "outcome"])
-TELEGRAM_FLOOD_WAITS = Counter("stk_telegram_flood_waits_total", "429 answers from Telegram", ["scope"])
+TELEGRAM_FLOOD_WAITS = Counter(
+    "stk_telegram_flood_waits_total",
+    "429 answers from Telegram by the scope they paused (chat/method)",
+    ["scope"],
+)
+TELEGRAM_PACED = Counter(
+    "stk_telegram_paced_total",
+    "Bot API calls the gateway held back to keep a Telegram limit, by bucket (overall/private/group)",
+    ["bucket"],
+)
+DELIVERY_FLOOD_WAITS = Counter(
+    "stk_delivery_flood_waits_total", "Delivery steps rescheduled by a Telegram 429 (retry_after)", ["step"]
+)
 DEADLINE_MISSES = Counter("stk_deadline_misses_total", "Jobs that missed a guest deadline", ["kind"])
 LEADS = Counter("stk_leads_total", "Lead events", ["event"])
 LEADS_PENDING_AGE = Gauge("stk_leads_pending_age_seconds", "Age of the oldest lead without a posted card (s)")

@@ -7,6 +7,7 @@ storing the result, so a redelivered command returns the stored result instead o
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any
 
@@ -89,6 +90,17 @@ class TelegramCommandRepository:
             .values(status="sent" if ok else "failed", result=result, error=error, updated_at=sa.func.now())
         )
 
+    async def touch_sending(self, command_id: str) -> bool:
+        """Heartbeat of a call in progress: refresh ``updated_at`` of a ``sending`` row, so neither the
+        reconciler nor :meth:`start_sending` takes it for a dead gateway's call. ``False`` when the row is
+        no longer ``sending``."""
+        result = await self.conn.execute(
+            sa.update(tg_commands)
+            .where(tg_commands.c.command_id == command_id, tg_commands.c.status == "sending")
+            .values(updated_at=sa.func.now())
+        )
+        return bool(result.rowcount)
+
     async def release(self, command_id: str) -> None:
         """``sending → pending`` after a transient failure, so the command can be tried again."""
         await self.conn.execute(
@@ -123,6 +135,30 @@ class TelegramCommandRepository:
         rows = await self.conn.execute(
             sa.select(tg_commands)
             .where(sa.or_(pending, stuck))
+            .order_by(tg_commands.c.created_at)
+            .limit(limit)
+        )
+        return [_record(r) for r in rows]
+
+    async def flooded_due(
+        self, *, patterns: Sequence[str], newer_than: timedelta, limit: int
+    ) -> list[TelegramCommandRecord]:
+        """Commands that ended ``failed`` with a 429 whose ``retry_after`` (s, counted from the row's
+        ``updated_at``) has passed, whose id matches one of the SQL ``LIKE`` ``patterns``, created within
+        ``newer_than``, and not yet followed by their resend ``<command_id>:again``; oldest first."""
+        again = tg_commands.alias("again")
+        retry_after = sa.cast(tg_commands.c.error["retry_after"].astext, sa.Float)
+        now = sa.func.now()
+        rows = await self.conn.execute(
+            sa.select(tg_commands)
+            .where(
+                tg_commands.c.status == "failed",
+                tg_commands.c.error["error_code"].astext == "429",
+                tg_commands.c.updated_at + sa.func.make_interval(0, 0, 0, 0, 0, 0, retry_after) <= now,
+                tg_commands.c.created_at >= now - newer_than,
+                sa.or_(*(tg_commands.c.command_id.like(p) for p in patterns)),
+                ~sa.exists().where(again.c.command_id == tg_commands.c.command_id + ":again"),
+            )
             .order_by(tg_commands.c.created_at)
             .limit(limit)
         )

@@ -119,6 +119,42 @@ def test_a_second_gateway_refuses_to_start(stack: Stack) -> None:
     assert b"STARTUP_CANCELLED" in result.stderr
 
 
+def test_the_gateway_takes_its_lock_again_when_postgres_cuts_the_connection(stack: Stack) -> None:
+    """A Postgres restart drops the lock's connection; the gateway must not exit (issue 8)."""
+    import asyncio
+
+    import asyncpg
+
+    from shared.db import plain_url
+    from telegram_gateway.lock import GATEWAY_LOCK_KEY
+
+    holder = (
+        "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND classid = 0 AND objid = $1 AND granted"
+        " AND database = (SELECT oid FROM pg_database WHERE datname = current_database())"
+    )
+
+    async def lock_holder(cut: bool) -> int | None:
+        conn = await asyncpg.connect(plain_url(stack.config.database_url))
+        try:
+            pid = await conn.fetchval(holder, GATEWAY_LOCK_KEY)
+            if cut and pid is not None:
+                await conn.fetchval("SELECT pg_terminate_backend($1)", pid)
+            return int(pid) if pid is not None else None
+        finally:
+            await conn.close()
+
+    cut = asyncio.run(lock_holder(cut=True))
+    assert cut is not None
+    deadline = time.monotonic() + 60
+    while asyncio.run(lock_holder(cut=False)) in (None, cut):
+        assert time.monotonic() < deadline, "the gateway never took its lock again"
+        time.sleep(0.5)
+    assert stack.procs["telegram-gateway"].poll() is None  # still the same process
+    photo = (PHOTOS / "face-woman-red-hat.png").read_bytes()
+    result = play(stack.ingest_url, stack.sim_url, photo, user_id=4711, timeout_s=120)
+    assert result.status == "delivered"
+
+
 def test_a_lead_becomes_one_card_in_the_staff_group(stack: Stack) -> None:
     lead = {
         "requestId": "landing-req-0001",

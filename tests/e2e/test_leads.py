@@ -6,6 +6,8 @@
 - a card whose send was delivered but never answered is found, not sent twice;
 - faults on the leads side (service down, its update stream poisoned) leave the guest journey working,
   and faults on the guest side (worker and delivery killed, the jobs stream poisoned) leave leads working;
+- a 429 with ``retry_after`` 120 on a lead card delays only the leads chat: a guest's journey meanwhile
+  ends with their link in the usual time (python-telegram-bot's AIORateLimiter made every call wait);
 - the embeddable landing script, run by Node against ingest, retries with the same ``requestId``.
 """
 
@@ -217,3 +219,31 @@ def test_the_landing_script_retries_with_the_same_request_id_against_ingest(stac
     first, again = json.loads(done.stdout)
     assert first["ok"] and again["ok"] and first["number"] == again["number"]
     wait_for(lambda: cards_of(stack, first["number"]), "the landing lead's card")
+
+
+def test_a_long_flood_wait_on_a_lead_card_leaves_the_guest_journey_at_full_speed(stack: Stack) -> None:
+    """Last in the module: the leads chat is paused for 120 s (then the card is posted, once)."""
+    with httpx.Client(base_url=stack.sim_url, timeout=10) as sim:
+        since = max((c["seq"] for c in sim.get("/sim/calls").json()), default=0)
+        fault = {"method": "sendMessage", "error_code": 429, "retry_after": 120}
+        sim.post("/sim/faults", json=fault).raise_for_status()
+        number = submit(stack, "e2e-flood-lead-1", "+7 999 400-00-00").json()["lead_number"]
+
+        def flooded() -> list[dict[str, Any]]:
+            calls = sim.get(f"/sim/calls?method=sendMessage&since={since}").json()
+            return [c for c in calls if c["error_code"] == 429]
+
+        (hit,) = wait_for(flooded, "the card's 429")
+        assert int(hit["params"]["chat_id"]) == stack.config.leads_chat_id
+        photo = (PHOTOS / "face-woman-red-hat.png").read_bytes()
+        result = play(stack.ingest_url, stack.sim_url, photo, user_id=5201, timeout_s=100)
+        assert result.status == "delivered"  # well inside the card's 120 s wait
+        assert sum(bool(LINK.search(t)) for t in bot_texts(result.chat)) == 1
+        assert cards_of(stack, number) == []  # the leads chat still waits Telegram's retry_after
+        wait_for(lambda: cards_of(stack, number), "the card after retry_after", timeout_s=150)
+        to_group = [
+            c["ok"]
+            for c in sim.get(f"/sim/calls?method=sendMessage&since={since}").json()
+            if int(c["params"]["chat_id"]) == stack.config.leads_chat_id
+        ]
+        assert to_group == [False, True] and len(cards_of(stack, number)) == 1

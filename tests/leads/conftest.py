@@ -5,6 +5,7 @@ publisher, the gateway and the result stream by hand, so timing is exact and no 
 
 from __future__ import annotations
 
+import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -12,7 +13,7 @@ from typing import Any
 
 import pytest
 import redis.asyncio as aioredis
-from telegram.ext import AIORateLimiter, ExtBot
+from telegram.ext import ExtBot
 from telegram.request import HTTPXRequest
 
 from leads.backoff import Backoff
@@ -25,6 +26,7 @@ from shared.repositories import Database
 from shared.repositories.lead_posts import CARD
 from shared.streams import Publisher
 from telegram_gateway.executor import CommandExecutor, TransientTelegramError
+from telegram_gateway.flood import FloodLimiter
 from tests.simulators.tgsim_helpers import TOKEN, RunningSim, serve, sim_config
 
 LEADS_CHAT = -1001234567890
@@ -161,20 +163,29 @@ class Rig:
 
 
 async def make_rig(
-    db: Database, redis: aioredis.Redis, *, read_timeout: float = 5.0, max_retries: int = 0, **sim: Any
+    db: Database,
+    redis: aioredis.Redis,
+    *,
+    read_timeout: float = 5.0,
+    max_retries: int = 0,
+    fake_limiter_clock: bool = False,
+    **sim: Any,
 ) -> tuple[Rig, ExtBot[None], Any]:
+    """The rig; ``fake_limiter_clock`` runs the gateway's flood pauses on the rig's fake clock too (only for
+    tests that never let the limiter sleep: a pause it waits out would never end)."""
     runner, running = await serve(sim_config(**sim))
     await running.say(ADMIN, "Lead cards go here", chat_id=LEADS_CHAT, chat_title="Leads")
+    clock = FakeClock()
+    limiter_clock = (lambda: clock.t.timestamp()) if fake_limiter_clock else time.monotonic
     bot: ExtBot[None] = ExtBot(
         TOKEN,
         base_url=f"{running.url}/bot",
         base_file_url=f"{running.url}/file/bot",
-        rate_limiter=AIORateLimiter(max_retries=max_retries),
+        rate_limiter=FloodLimiter(max_retries=max_retries, clock=limiter_clock),
         request=HTTPXRequest(read_timeout=read_timeout),
     )
     await bot.initialize()
     publisher = Publisher(redis)
-    clock = FakeClock()
     policy = PublishPolicy(chat_id=LEADS_CHAT, backoff=Backoff())
     rig = Rig(
         db=db,

@@ -112,3 +112,39 @@ async def test_message_ids_seen_in_the_chat_raise_the_search_floor(rig: Rig) -> 
     async with rig.db.transaction() as repos:
         chat = await repos.lead_posts.lock_chat(LEADS_CHAT, now=rig.clock(), capacity=20)
     assert chat is not None and chat.last_message_id == 41
+
+
+async def test_a_card_edit_answered_with_a_long_flood_wait_is_sent_again_after_retry_after(
+    db: object, redis: object
+) -> None:
+    from datetime import timedelta
+
+    import sqlalchemy as sa
+
+    from shared.db.tables import tg_commands
+    from tests.leads.conftest import make_rig
+
+    rig, bot, runner = await make_rig(db, redis, fake_limiter_clock=True)  # type: ignore[arg-type]
+    try:
+        lead_id, card = await posted_card(rig)
+        await rig.fault(method="editMessageText", error_code=429, retry_after=120)
+        await rig.press(7, card["message_id"], f"stickers_lead:{lead_id}:take", name="Olga")
+        await rig.gateway()
+        (card,) = await rig.chat()
+        assert "Taken by Olga" not in card["text"]  # Telegram applied nothing
+        assert await rig.service.buttons.resend_flooded_edits() == 0  # not before retry_after
+        async with rig.db.transaction() as repos:  # 121 s pass, for the rows and the gateway's limiter
+            shift = timedelta(seconds=121)
+            await repos.conn.execute(
+                sa.update(tg_commands).values(updated_at=tg_commands.c.updated_at - shift)
+            )
+        rig.clock.advance(121)
+        assert await rig.service.buttons.resend_flooded_edits() == 1
+        await rig.gateway()
+        (card,) = await rig.chat()
+        assert "Taken by Olga" in card["text"]
+        assert await rig.service.buttons.resend_flooded_edits() == 0
+    finally:
+        await bot.shutdown()
+        await rig.sim.http.close()
+        await runner.cleanup()

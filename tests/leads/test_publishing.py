@@ -140,6 +140,41 @@ async def test_a_reported_retry_after_pauses_the_whole_chat_without_counting_a_f
     assert await rig.tick()
 
 
+async def test_a_long_flood_wait_from_telegram_reaches_leads_and_pauses_the_chat_until_retry_after(
+    db: object, redis: object
+) -> None:
+    """End to end: the simulator's 429 (``retry_after`` 120) goes through the gateway's limiter and
+    executor as a 429 result; leads stores the pause and the next attempt time, counts no failure, and
+    posts the card when the wait is over (issue 8: this path was unreachable)."""
+    from tests.leads.conftest import make_rig
+
+    rig, bot, runner = await make_rig(db, redis, fake_limiter_clock=True)  # type: ignore[arg-type]
+    try:
+        stored = await rig.submit()
+        await rig.fault(method="sendMessage", error_code=429, retry_after=120)
+        started = rig.clock()
+        await rig.step()
+        post = await rig.post(stored.lead.id)
+        assert (post.state, post.failures, post.next_attempt_at) == (
+            "pending",
+            0,
+            started + timedelta(seconds=120),
+        )
+        async with rig.db.transaction() as repos:
+            chat = await repos.lead_posts.lock_chat(LEADS_CHAT, now=started, capacity=20)
+        assert chat is not None and chat.flood_until == started + timedelta(seconds=120)
+        rig.clock.advance(119)
+        assert await card_commands(rig) == []  # neither Telegram nor the gateway was asked again
+        rig.clock.advance(1)
+        await rig.settle()
+        assert (await rig.post(stored.lead.id)).state == "posted" and len(await rig.chat()) == 1
+        assert [c["ok"] for c in await rig.sends()] == [False, True]
+    finally:
+        await bot.shutdown()
+        await rig.sim.http.close()
+        await runner.cleanup()
+
+
 @pytest.mark.parametrize("fault", ["drop_after_apply", "delay_after_apply"])
 async def test_a_send_that_timed_out_after_delivery_is_found_not_sent_again(
     db: object, redis: object, fault: str
@@ -160,6 +195,34 @@ async def test_a_send_that_timed_out_after_delivery_is_found_not_sent_again(
         (card,) = await rig.chat()
         post = await rig.post(stored.lead.id)
         assert (post.state, post.message_id, post.attempts) == ("posted", card["message_id"], 1)
+    finally:
+        await bot.shutdown()
+        await rig.sim.http.close()
+        await runner.cleanup()
+
+
+async def test_a_search_answered_with_flood_control_waits_its_retry_after_not_the_backoff(
+    db: object, redis: object
+) -> None:
+    from tests.leads.conftest import make_rig
+
+    rig, bot, runner = await make_rig(  # type: ignore[arg-type]
+        db, redis, read_timeout=0.3, fake_limiter_clock=True
+    )
+    try:
+        stored = await rig.submit()
+        await rig.fault(method="sendMessage", kind="drop_after_apply")
+        await rig.step()
+        rig.clock.advance(5)
+        await rig.fault(method="editMessageReplyMarkup", error_code=429, retry_after=120)
+        searched = rig.clock()
+        await rig.step()
+        post = await rig.post(stored.lead.id)
+        assert post.state == "unsure" and post.next_attempt_at == searched + timedelta(seconds=120)
+        rig.clock.advance(120)
+        await rig.settle()
+        (card,) = await rig.chat()
+        assert (await rig.post(stored.lead.id)).message_id == card["message_id"]
     finally:
         await bot.shutdown()
         await rig.sim.http.close()

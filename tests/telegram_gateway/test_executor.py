@@ -11,7 +11,7 @@ import pytest
 import redis.asyncio as aioredis
 from aiohttp import web
 from PIL import Image
-from telegram.ext import AIORateLimiter, ExtBot
+from telegram.ext import ExtBot
 
 from shared import streams
 from shared.messages import TelegramResult, decode
@@ -19,7 +19,8 @@ from shared.repositories import Database
 from shared.streams import Publisher
 from simulators.telegram.app import create_app
 from simulators.telegram.config import SimConfig
-from telegram_gateway.executor import CommandExecutor, TransientTelegramError
+from telegram_gateway.executor import CommandExecutor
+from telegram_gateway.flood import FloodLimiter
 
 pytestmark = pytest.mark.integration
 TOKEN = "123456789:TEST-token-for-the-simulator-000000000"
@@ -46,7 +47,7 @@ async def executor(sim_url: str, db: Database, redis: aioredis.Redis) -> AsyncIt
         TOKEN,
         base_url=f"{sim_url}/bot",
         base_file_url=f"{sim_url}/file/bot",
-        rate_limiter=AIORateLimiter(max_retries=0),
+        rate_limiter=FloodLimiter(max_retries=0),
     )
     await bot.initialize()
     async with httpx.AsyncClient(base_url=sim_url) as sim:
@@ -132,21 +133,22 @@ async def test_a_permanent_telegram_error_is_stored_and_answered(
     assert record is not None and record.status == "failed"
 
 
-async def test_flood_control_hands_the_command_back_without_sending(
+async def test_flood_control_not_waited_out_is_a_429_result_for_the_producer_and_nothing_is_sent(
     executor: CommandExecutor, db: Database, redis: aioredis.Redis, sim_url: str
 ) -> None:
     async with httpx.AsyncClient(base_url=sim_url) as sim:
         fault = {"method": "sendMessage", "error_code": 429, "retry_after": 7}
         (await sim.post("/sim/faults", json=fault)).raise_for_status()
     await add(db, "cmd:busy", "send_message", {"chat_id": GUEST, "text": "later"})
-    with pytest.raises(TransientTelegramError):
-        await executor.execute("cmd:busy")
+    await executor.execute("cmd:busy")
     async with db.transaction() as repos:
         record = await repos.tg_commands.get("cmd:busy")
-    assert record is not None and record.status == "pending"
-    assert await results(redis) == []
-    await executor.execute("cmd:busy")
-    assert [m["text"] for m in await bot_messages(sim_url, GUEST)] == ["later"]
+    assert record is not None and record.status == "failed"
+    (result,) = await results(redis)
+    assert not result.ok and result.error is not None
+    assert (result.error.error_code, result.error.retry_after) == (429, 7)
+    await executor.execute("cmd:busy")  # a redelivery repeats the stored outcome, never a second call
+    assert await bot_messages(sim_url, GUEST) == []
 
 
 async def _make_stale_sending(db: Database, command_id: str) -> None:

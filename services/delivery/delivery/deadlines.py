@@ -4,11 +4,17 @@
 * ``DELAY_NOTICE_SEC`` (5 min) after the photo: one "still working" message (``delay_notice_sent_at``).
 * ``DELIVERY_DEADLINE_SEC`` (15 min): the job fails with the guest's failure text. A job already past
   the deadline when first seen (after an outage) gets only the failure text, never the notice first.
+* Flood control: a guest text that Telegram answered with a 429 (the gateway hands long waits back,
+  nothing was sent) is sent again once its ``retry_after`` has passed, as ``<command id>:again``
+  (:func:`resend_flooded_texts`): the failure text always, the others only while they still apply. The
+  notice is dropped when its job is no longer active or has reached the deadline: the failure text
+  replaces it, never both late.
 """
 
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from uuid import UUID
 
 import sqlalchemy as sa
 import structlog
@@ -94,3 +100,63 @@ async def enforce_deadlines(
         log.warning("DEADLINES", failed=failed, noticed=noticed)
     await dispatch_commands(db, publisher, commands)
     return failed, noticed
+
+
+#: The guest's job texts that are sent again after a 429 (``tg_commands`` id patterns, SQL ``LIKE``), each
+#: with the job statuses in which it still makes sense (``None``: always; the failure text must arrive).
+GUEST_TEXTS: dict[str, frozenset[str] | None] = {
+    "job:%:failure_text:%": None,
+    "job:%:still_working:%": frozenset(ACTIVE_STATUSES),
+    "job:%:generating%": frozenset({"queued", "processing"}),  # ingest's "Generating…"
+    "job:%:unavailable:%": frozenset({"queued"}),  # the worker's "your photo is saved" during a pause
+}
+#: Admin alerts and the daily digest (:mod:`shared.alerts`, :mod:`shared.digest`): always sent again; this
+#: sweeper runs in every deployment, so it carries them too.
+ADMIN_TEXTS = ("alert:%", "digest:%")
+#: A flood-controlled text is no longer worth sending after this long.
+RESEND_WITHIN = timedelta(days=1)
+
+
+async def resend_flooded_texts(
+    db: Database, publisher: Publisher, *, deadline_s: float, now: datetime | None = None
+) -> int:
+    """Send again the guest texts of :data:`GUEST_TEXTS` whose 429 wait is over, while their job is in a
+    status where they still make sense (a "still working" notice also only before the deadline: the
+    failure text replaces it, never both late), and the admin texts of :data:`ADMIN_TEXTS`. Returns how
+    many were queued.
+
+    Each resend is the command ``<id>:again`` with the same parameters (the gateway's at-most-once key:
+    a second sweep finds it and queues nothing; a resend that gets a 429 is resent as ``<id>:again:again``).
+    """
+    now = now or datetime.now(UTC)
+    commands: list[str] = []
+    async with db.transaction() as repos:
+        flooded = await repos.tg_commands.flooded_due(
+            patterns=[*GUEST_TEXTS, *ADMIN_TEXTS], newer_than=RESEND_WITHIN, limit=200
+        )
+        for record in flooded:
+            statuses = _wanted_in(record.command_id)
+            if statuses is not None:
+                job = await repos.jobs.get(UUID(record.command_id.split(":")[1]))
+                if job is None or job.status not in statuses:
+                    continue
+                notice = ":still_working:" in record.command_id
+                if notice and job.created_at <= now - timedelta(seconds=deadline_s):
+                    continue
+            command_id = f"{record.command_id}:again"
+            if await add_command(
+                repos, command_id, method=record.method, params=record.params, reply_to=record.reply_to
+            ):
+                commands.append(command_id)
+    if commands:
+        log.warning("FLOODED_TEXTS_RESENT", count=len(commands))
+    await dispatch_commands(db, publisher, commands)
+    return len(commands)
+
+
+def _wanted_in(command_id: str) -> frozenset[str] | None:
+    """The job statuses in which a flooded guest text is still sent; ``None``: always (admin texts too)."""
+    if not command_id.startswith("job:"):
+        return None
+    kind = command_id.split(":")[2]
+    return next((v for k, v in GUEST_TEXTS.items() if k.split(":")[2].rstrip("%") == kind), None)

@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 
 import structlog
 
-from delivery.deadlines import enforce_deadlines
+from delivery.deadlines import enforce_deadlines, resend_flooded_texts
 from delivery.packs import SERVICE, PackDelivery
 from delivery.settings import DeliverySettings
 from shared import streams
@@ -30,11 +30,15 @@ async def run_sweeper(delivery: PackDelivery, settings: DeliverySettings, stop: 
     while not stop.is_set():
         try:
             await delivery.poll_due()
+            await delivery.retry_flooded_sets()
             await enforce_deadlines(
                 delivery.db,
                 delivery.publisher,
                 notice_after_s=settings.delay_notice_sec,
                 deadline_s=settings.delivery_deadline_sec,
+            )
+            await resend_flooded_texts(
+                delivery.db, delivery.publisher, deadline_s=settings.delivery_deadline_sec
             )
             if ticks % max(1, int(settings.reconcile_interval_sec / settings.sweep_interval_sec)) == 0:
                 await delivery.republish_rendered()

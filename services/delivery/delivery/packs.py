@@ -5,6 +5,19 @@ Driven by three inputs, all idempotent: ``stk:delivery`` hints (a job was render
 (the gateway's outcomes of our commands) and the sweeper (due readiness polls, lost hints). Each Telegram
 action is a ``tg_commands`` row with a deterministic id (``job:<id>:create_set``, ``job:<id>:poll:<n>``,
 ``job:<id>:link``), so a repeated input never repeats a guest-visible action.
+
+Flood control: a 429 result (the gateway did not wait it out; Telegram applied nothing) is not an error.
+The step is scheduled again at now + ``retry_after`` in ``jobs.next_poll_at``, which the sweeper reads:
+
+| command | on a 429 with ``retry_after`` |
+|---|---|
+| create set | stays ``rendered``; at the retry time the sweeper sends ``job:<id>:create_set:<n>`` |
+| readiness poll | the next poll is not before the retry time |
+| link | not counted as one of the ``LINK_ATTEMPTS``; the poll at the retry time queues the next send |
+
+The deadlines of DESIGN.md §6 still run from ``jobs.created_at``: a wait past 15 minutes fails the job
+and the guest gets the failure text (:mod:`delivery.deadlines`, which also resends a flood-controlled
+deadline text).
 """
 
 from __future__ import annotations
@@ -14,12 +27,13 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 from uuid import UUID
 
+import sqlalchemy as sa
 import structlog
 
 from delivery.settings import DeliverySettings
 from shared import metrics
 from shared.db.tables import jobs
-from shared.domain import Job, JobContext
+from shared.domain import Job, JobContext, TelegramCommandRecord
 from shared.errors import ErrorClass
 from shared.joblife import fail_job
 from shared.messages import JobRendered, TelegramResult
@@ -32,6 +46,7 @@ log = structlog.get_logger(__name__)
 SERVICE = "delivery"
 #: Blobs that are the guest's face: the selfie and the worker's artefacts derived from it.
 PERSONAL_BLOBS = ("selfie", "anchor", "passport")
+FLOOD = 429
 _COMMAND_ID = re.compile(r"^job:(?P<job>[0-9a-f-]{36}):(?P<kind>create_set|poll|link)(?::(?P<n>\d+))?$")
 
 
@@ -86,33 +101,52 @@ class PackDelivery:
     # --- steps --------------------------------------------------------------------------------------
 
     async def request_set(self, job_id: UUID) -> None:
-        """Queue ``create_sticker_set`` for a ``rendered`` job (once; a repeat finds the command)."""
-        command_id = f"job:{job_id}:create_set"
+        """Queue ``create_sticker_set`` for a ``rendered`` job (once; a repeat finds the command).
+
+        After an attempt that got a 429, the next one (``job:<id>:create_set:<n>``) is queued only once its
+        ``retry_after`` has passed; after any other failure none is (the job has failed).
+        """
+        prefix = f"job:{job_id}:create_set"
         async with self.db.transaction() as repos:
             ctx = await repos.jobs.get_context(job_id)
             if ctx is None or ctx.job.status != "rendered" or ctx.tg_user_id is None:
                 return
-            stickers = await repos.blobs.for_job(job_id, "sticker")
-            lang = language_of(ctx.language)
-            await add_command(
-                repos,
-                command_id,
-                method="create_sticker_set",
-                reply_to=SERVICE,
-                params={
-                    "user_id": ctx.tg_user_id,
-                    "name": sticker_set_name(job_id, self.settings.bot_username),
-                    "title": PACK_TITLE[lang],
-                    "stickers": [
-                        {"blob_id": str(b.id), "emoji": b.meta.get("emoji", "🙂")} for b in stickers
-                    ],
-                },
-            )
+            attempts = await repos.tg_commands.with_prefix(prefix)
+            live = [r for r in attempts if r.status != "failed"]
+            if live:
+                command_id = live[-1].command_id
+            else:
+                if attempts:
+                    retry_at = _flood_retry_at(attempts[-1])
+                    if retry_at is None or retry_at > datetime.now(UTC):
+                        return
+                command_id = prefix if not attempts else f"{prefix}:{len(attempts) + 1}"
+                stickers = await repos.blobs.for_job(job_id, "sticker")
+                lang = language_of(ctx.language)
+                await add_command(
+                    repos,
+                    command_id,
+                    method="create_sticker_set",
+                    reply_to=SERVICE,
+                    params={
+                        "user_id": ctx.tg_user_id,
+                        "name": sticker_set_name(job_id, self.settings.bot_username),
+                        "title": PACK_TITLE[lang],
+                        "stickers": [
+                            {"blob_id": str(b.id), "emoji": b.meta.get("emoji", "🙂")} for b in stickers
+                        ],
+                    },
+                )
             await repos.jobs.mark_dispatched([job_id], "rendered")
         await dispatch_commands(self.db, self.publisher, [command_id])
 
     async def on_set_created(self, job_id: UUID, result: TelegramResult) -> None:
-        """``rendered → delivering``, erase the selfie, schedule the first readiness poll."""
+        """``rendered → delivering``, erase the selfie, schedule the first readiness poll; after a 429,
+        schedule the next attempt at the retry time instead."""
+        wait = _flood_wait(result)
+        if wait is not None:
+            await self._reschedule(job_id, "rendered", wait, step="create_set")
+            return
         if not result.ok:
             await self._fail(job_id, ("rendered",), f"createNewStickerSet: {result.error}")
             return
@@ -163,7 +197,12 @@ class PackDelivery:
         return len(issued)
 
     async def on_poll(self, job_id: UUID, result: TelegramResult) -> None:
-        """When every sticker is in the set, queue the link message (once per job)."""
+        """When every sticker is in the set, queue the link message (once per job); after a 429, the next
+        poll waits for the retry time."""
+        wait = _flood_wait(result)
+        if wait is not None:
+            await self._reschedule(job_id, "delivering", wait, step="poll")
+            return
         if not result.ok or not isinstance(result.result, dict):
             log.info("PACK_NOT_READY", job_id=str(job_id), error=str(result.error))
             return
@@ -186,6 +225,10 @@ class PackDelivery:
         An unknown outcome (``error_code`` 0: the gateway died or timed out mid-send and, sending at most
         once, did not repeat it) most likely reached the guest: it counts as delivered, flagged in the log.
         """
+        wait = _flood_wait(result)
+        if wait is not None:  # not an attempt: the poll at the retry time queues the next send
+            await self._reschedule(job_id, "delivering", wait, step="link")
+            return
         unknown = result.error is not None and result.error.error_code == 0
         if not result.ok and not unknown:
             await self._link_failed(job_id, result)
@@ -205,6 +248,19 @@ class PackDelivery:
             latency = (datetime.now(UTC) - job.created_at).total_seconds()
             metrics.STAGE_SECONDS.labels(stage="photo_to_link").observe(latency)
             log.info("PACK_DELIVERED", job_id=str(job_id), seconds_since_photo=round(latency, 1))
+
+    async def retry_flooded_sets(self) -> int:
+        """Sweeper step: ``rendered`` jobs whose set creation got a 429 and whose retry time has come."""
+        now = datetime.now(UTC)
+        async with self.db.transaction() as repos:
+            due = [
+                j
+                for j in await repos.jobs.in_status("rendered", limit=500)
+                if j.next_poll_at is not None and j.next_poll_at <= now
+            ]
+        for job in due:
+            await self.request_set(job.id)
+        return len(due)
 
     async def republish_rendered(self) -> int:
         """Outbox reconciler: request sets for ``rendered`` jobs whose hint is missing or old."""
@@ -233,7 +289,7 @@ class PackDelivery:
         live = [r for r in attempts if r.status != "failed"]
         if live:
             return live[-1].command_id
-        if len(attempts) >= self.settings.link_attempts:
+        if len([r for r in attempts if _flood_retry_at(r) is None]) >= self.settings.link_attempts:
             return None
         command_id = f"job:{job.id}:link" if not attempts else f"job:{job.id}:link:{len(attempts) + 1}"
         assert job.sticker_set_name is not None
@@ -254,7 +310,9 @@ class PackDelivery:
         the job after ``LINK_ATTEMPTS`` failed sends."""
         async with self.db.transaction() as repos:
             failed = [
-                r for r in await repos.tg_commands.with_prefix(f"job:{job_id}:link") if r.status == "failed"
+                r
+                for r in await repos.tg_commands.with_prefix(f"job:{job_id}:link")
+                if r.status == "failed" and _flood_retry_at(r) is None
             ]
             if len(failed) < self.settings.link_attempts:
                 retry_at = datetime.now(UTC) + timedelta(seconds=self.settings.link_retry_delay_sec)
@@ -266,6 +324,19 @@ class PackDelivery:
                 )
                 return
         await self._fail(job_id, ("delivering",), f"link message failed {len(failed)} times: {result.error}")
+
+    async def _reschedule(self, job_id: UUID, status: str, wait_s: float, *, step: str) -> None:
+        """Flood control: the job's next step (``next_poll_at``) is not before now + ``wait_s``."""
+        retry_at = datetime.now(UTC) + timedelta(seconds=wait_s)
+        async with self.db.transaction() as repos:
+            moved = await repos.jobs.update_fields(
+                job_id,
+                {"next_poll_at": sa.func.greatest(sa.func.coalesce(jobs.c.next_poll_at, retry_at), retry_at)},
+                where=(jobs.c.status == status,),
+            )
+        if moved:
+            metrics.DELIVERY_FLOOD_WAITS.labels(step=step).inc()
+            log.warning("DELIVERY_FLOOD_WAIT", job_id=str(job_id), step=step, retry_at=retry_at.isoformat())
 
     def _next_poll_at(self, job: Job) -> datetime:
         now = datetime.now(UTC)
@@ -282,6 +353,22 @@ class PackDelivery:
             )
         if failed:
             await dispatch_commands(self.db, self.publisher, failed.commands)
+
+
+def _flood_wait(result: TelegramResult) -> float | None:
+    """Seconds Telegram asked to wait when ``result`` is a 429 with ``retry_after``, else ``None``."""
+    error = result.error
+    if result.ok or error is None or error.error_code != FLOOD or not error.retry_after:
+        return None
+    return float(error.retry_after)
+
+
+def _flood_retry_at(record: TelegramCommandRecord) -> datetime | None:
+    """When a command that failed with a 429 may be asked again; ``None`` for any other outcome."""
+    error = record.error or {}
+    if record.status != "failed" or error.get("error_code") != FLOOD or not error.get("retry_after"):
+        return None
+    return record.updated_at + timedelta(seconds=float(error["retry_after"]))
 
 
 def _poll_due(job: Job) -> bool:

@@ -14,7 +14,7 @@ bound of any later search (:mod:`telegram_gateway.message_probe`).
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 import structlog
@@ -44,6 +44,11 @@ _DONE_TEXT = {
     "done": "Lead #{id} is done.",
     "spam": "Lead #{id} is marked as spam.",
 }
+
+
+#: Edits of posts (``tg_commands`` id patterns, SQL ``LIKE``) sent again after a 429: ``lead:<id>:edit:<v>``
+#: and ``repeat:<id>:seen`` (and their resends, ``…:again``).
+FLOODED_EDITS = ("lead:%:edit:%", "repeat:%:seen%")
 
 
 class ButtonHandler:
@@ -92,6 +97,31 @@ class ButtonHandler:
             ):
                 commands.insert(0, answer_id)
         await dispatch_commands(self.db, self.publisher, commands)
+
+    async def resend_flooded_edits(self) -> int:
+        """Send again the card and notice edits Telegram answered with a 429 (the gateway hands long waits
+        back, nothing was applied) once their ``retry_after`` has passed, as ``<id>:again``; a card edit
+        only while it still shows the lead's current status (a newer press has its own edit). Returns how
+        many were queued."""
+        commands: list[str] = []
+        async with self.db.transaction() as repos:
+            flooded = await repos.tg_commands.flooded_due(
+                patterns=FLOODED_EDITS, newer_than=timedelta(days=1), limit=100
+            )
+            for record in flooded:
+                parts = record.command_id.split(":")
+                if parts[0] == "lead":
+                    lead = await repos.leads.get(int(parts[1]))
+                    if lead is None or lead.status_version != int(parts[3]):
+                        continue
+                command_id = f"{record.command_id}:again"
+                if await add_command(repos, command_id, method=record.method, params=record.params):
+                    commands.append(command_id)
+                    await repos.lead_posts.spend_token(int(record.params["chat_id"]))
+        if commands:
+            log.warning("LEAD_EDITS_RESENT", count=len(commands))
+        await dispatch_commands(self.db, self.publisher, commands)
+        return len(commands)
 
     async def _press_card(
         self, repos: Repositories, pressed: LeadButtonPressed, button: Button, commands: list[str]

@@ -93,6 +93,10 @@ async def run_publisher(service: LeadsService, interval_s: float, stop: asyncio.
             progressed = False
         if progressed:
             continue
+        try:
+            await service.buttons.resend_flooded_edits()
+        except Exception as exc:
+            log.warning("LEADS_RESEND_FAILED", error=type(exc).__name__)
         waits = [asyncio.create_task(stop.wait()), asyncio.create_task(service.wake.wait())]
         await asyncio.wait(waits, timeout=interval_s, return_when=asyncio.FIRST_COMPLETED)
         for task in waits:

@@ -12,7 +12,7 @@
 | found | ``posted`` with the found id (no second message) |
 | not in the chat | ``pending`` and due at once: sending again cannot duplicate it |
 | inconclusive (too many messages to search) | ``pending`` and due at once, with an admin alert |
-| error | ``unsure``, one more failure; searched again after the backoff |
+| error | ``unsure``, one more failure; searched again after the backoff (a 429: not before its wait) |
 
 A card failing ``ALERT_AFTER`` (5) or more times in a row raises an admin alert at most every
 ``LEADS_ALERT_EVERY_SEC`` (30 minutes) per lead. Every change is a conditional update naming the attempt
@@ -203,13 +203,15 @@ class OutcomeHandler:
             elif moved is not None:
                 log.info("LEAD_NOT_IN_CHAT", kind=post.kind, post_id=post.id)
             return moved is not None
-        description = result.error.description if result.error else "no result"
+        error = result.error
+        description = error.description if error else "no result"
+        next_at = now + self.policy.backoff.delay(post.failures + 1)
+        if error is not None and error.error_code == FLOOD and error.retry_after:
+            until = now + timedelta(seconds=error.retry_after)
+            await repos.lead_posts.pause_chat(self.policy.chat_id, until=until)  # the chat row first
+            next_at = max(next_at, until)
         moved = await repos.lead_posts.probe_failed(
-            post.kind,
-            post.id,
-            command.number,
-            next_attempt_at=now + self.policy.backoff.delay(post.failures + 1),
-            error=description,
+            post.kind, post.id, command.number, next_attempt_at=next_at, error=description
         )
         if moved is not None:
             log.warning("LEAD_SEARCH_FAILED", kind=post.kind, post_id=post.id, error=description)

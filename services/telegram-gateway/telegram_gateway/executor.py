@@ -3,13 +3,27 @@
 For a command id the gateway takes the ``tg_commands`` row ``pending → sending``, calls Telegram, stores the
 outcome (``sent`` with the result, ``failed`` with Telegram's error) and publishes it to
 ``tg:results:<reply_to>``. A redelivered command whose row is final gets the stored result again, never a
-second call. Transient failures (network, a 429 that outlasted the rate limiter's retries) put the row back
-to ``pending`` and raise, so the stream delivers the command again later.
+second call. Transient failures (network errors before the request left) put the row back to ``pending``
+and raise, so the stream delivers the command again later.
+
+Flood control: a 429 that the rate limiter (:mod:`telegram_gateway.flood`) did not wait out (longer than
+``TELEGRAM_FLOOD_WAIT_MAX_SEC``, or still 429 after ``RATE_LIMIT_MAX_RETRIES`` waits) finishes the command
+``failed`` with ``error_code`` 429 and ``retry_after`` (s). Telegram applied nothing, so the producer
+decides when to ask again, with a new command id; the row is final, so a redelivery only repeats the
+stored 429 and at most once stays intact.
+
+While a call runs, its ``sending`` row is heart-beaten every ``sending_stale_s / 3`` seconds and the
+command id is held in this process, so a call that waits in the limiter longer than ``SENDING_STALE_SEC``
+is never taken for a dead gateway's call (marked "outcome unknown") and then sent anyway.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+import asyncio
+import contextlib
+import math
+from collections.abc import AsyncIterator, Awaitable, Callable
+from datetime import timedelta
 from typing import Any
 
 import httpx
@@ -30,6 +44,7 @@ from shared.domain import TelegramCommandRecord
 from shared.messages import TelegramCommand, TelegramErrorInfo, TelegramResult
 from shared.repositories import Database
 from shared.streams import Publisher
+from telegram_gateway.flood import retry_after_seconds
 from telegram_gateway.message_probe import find_bot_message
 from telegram_gateway.sticker_sets import create_sticker_set
 
@@ -54,14 +69,19 @@ REPEATABLE = frozenset(
 #: httpx failures proving that a request never left this process: nothing can have been delivered.
 _NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
 UNKNOWN_OUTCOME = 0
+FLOOD = 429
 
 
 class TransientTelegramError(Exception):
-    """Telegram could not be reached or asked us to wait; the command will be tried again."""
+    """Telegram could not be reached; the command will be tried again."""
 
 
 class CommandExecutor:
-    """Runs gateway commands with a python-telegram-bot ``Bot`` (whose rate limiter paces every call)."""
+    """Runs gateway commands with a python-telegram-bot ``Bot`` (whose rate limiter paces every call).
+
+    ``held``: set while this gateway holds the single-gateway lock (:func:`telegram_gateway.lock.keep_lock`);
+    while it is cleared no new command is started.
+    """
 
     def __init__(
         self,
@@ -71,12 +91,15 @@ class CommandExecutor:
         publisher: Publisher,
         sending_stale_s: float = 60.0,
         admin_chat_id: int | None = None,
+        held: asyncio.Event | None = None,
     ) -> None:
         self.bot = bot
+        self.held = held
         self.admin_chat_id = admin_chat_id
         self.db = db
         self.publisher = publisher
         self.sending_stale_s = sending_stale_s
+        self._in_flight: set[str] = set()
         self._methods: dict[str, Callable[[dict[str, Any]], Awaitable[Any]]] = {
             "send_message": self._send_message,
             "send_admin_message": self._send_admin_message,
@@ -103,8 +126,10 @@ class CommandExecutor:
             TransientTelegramError: try again later (the row is ``pending`` again).
             DatabaseUnavailable: Postgres is down; nothing was sent.
         """
-        from datetime import timedelta
-
+        if self.held is not None:
+            await self.held.wait()  # another gateway may own Telegram while the lock is not ours
+        if command_id in self._in_flight:
+            return  # this process is running it right now (a redelivery or the reconciler's hint)
         async with self.db.transaction() as repos:
             record = await repos.tg_commands.get(command_id)
             if record is None:
@@ -123,7 +148,29 @@ class CommandExecutor:
         if record.status == "sending" and claimed.method not in REPEATABLE:
             await self._finish(claimed, ok=False, error=_unknown("the gateway stopped during the call"))
             return
-        await self._run(claimed)
+        async with self._running(claimed.command_id):
+            await self._run(claimed)
+
+    @contextlib.asynccontextmanager
+    async def _running(self, command_id: str) -> AsyncIterator[None]:
+        """Hold ``command_id`` in this process and heart-beat its ``sending`` row until the call is over."""
+        self._in_flight.add(command_id)
+        beat = asyncio.create_task(self._heartbeat(command_id), name=f"heartbeat:{command_id}")
+        try:
+            yield
+        finally:
+            beat.cancel()
+            await asyncio.gather(beat, return_exceptions=True)
+            self._in_flight.discard(command_id)
+
+    async def _heartbeat(self, command_id: str) -> None:
+        while True:
+            await asyncio.sleep(self.sending_stale_s / 3)
+            try:
+                async with self.db.transaction() as repos:
+                    await repos.tg_commands.touch_sending(command_id)
+            except Exception as exc:  # Postgres away: the in-process guard above still holds
+                log.warning("OUTBOX_HEARTBEAT_FAILED", command_id=command_id, error=type(exc).__name__)
 
     async def _run(self, record: TelegramCommandRecord) -> None:
         method = self._methods.get(record.method)
@@ -134,10 +181,13 @@ class CommandExecutor:
             result = await method(record.params)
             ok = True
         except RetryAfter as exc:
-            metrics.TELEGRAM_FLOOD_WAITS.labels(scope="command").inc()
             metrics.TELEGRAM_CALLS.labels(method=record.method, outcome="retry_after").inc()
-            await self._release(record.command_id)
-            raise TransientTelegramError(f"flood control: {exc.message}") from exc
+            seconds = math.ceil(retry_after_seconds(exc))
+            error = TelegramErrorInfo(
+                error_code=FLOOD, description=f"Too Many Requests: retry after {seconds}", retry_after=seconds
+            )
+            await self._finish(record, ok=False, error=error)
+            return
         except BadRequest as exc:
             if NOT_MODIFIED in exc.message.lower():
                 ok, result = True, True  # an edit repeated after an unknown outcome: already applied

@@ -2,13 +2,25 @@
 
 Telegram allows one ``getUpdates`` consumer per token (REFERENCE.md), so a second gateway must not start:
 it fails to take the lock and exits with code 1 (DESIGN.md §2).
+
+A Postgres restart cuts the lock's connection, and with it the lock. :func:`keep_lock` then stops the
+gateway's Telegram work (the ``held`` event gates polling and command execution), takes the lock again
+once Postgres answers, and carries on; only when another gateway took the lock in between does it end
+the process with code 1. ``make chaos`` restarts Postgres and counts every exit it did not cause.
 """
 
 from __future__ import annotations
 
+import asyncio
+
 import asyncpg
+import structlog
 
 from shared.db import plain_url
+from shared.lifecycle import sleep_or_stop
+from shared.streams import Backoff
+
+log = structlog.get_logger(__name__)
 
 GATEWAY_LOCK_KEY = 0x5B_0002
 
@@ -27,7 +39,11 @@ class GatewayLock:
             OSError | asyncpg.PostgresError: Postgres cannot be reached.
         """
         conn = await asyncpg.connect(self._url, timeout=10)
-        taken = bool(await conn.fetchval("SELECT pg_try_advisory_lock($1)", GATEWAY_LOCK_KEY))
+        try:
+            taken = bool(await conn.fetchval("SELECT pg_try_advisory_lock($1)", GATEWAY_LOCK_KEY, timeout=10))
+        except BaseException:
+            conn.terminate()
+            raise
         if not taken:
             await conn.close()
             return False
@@ -45,6 +61,55 @@ class GatewayLock:
         return True
 
     async def release(self) -> None:
-        if self._conn is not None and not self._conn.is_closed():
-            await self._conn.close()
-        self._conn = None
+        """Close the lock's connection (which frees the lock); a broken one is dropped without a word."""
+        conn, self._conn = self._conn, None
+        if conn is None or conn.is_closed():
+            return
+        try:
+            await conn.close(timeout=5)
+        except (OSError, asyncpg.PostgresError, TimeoutError):
+            conn.terminate()
+
+
+async def keep_lock(
+    lock: GatewayLock,
+    *,
+    held: asyncio.Event,
+    stop: asyncio.Event,
+    check_every_s: float = 10.0,
+    retry_cap_s: float = 10.0,
+) -> int:
+    """Watch the held lock every ``check_every_s`` s until ``stop``; re-take it when it is lost.
+
+    ``held`` is set while the lock is ours and cleared while it is not (polling and the executor wait
+    for it). Postgres unreachable: retried with backoff (1 s doubling to ``retry_cap_s``), never an exit.
+
+    Returns:
+        0 when stopped, 1 when another gateway holds the lock now (``stop`` is set; DESIGN.md §2).
+    """
+    held.set()
+    backoff = Backoff(base_s=1.0, cap_s=retry_cap_s)
+    while not stop.is_set():
+        await sleep_or_stop(stop, check_every_s)
+        if stop.is_set() or await lock.still_held():
+            continue
+        held.clear()
+        log.error("GATEWAY_LOCK_LOST", action="pausing Telegram work until the lock is taken again")
+        await lock.release()
+        while not stop.is_set():
+            try:
+                taken = await lock.acquire()
+            except (OSError, asyncpg.PostgresError, TimeoutError) as exc:
+                delay = backoff.next_delay()
+                log.warning("GATEWAY_LOCK_RETAKE_FAILED", error=type(exc).__name__, retry_s=round(delay, 1))
+                await sleep_or_stop(stop, delay)
+                continue
+            if not taken:
+                log.error("GATEWAY_LOCK_TAKEN_BY_ANOTHER", action="exit 1")
+                stop.set()
+                return 1
+            backoff.reset()
+            held.set()
+            log.info("GATEWAY_LOCK_RETAKEN")
+            break
+    return 0

@@ -1,7 +1,9 @@
 """Composition root of the Telegram gateway: ``python -m telegram_gateway``.
 
 Takes the single-gateway lock (exit 1 if another gateway holds it), then runs python-telegram-bot's
-long polling, the ``tg:outbox`` consumer and the outbox reconciler until SIGTERM/SIGINT.
+long polling, the ``tg:outbox`` consumer and the outbox reconciler until SIGTERM/SIGINT. A lock lost with
+its connection (Postgres restarted) pauses polling and execution until it is taken again
+(:func:`telegram_gateway.lock.keep_lock`); exit 1 only if another gateway took it meanwhile.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import sys
 from datetime import timedelta
 
 import structlog
-from telegram.ext import AIORateLimiter, Application, ApplicationBuilder
+from telegram.ext import Application, ApplicationBuilder
 
 from shared import streams
 from shared.alerts import dead_letter_alerter
@@ -25,9 +27,10 @@ from shared.repositories import Database
 from shared.streams import Publisher, build_consumer, create_redis
 from telegram_gateway.admin import AdminHandlers
 from telegram_gateway.executor import CommandExecutor
+from telegram_gateway.flood import FloodLimiter
 from telegram_gateway.handlers import GuestHandlers, log_error
 from telegram_gateway.leads_updates import LeadsUpdateRouter
-from telegram_gateway.lock import GatewayLock
+from telegram_gateway.lock import GatewayLock, keep_lock
 from telegram_gateway.maintenance_gate import MaintenanceGate
 from telegram_gateway.polling import poll_updates
 from telegram_gateway.settings import GatewaySettings
@@ -37,15 +40,18 @@ SERVICE = "telegram-gateway"
 
 
 def build_application(settings: GatewaySettings) -> Application:
-    """The python-telegram-bot application, rate-limited by ``AIORateLimiter`` (30/s overall, 20/min per
-    group; a 429's ``retry_after`` is waited out up to ``RATE_LIMIT_MAX_RETRIES`` times)."""
+    """The python-telegram-bot application, rate-limited by :class:`FloodLimiter` (30 messages/s overall,
+    1/s per private chat, 20/min per group; a 429 pauses only its chat or method, and is waited out up to
+    ``TELEGRAM_FLOOD_WAIT_MAX_SEC``, at most ``RATE_LIMIT_MAX_RETRIES`` times)."""
     base = settings.telegram_api_base_url.rstrip("/")
     return (
         ApplicationBuilder()
         .token(settings.telegram_bot_token.get_secret_value())
         .base_url(f"{base}/bot")
         .base_file_url(f"{base}/file/bot")
-        .rate_limiter(AIORateLimiter(max_retries=settings.rate_limit_max_retries))
+        .rate_limiter(
+            FloodLimiter(wait_max_s=settings.flood_wait_max_sec, max_retries=settings.rate_limit_max_retries)
+        )
         .get_updates_read_timeout(settings.poll_timeout_sec + 10)
         .updater(None)  # polling is ours: updates are confirmed only after handling (polling.py)
         .build()
@@ -106,12 +112,15 @@ async def run(settings: GatewaySettings) -> int:
     publisher = Publisher(redis, maxlen=settings.stream_maxlen)
     application = build_application(settings)
     register_handlers(application, db=db, publisher=publisher, settings=settings)
+    held = asyncio.Event()
+    held.set()
     executor = CommandExecutor(
         bot=application.bot,
         db=db,
         publisher=publisher,
         sending_stale_s=settings.sending_stale_sec,
         admin_chat_id=settings.admin_chat_id,
+        held=held,
     )
     consumer = build_consumer(
         redis,
@@ -133,15 +142,15 @@ async def run(settings: GatewaySettings) -> int:
     await application.start()
     log.info("STARTUP", service=SERVICE, api=settings.telegram_api_base_url, bot=application.bot.username)
     poller = asyncio.create_task(
-        poll_updates(application, stop, timeout_s=settings.poll_timeout_sec), name="polling"
+        poll_updates(application, stop, timeout_s=settings.poll_timeout_sec, held=held), name="polling"
     )
+    lock_keeper = asyncio.create_task(keep_lock(lock, held=held, stop=stop), name="lock")
     tasks = [
         poller,
         asyncio.create_task(consumer.run(stop), name="outbox"),
         asyncio.create_task(reconcile_outbox(db, publisher, settings, stop), name="reconcile"),
-        asyncio.create_task(_watch_lock(lock, stop), name="lock"),
     ]
-    await run_until_stopped(stop, tasks)
+    await run_until_stopped(stop, [*tasks, lock_keeper])
     log.info("SHUTDOWN", service=SERVICE)
     poller.cancel()  # stop taking updates first; an unconfirmed batch is delivered again next start
     await asyncio.gather(poller, return_exceptions=True)
@@ -155,17 +164,9 @@ async def run(settings: GatewaySettings) -> int:
         await ops.cleanup()
     await redis.aclose()
     await db.dispose()
+    code = await lock_keeper
     await lock.release()
-    return 0
-
-
-async def _watch_lock(lock: GatewayLock, stop: asyncio.Event) -> None:
-    """End the process when the lock's connection is lost: another gateway may own Telegram now."""
-    while not stop.is_set():
-        await sleep_or_stop(stop, 10)
-        if not stop.is_set() and not await lock.still_held():
-            log.error("GATEWAY_LOCK_LOST")
-            stop.set()
+    return code
 
 
 def main() -> None:

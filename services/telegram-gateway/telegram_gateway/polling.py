@@ -20,20 +20,35 @@ from telegram.ext import Application
 
 from shared.lifecycle import sleep_or_stop
 from shared.streams import Backoff
+from telegram_gateway.flood import flood_wait_bound
 
 log = structlog.get_logger(__name__)
 
 
-async def poll_updates(application: Application, stop: asyncio.Event, *, timeout_s: int) -> None:
+async def poll_updates(
+    application: Application,
+    stop: asyncio.Event,
+    *,
+    timeout_s: int,
+    held: asyncio.Event | None = None,
+    handler_flood_wait_s: float = 2.0,
+) -> None:
     """Fetch updates with ``getUpdates`` (long polling, ``timeout_s`` seconds), hand each to the
-    application's handlers in order, then confirm them; until ``stop`` is set.
+    application's handlers in order, then confirm them; until ``stop`` is set. While ``held`` (the
+    single-gateway lock, :func:`telegram_gateway.lock.keep_lock`) is cleared, nothing is fetched.
 
     Network errors, flood control and a 409 Conflict (another poller) back off and retry; handler errors
-    go to the application's error handler and never stop polling.
+    go to the application's error handler and never stop polling. A handler's Bot API call sleeps at most
+    ``handler_flood_wait_s`` of its chat's flood pause (:func:`telegram_gateway.flood.flood_wait_bound`):
+    updates are handled one at a time, so a longer sleep would hold up every other chat's updates; the
+    reply fails instead (logged by the error handler; the handler's database work is done).
     """
     offset: int | None = None
     backoff = Backoff(base_s=1.0, cap_s=30.0)
     while not stop.is_set():
+        if held is not None and not held.is_set():
+            await _wait_for(held, stop)
+            continue
         try:
             updates = await application.bot.get_updates(
                 offset=offset, timeout=timeout_s, allowed_updates=Update.ALL_TYPES
@@ -45,5 +60,16 @@ async def poll_updates(application: Application, stop: asyncio.Event, *, timeout
             continue
         backoff.reset()
         for update in updates:
-            await application.process_update(update)
+            with flood_wait_bound(handler_flood_wait_s):
+                await application.process_update(update)
             offset = update.update_id + 1
+
+
+async def _wait_for(event: asyncio.Event, stop: asyncio.Event) -> None:
+    """Until ``event`` or ``stop`` is set."""
+    waiters = [asyncio.ensure_future(event.wait()), asyncio.ensure_future(stop.wait())]
+    try:
+        await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for waiter in waiters:
+            waiter.cancel()

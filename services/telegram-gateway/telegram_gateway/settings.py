@@ -14,7 +14,9 @@ class GatewaySettings(ServiceSettings):
     in dev), ``ADMIN_USER_IDS`` (comma-separated Telegram user ids), ``ADMIN_CHAT_ID`` (where admin alerts
     go; unset: alerts are only logged), ``OUTBOX_SLOTS`` (commands executed at once), ``POLL_TIMEOUT_SEC``
     (long-polling timeout, s), ``RATE_LIMIT_MAX_RETRIES`` (how often a 429 is waited out with its
-    ``retry_after`` before the command is handed back to the stream), ``LEADS_ENABLED`` / ``LEADS_CHAT_ID``
+    ``retry_after`` before the command is handed back to the producer), ``TELEGRAM_FLOOD_WAIT_MAX_SEC``
+    (30 s: the longest 429 wait slept for one chat or method; a longer one goes back to the producer as a
+    429 result with ``retry_after``, :mod:`.flood`), ``LEADS_ENABLED`` / ``LEADS_CHAT_ID``
     (route the staff group and ``stickers_`` buttons to the leads service; :mod:`.leads_updates`).
     """
 
@@ -25,6 +27,7 @@ class GatewaySettings(ServiceSettings):
     outbox_slots: int = Field(8, ge=1, validation_alias="OUTBOX_SLOTS")
     poll_timeout_sec: int = Field(10, ge=0, validation_alias="POLL_TIMEOUT_SEC")
     rate_limit_max_retries: int = Field(3, ge=0, validation_alias="RATE_LIMIT_MAX_RETRIES")
+    flood_wait_max_sec: float = Field(30.0, ge=0, validation_alias="TELEGRAM_FLOOD_WAIT_MAX_SEC")
     sending_stale_sec: float = Field(60.0, gt=0, validation_alias="SENDING_STALE_SEC")
     leads_enabled: bool = Field(True, validation_alias="LEADS_ENABLED")
     leads_chat_id: int | None = Field(None, validation_alias="LEADS_CHAT_ID")
