@@ -30,7 +30,10 @@ No pause is global: a 429 never says it was caused by the overall limit, and the
 gateway under 30 messages/s before sending. (``scope="global"`` is therefore never counted.)
 
 A pause up to ``wait_max_s`` (``TELEGRAM_FLOOD_WAIT_MAX_SEC``, 30 s) is waited out for that scope and the
-call tried again, at most ``max_retries`` times. A longer one is never slept: the call raises
+call tried again, at most ``max_retries`` times, except for the calls in :data:`NOT_REPEATED_AFTER_429`:
+a 429 on adding stickers often means Telegram already applied the call (REFERENCE.md "Telegram: sticker
+sets"), so the limiter records the pause and raises, and the caller reconciles against ``getStickerSet``
+before it sends anything again. A longer one is never slept: the call raises
 ``RetryAfter`` with the remaining seconds at once, and so does any call to that scope while the remaining
 pause exceeds the bound (no request is sent). The caller (:mod:`telegram_gateway.executor`) hands that
 back to the producer as a 429 result with ``retry_after``. Code that must not sleep that long lowers the
@@ -60,10 +63,20 @@ from telegram.ext import BaseRateLimiter
 
 from shared import metrics
 
-__all__ = ["FloodLimiter", "Scope", "flood_wait_bound", "is_message", "retry_after_seconds", "scope_of"]
+__all__ = [
+    "NOT_REPEATED_AFTER_429",
+    "FloodLimiter",
+    "Scope",
+    "flood_wait_bound",
+    "is_message",
+    "retry_after_seconds",
+    "scope_of",
+]
 
 log = structlog.get_logger(__name__)
 _PRUNE_ABOVE = 1024  # idle per-chat buckets are dropped beyond this many
+#: Endpoints a 429 may follow after they applied: never sent again by the limiter itself.
+NOT_REPEATED_AFTER_429 = frozenset({"addStickerToSet", "createNewStickerSet", "uploadStickerFile"})
 _WAIT_BOUND: ContextVar[float | None] = ContextVar("flood_wait_bound", default=None)
 
 
@@ -213,7 +226,7 @@ class FloodLimiter(BaseRateLimiter[int]):
                         attempt=attempt + 1,
                         waits=seconds <= bound and attempt < retries,
                     )
-                    if seconds > bound or attempt == retries:
+                    if seconds > bound or attempt == retries or endpoint in NOT_REPEATED_AFTER_429:
                         raise
         raise AssertionError("unreachable: the last attempt returns or raises")
 

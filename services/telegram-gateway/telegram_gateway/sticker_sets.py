@@ -17,7 +17,11 @@ mid-way or a redelivered command runs it again from the top):
 4. Reconcile, then add: the set's sticker count (``getStickerSet`` after "occupied"; the batch size right
    after a successful create) says how many of ours are in, since we only ever append in order; the
    missing ones are appended with ``addStickerToSet``, one per call, in order.
-5. Every other failure of a call (a 429, a 5xx, a time-out, a dropped connection) propagates unchanged:
+5. A 429 on an add (the limiter never repeats one, :data:`telegram_gateway.flood.NOT_REPEATED_AFTER_429`)
+   is reconciled at once: the count is read again and the adds go on, each waiting out the method's
+   pause in the limiter; after ``FLOOD_RECONCILES`` such answers, or a pause longer than the limiter's
+   bound, the ``RetryAfter`` propagates (the executor returns it to delivery as a 429 result).
+6. Every other failure of a call (a 5xx, a time-out, a dropped connection) propagates unchanged:
    the executor hands the command back and its next run resumes through 1-4 from what Telegram really
    holds. An add that applied before its error (Telegram does that, REFERENCE.md "reconcile against
    getStickerSet") is counted there, never sent again blindly: the same bytes uploaded again are a new
@@ -35,7 +39,7 @@ from uuid import UUID
 
 import structlog
 from telegram import Bot, InputSticker
-from telegram.error import BadRequest, NetworkError, TelegramError, TimedOut
+from telegram.error import BadRequest, NetworkError, RetryAfter, TelegramError, TimedOut
 
 from shared.repositories import Database
 
@@ -46,6 +50,8 @@ log = structlog.get_logger(__name__)
 OCCUPIED = "sticker set name is already occupied"
 _TOO_LARGE = ("request entity too large", "(413)")
 _SET_INVALID = "stickerset_invalid"
+#: 429 answers to adds reconciled within one run before the ``RetryAfter`` goes back to the executor.
+FLOOD_RECONCILES = 3
 
 
 class StickerTooLarge(BadRequest):
@@ -80,8 +86,9 @@ async def create_sticker_set(bot: Bot, db: Database, params: dict[str, Any]) -> 
         StickerTooLarge: 413 with one sticker in the request (permanent).
         SetNotReadable: the name is occupied but the set cannot be read yet (try again).
         BadRequest: the blobs are missing, or Telegram refused the request (permanent).
-        TelegramError: any other failure of a call, unchanged (``RetryAfter``, ``TimedOut``,
-            ``NetworkError``); the next run resumes where Telegram's set stands.
+        RetryAfter: a 429 on creating the set, or more than ``FLOOD_RECONCILES`` on adding.
+        TelegramError: any other failure of a call, unchanged (``TimedOut``, ``NetworkError``); the next
+            run resumes where Telegram's set stands.
     """
     async with db.transaction() as repos:
         blobs = [await repos.blobs.get(UUID(s["blob_id"])) for s in params["stickers"]]
@@ -121,9 +128,17 @@ async def create_sticker_set(bot: Bot, db: Database, params: dict[str, Any]) -> 
         log.info("STICKER_SET_ADDING", set_name=name, have=have, missing=missing, created=created)
     elif have > len(stickers):
         log.warning("STICKER_SET_HAS_MORE", set_name=name, have=have, expected=len(stickers))
-    for data, emoji in stickers[have:]:
+    floods = 0
+    while have < len(stickers):
+        data, emoji = stickers[have]
         try:
             await bot.add_sticker_to_set(user_id=user_id, name=name, sticker=_input(data, emoji))
+        except RetryAfter:
+            floods += 1
+            if floods > FLOOD_RECONCILES:
+                raise
+            have = await _sticker_count(bot, name)  # the add may have applied before its 429
+            continue
         except NetworkError as exc:
             if _too_large(exc):
                 raise _one_too_large(exc) from exc
