@@ -1,7 +1,8 @@
 """The aiohttp application: Bot API, control API, the watch page and ``/healthz`` around one ``Simulator``.
 
 ``create_app(config)`` builds it without I/O; persisted state is loaded in ``on_startup`` (then the
-configured groups are created when missing) and saved in ``on_cleanup``. Tests run it in-process (``web.AppRunner`` on port 0); ``__main__`` serves it.
+configured groups are created when missing) and saved in ``on_cleanup``. Tests run it in-process
+(``web.AppRunner`` on port 0); ``__main__`` serves it.
 """
 
 from __future__ import annotations

@@ -72,6 +72,15 @@ async def test_a_restart_without_state_numbers_from_the_bots_offset() -> None:
         await runner.cleanup()
 
 
+def _what_a_kill_leaves(data_dir: Path) -> Path:
+    """A copy of ``data_dir`` without ``state.json``, as if the autosave had not run since the batch."""
+    killed = data_dir / "killed"
+    killed.mkdir()
+    for kept in data_dir.glob("next_update_id"):
+        (killed / kept.name).write_bytes(kept.read_bytes())
+    return killed
+
+
 @pytest.mark.integration
 async def test_a_kill_between_saves_never_reuses_a_handed_out_id(tmp_path: Path) -> None:
     """SIGKILL a moment after ``getUpdates``: the last snapshot predates the batch, the counter does not."""
@@ -81,11 +90,7 @@ async def test_a_kill_between_saves_never_reuses_a_handed_out_id(tmp_path: Path)
         await running.say(7, "handed out")
         seen = await _updates(running, 0)
         offset = int(str(seen[-1]["update_id"])) + 1
-        (tmp_path / "state.json").unlink(missing_ok=True)  # as if the autosave had not run yet
-        killed = tmp_path / "killed"
-        killed.mkdir()
-        for kept in tmp_path.glob("next_update_id"):  # what a SIGKILL leaves: files written so far
-            (killed / kept.name).write_bytes(kept.read_bytes())
+        killed = _what_a_kill_leaves(tmp_path)
     finally:
         await running.http.close()
         await runner.cleanup()
