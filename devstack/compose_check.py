@@ -75,6 +75,7 @@ class Summary:
     replicas_scraped: int = 0
     faults: list[str] = field(default_factory=list)
     restarts: dict[str, str] = field(default_factory=dict)
+    restart_counts: dict[str, int] = field(default_factory=dict)
     dashboard_checked: int = 0
     rules_checked: int = 0
     selectors_checked: int = 0
@@ -93,12 +94,19 @@ class Summary:
             f"worker replicas          3 scaled, {self.replicas_owning_jobs} owned jobs of one burst, "
             f"{self.replicas_scraped} scraped with job metrics",
             f"faults                   {'; '.join(self.faults) or '-'}",
-            *(f"restart {name:<17}{what}" for name, what in sorted(self.restarts.items())),
+            *(f"restart                  {name}: {what}" for name, what in sorted(self.restarts.items())),
+            "restart counts           "
+            + " ".join(f"{name}={n}" for name, n in sorted(self.restart_counts.items())),
             f"dashboard expressions    {self.dashboard_checked} queried, all with series"
             if not any(p.startswith("dashboard") for p in self.problems)
             else f"dashboard expressions    {self.dashboard_checked} queried, some without series",
-            f"alert rules              {self.rules_checked} parsed, {self.selectors_checked} selectors "
-            "queried",
+            f"alert rules              {self.rules_checked} parsed, "
+            f"{self.selectors_checked} selectors queried, "
+            + (
+                "some without series"
+                if any(p.startswith("rule") for p in self.problems)
+                else "all with series"
+            ),
             f"run time (s)             {self.seconds:.0f}",
             *(f"LOST {x}" for x in self.report.lost),
             *(f"DUPLICATED {x}" for x in self.report.duplicated),
@@ -442,6 +450,7 @@ def run(args: argparse.Namespace) -> Summary:
         lead_numbers: list[int] = []
 
         # 2a: journeys and leads, nothing broken
+        print("== 2a: journeys and leads", flush=True)
         results = play_journeys(stack, photo, 810_000, args.journeys)
         summary.journeys += len(results)
         summary.report.rejected += sum(1 for r in results if r.job_id is None)
@@ -450,6 +459,7 @@ def run(args: argparse.Namespace) -> Summary:
         summary.leads += args.leads
 
         # 2b: three workers, one burst
+        print("== 2b: --scale worker=3 and a burst", flush=True)
         stack.compose("up", "--detach", "--wait", "--scale", "worker=3", "--no-recreate", timeout_s=600)
         owners: set[str] = set()
         stop = threading.Event()
@@ -471,6 +481,7 @@ def run(args: argparse.Namespace) -> Summary:
             )
 
         # 2c: faults while journeys run
+        print("== 2c: faults while journeys run", flush=True)
         gateway = stack.one("telegram-gateway")
         before = {str(c.name): restart_count(c) for c in [*workers, gateway]}
         with ThreadPoolExecutor(max_workers=1) as pool:
@@ -524,11 +535,18 @@ def run(args: argparse.Namespace) -> Summary:
             "every lead card to be posted",
         )
         check_invariants(stack.sim_url, LEADS_CHAT_ID, final, lead_numbers, summary.report)
+        summary.restart_counts = {
+            str(c.name).removeprefix(f"{args.project}-"): restart_count(c)
+            for c in stack.docker.containers.list(
+                all=True, filters={"label": f"com.docker.compose.project={args.project}"}
+            )
+        }
         stack.compose(
             "up", "--detach", "--wait", "--wait-timeout", "180", "--scale", "worker=3", "--no-recreate"
         )
 
         # 2d: Prometheus
+        print("== 2d: every dashboard expression and alert rule in Prometheus", flush=True)
         with httpx.Client(base_url=stack.prometheus_url, timeout=30) as prometheus:
             wait_for(
                 lambda: scalar(prometheus, 'count(up{service="worker"} == 1)') == 3,
