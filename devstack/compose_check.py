@@ -437,8 +437,6 @@ def run(args: argparse.Namespace) -> Summary:
         "AI_SIM_PORT": str(free_port()),
         "PROMETHEUS_PORT": str(free_port()),
         "GRAFANA_PORT": str(free_port()),
-        "DOCKER_BUILDKIT": "1",
-        "COMPOSE_DOCKER_CLI_BUILD": "1",
     }
     stack = ComposeStack(ROOT, args.project, env)
     photo = PHOTO.read_bytes()
