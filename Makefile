@@ -7,7 +7,7 @@ SRC_PATHS := . services/ingest services/worker services/delivery services/leads 
 STAMP := $(VENV)/.installed
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: help install check lint format test test-browser test-all chaos demo up render deploy-check clean
+.PHONY: help install check lint format test test-browser test-all chaos demo up render deploy-check compose-check clean
 
 help:  ## list the commands
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -20,7 +20,16 @@ $(STAMP): requirements.txt requirements-dev.txt
 	$(PY) -c 'import pathlib, sys, sysconfig; pathlib.Path(sysconfig.get_paths()["purelib"], "sticker_booth_src.pth").write_text("".join(str(pathlib.Path(p).resolve()) + "\n" for p in sys.argv[1:]))' $(SRC_PATHS)
 	touch $(STAMP)
 
-install: $(STAMP)  ## build .venv with the pinned dependencies
+# promtool (alert rule unit tests) from Debian's `prometheus` package, unpacked into .venv/bin: installing
+# the package itself would also start a Prometheus daemon on machines with systemd.
+PROMTOOL := $(VENV)/bin/promtool
+$(PROMTOOL): | $(STAMP)
+	@set -e; dir=$$(mktemp -d); trap 'rm -rf "$$dir"' EXIT; cd "$$dir"; \
+	  apt-get download prometheus >/dev/null 2>&1 || { $(SUDO) apt-get update -q >/dev/null && apt-get download prometheus; }; \
+	  dpkg-deb -x prometheus_*.deb root; install -m 0755 root/usr/bin/promtool $(abspath $(PROMTOOL))
+	$(PROMTOOL) --version | head -1
+
+install: $(STAMP) $(PROMTOOL)  ## build .venv with the pinned dependencies (and promtool from Debian)
 
 check: install  ## ruff (lint + format check) and mypy
 	$(VENV)/bin/ruff check .
@@ -59,6 +68,9 @@ bench: install  ## post-processing CPU time per 12-sticker pack next to the floo
 
 deploy-check: install  ## lint Dockerfiles, validate compose.yaml, render k8s
 	$(PY) -m pytest tests/deploy $(PYTEST_ARGS)
+
+compose-check: install  ## docker compose up for real: journeys, --scale worker=3, faults, Prometheus queries; down -v
+	$(PY) -m devstack.compose_check $(COMPOSE_CHECK_ARGS)
 
 clean:  ## remove the venv and local state
 	rm -rf $(VENV) var out

@@ -24,7 +24,7 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import asyncpg
 import httpx
@@ -216,7 +216,17 @@ def _retrying(call: Any, *, timeout_s: float = 180) -> httpx.Response:
         time.sleep(0.5)
 
 
-def play_guest(stack: Stack, photo: bytes, user_id: int, outfit: str) -> str | None:
+class Endpoints(Protocol):
+    """Where a stack answers: the kiosk API and the Telegram simulator (a ``Stack``, or compose's ports)."""
+
+    @property
+    def ingest_url(self) -> str: ...
+
+    @property
+    def sim_url(self) -> str: ...
+
+
+def play_guest(stack: Endpoints, photo: bytes, user_id: int, outfit: str) -> str | None:
     """One guest up to an accepted upload; returns the job id (``None`` when the photo was refused)."""
     with (
         httpx.Client(base_url=stack.ingest_url, timeout=30) as kiosk,
@@ -242,7 +252,7 @@ def play_guest(stack: Stack, photo: bytes, user_id: int, outfit: str) -> str | N
         return str(upload.json()["job_id"]) if upload.status_code in (200, 202) else None
 
 
-def submit_lead(stack: Stack, n: int) -> int:
+def submit_lead(stack: Endpoints, n: int) -> int:
     body = {
         "requestId": f"chaos-lead-{n:05d}",
         "name": f"Lead {n}",
@@ -288,12 +298,14 @@ def wait_final(db_url: str, timeout_s: float) -> dict[str, tuple[str, int, int]]
 
 
 def check_invariants(
-    stack: Stack,
+    sim_url: str,
+    leads_chat_id: int,
     jobs: dict[str, tuple[str, int, int]],
     lead_numbers: list[int],
     report: ChaosReport,
 ) -> None:
-    with httpx.Client(base_url=stack.sim_url, timeout=30) as sim:
+    """Record in ``report`` every job, set and lead card that breaks the invariants (module docstring)."""
+    with httpx.Client(base_url=sim_url, timeout=30) as sim:
         sets = sim.get("/sim/sticker-sets").json()
         set_names = Counter(s["name"] for s in (sets["sticker_sets"] if isinstance(sets, dict) else sets))
         creates = sim.get("/sim/calls", params={"method": "createNewStickerSet"}).json()
@@ -326,7 +338,7 @@ def check_invariants(
             if count > 1:
                 report.duplicated.append(f"set {name} created {count} times")
         cards: Counter[int] = Counter()
-        for message in chat_messages(sim, stack.config.leads_chat_id):
+        for message in chat_messages(sim, leads_chat_id):
             match = CARD.match(message.get("text") or "")
             if match and (message.get("from") or {}).get("is_bot"):
                 cards[int(match[1])] += 1
@@ -376,7 +388,7 @@ def run(
         accepted = {j for j in job_ids if j is not None}
         for job_id in accepted - set(jobs):
             report.lost.append(f"job {job_id}: accepted but not in the database")
-        check_invariants(stack, jobs, lead_numbers, report)
+        check_invariants(stack.sim_url, stack.config.leads_chat_id, jobs, lead_numbers, report)
         finished = True
     finally:
         report.seconds = time.monotonic() - started

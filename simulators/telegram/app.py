@@ -1,7 +1,8 @@
 """The aiohttp application: Bot API, control API, the watch page and ``/healthz`` around one ``Simulator``.
 
-``create_app(config)`` builds it without I/O; persisted state is loaded in ``on_startup`` and saved in
-``on_cleanup``. Tests run it in-process (``web.AppRunner`` on port 0); ``__main__`` serves it.
+``create_app(config)`` builds it without I/O; persisted state is loaded in ``on_startup`` (then the
+configured groups are created when missing) and saved in ``on_cleanup``. Tests run it in-process
+(``web.AppRunner`` on port 0); ``__main__`` serves it.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from simulators.telegram.botapi import BotApi
 from simulators.telegram.config import SimConfig
 from simulators.telegram.control import ControlApi
 from simulators.telegram.page import WatchPage
-from simulators.telegram.persistence import autosave, load_state, save_state
+from simulators.telegram.persistence import CounterKeeper, autosave, load_state, save_state
 from simulators.telegram.simulator import Simulator
 
 SIMULATOR_KEY = web.AppKey("simulator", Simulator)
@@ -33,7 +34,9 @@ async def _start(app: web.Application) -> None:
         loaded = load_state(data_dir)
         if loaded is not None:
             sim.state = loaded
+        sim.before_handout = CounterKeeper(data_dir)
         app[_AUTOSAVE_KEY] = asyncio.create_task(autosave(sim, data_dir), name="tgsim-autosave")
+    sim.seed_groups()
 
 
 async def _release_polls(app: web.Application) -> None:

@@ -1,17 +1,17 @@
 """Simulator settings: one pydantic-settings class read from ``TGSIM_*`` env, overridden by CLI flags.
 
 Env names: ``TGSIM_TOKEN`` (required, no default: it is what a bot presents), ``TGSIM_BOT_USERNAME``,
-``TGSIM_BOT_FIRST_NAME``, ``TGSIM_HOST``, ``TGSIM_PORT``, ``TGSIM_DATA_DIR``, ``TGSIM_MAX_REQUEST_BYTES``
-and the flood-control limits ``TGSIM_PRIVATE_PER_SECOND``, ``TGSIM_PRIVATE_BURST``,
-``TGSIM_GROUP_PER_MINUTE``, ``TGSIM_GLOBAL_PER_SECOND``, ``TGSIM_CALLBACK_ANSWER_TIMEOUT``
-(see :class:`Limits`).
+``TGSIM_BOT_FIRST_NAME``, ``TGSIM_HOST``, ``TGSIM_PORT``, ``TGSIM_DATA_DIR``, ``TGSIM_MAX_REQUEST_BYTES``,
+``TGSIM_GROUPS`` (JSON object ``{"<chat id>": "<title>"}``: group chats the bot is a member of from the
+start) and the flood-control limits ``TGSIM_PRIVATE_PER_SECOND``, ``TGSIM_PRIVATE_BURST``,
+``TGSIM_GROUP_PER_MINUTE``, ``TGSIM_GLOBAL_PER_SECOND``, ``TGSIM_CALLBACK_ANSWER_TIMEOUT`` (see :class:`Limits`).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 #: Largest request body accepted by default (bytes): Telegram takes uploads of up to 50 MB (Bot API
@@ -54,6 +54,8 @@ class SimConfig(BaseSettings):
     ``Request Entity Too Large`` before anything is applied. Telegram takes uploads of up to 50 MB
     (core.telegram.org/bots/api#sending-files); a proxy or a local Bot API server in front of it may take
     less, which is what a smaller value plays.
+    ``groups`` maps negative chat ids to titles: the group chats the bot is already a member of at start
+    (a staff group for lead cards, an admin group), created when missing and kept when they exist.
     """
 
     model_config = SettingsConfigDict(
@@ -67,11 +69,23 @@ class SimConfig(BaseSettings):
     port: int = Field(8081, ge=0, le=65535)
     data_dir: Path | None = None
     max_request_bytes: int = Field(MAX_REQUEST_BYTES, ge=1)
+    groups: dict[int, str] = Field(default_factory=dict)
     private_per_second: float = Field(1.0, ge=0)
     private_burst: int = Field(3, ge=1)
     group_per_minute: float = Field(20.0, ge=0)
     global_per_second: float = Field(30.0, ge=0)
     callback_answer_timeout: float = Field(15.0, ge=0)
+
+    @field_validator("groups")
+    @classmethod
+    def _groups_are_groups(cls, groups: dict[int, str]) -> dict[int, str]:
+        """Group chat ids are negative (core.telegram.org/bots/api#chat); a title is required."""
+        for chat_id, title in groups.items():
+            if chat_id >= 0:
+                raise ValueError(f"group chat id {chat_id} must be negative")
+            if not title.strip():
+                raise ValueError(f"group chat {chat_id} needs a title")
+        return groups
 
     @property
     def bot_id(self) -> int:

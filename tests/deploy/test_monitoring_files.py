@@ -1,0 +1,140 @@
+"""monitoring/: promtool on the config, the rules and their unit tests; the rules and dashboards read
+contract metrics only."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from tests.deploy.deploy_helpers import (
+    ALERTS,
+    CONTRACT_METRICS,
+    DASHBOARDS,
+    MONITORING,
+    PROMTOOL,
+    SERVICES,
+    alert_rules,
+    compose_service,
+    dashboard_exprs,
+    duration_s,
+    is_known_metric,
+    load_yaml,
+    metric_names,
+    run,
+)
+
+pytestmark = pytest.mark.unit
+
+
+def test_metric_name_extraction_finds_metrics_and_ignores_promql_syntax() -> None:
+    expr = 'histogram_quantile(0.95, sum by (le, stage) (rate(stk_stage_seconds_bucket{a="b c"}[5m])))'
+    assert metric_names(expr) == {"stk_stage_seconds_bucket"}
+    assert metric_names("absent(up == 1) and on (x) foo unless bar") == {"up", "foo", "bar"}
+    assert not is_known_metric("stk_jobs") and is_known_metric("stk_provider_latency_seconds_count")
+
+
+def test_contract_metrics_are_the_ones_shared_metrics_registers() -> None:
+    from prometheus_client.metrics import MetricWrapperBase
+
+    from shared import metrics
+
+    registered = set()
+    for value in vars(metrics).values():
+        if isinstance(value, MetricWrapperBase):
+            for family in value.describe():
+                registered.add(family.name + ("_total" if family.type == "counter" else ""))
+    assert registered == CONTRACT_METRICS, "change monitoring/ together with shared/metrics.py"
+
+
+def test_prometheus_scrapes_the_five_services_on_their_contract_ports() -> None:
+    config = load_yaml(MONITORING / "prometheus.yml")
+    assert config["rule_files"] == ["alerts.yml"]
+    jobs = {job["job_name"]: job for job in config["scrape_configs"]}
+    for name, (_package, port) in SERVICES.items():
+        (sd,) = jobs[name]["dns_sd_configs"]
+        assert sd["names"] == [name] and sd["port"] == port, name
+        relabel = jobs[name]["relabel_configs"]
+        assert {"target_label": "service", "replacement": name} in relabel, name
+
+
+def test_promtool_accepts_the_config_and_rules_and_the_rule_unit_tests_pass() -> None:
+    assert PROMTOOL is not None, "promtool is missing: `make install` unpacks it into .venv/bin"
+    for args in (
+        ("check", "config", "monitoring/prometheus.yml"),
+        ("check", "rules", "monitoring/alerts.yml"),
+        ("test", "rules", "monitoring/alerts_test.yml"),
+    ):
+        result = run(PROMTOOL, *args)
+        assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_alert_rules_are_well_formed() -> None:
+    groups = load_yaml(ALERTS)["groups"]
+    assert len({g["name"] for g in groups}) == len(groups)
+    names = [rule["alert"] for rule in alert_rules()]
+    assert len(set(names)) == len(names), "alert names must be unique"
+    for rule in alert_rules():
+        assert set(rule) <= {"alert", "expr", "for", "keep_firing_for", "labels", "annotations"}, rule
+        assert re.fullmatch(r"[A-Z][A-Za-z0-9]+", rule["alert"])
+        assert isinstance(rule["expr"], str) and rule["expr"].strip()
+        assert rule["expr"].count("(") == rule["expr"].count(")"), rule["alert"]
+        if "for" in rule:
+            duration_s(rule["for"])
+        assert rule["labels"]["severity"] in {"critical", "warning", "info"}, rule["alert"]
+        assert rule["annotations"]["summary"] and rule["annotations"]["description"], rule["alert"]
+
+
+def test_alert_rules_cover_the_operational_failures() -> None:
+    """Each concern of the brief has a rule reading the metric that shows it."""
+    by_metric: dict[str, set[str]] = {}
+    for rule in alert_rules():
+        for name in metric_names(rule["expr"]):
+            by_metric.setdefault(name, set()).add(rule["alert"])
+    concerns = {
+        "queue paused": "stk_pause_active",
+        "jobs failing": "stk_jobs_total",
+        "stream lag high": "stk_stream_lag",
+        "dead letters": "stk_stream_dead_total",
+        "deadline misses": "stk_deadline_misses_total",
+        "gateway down": "up",
+        "flood waits spike": "stk_telegram_flood_waits_total",
+        "leads failing": "stk_leads_total",
+    }
+    missing = [concern for concern, metric in concerns.items() if metric not in by_metric]
+    assert not missing
+    gateway_rules = [r for r in alert_rules() if 'service="telegram-gateway"' in r["expr"]]
+    assert gateway_rules and all(r["labels"]["severity"] == "critical" for r in gateway_rules)
+
+
+def test_alerts_and_dashboards_read_only_contract_metrics() -> None:
+    exprs = [rule["expr"] for rule in alert_rules()] + dashboard_exprs()
+    tests = load_yaml(MONITORING / "alerts_test.yml")["tests"]
+    exprs += [series["series"].split("{")[0] for test in tests for series in test["input_series"]]
+    used = set().union(*(metric_names(e) for e in exprs))
+    unknown = sorted(name for name in used if not is_known_metric(name))
+    assert not unknown, f"not in the metrics contract: {unknown}"
+
+
+def test_dashboard_has_a_panel_for_every_contract_metric() -> None:
+    assert DASHBOARDS
+    used = set().union(*(metric_names(e) for e in dashboard_exprs()))
+    covered = {name if name in CONTRACT_METRICS else name.rpartition("_")[0] for name in used}
+    assert sorted(CONTRACT_METRICS - covered) == []
+
+
+def test_grafana_provisioning_matches_the_dashboards_and_compose_mounts() -> None:
+    provisioning = MONITORING / "grafana" / "provisioning"
+    (datasource,) = load_yaml(provisioning / "datasources" / "prometheus.yml")["datasources"]
+    (provider,) = load_yaml(provisioning / "dashboards" / "sticker-booth.yml")["providers"]
+    mounts = {v.split(":")[0]: v.split(":")[1] for v in compose_service("grafana")["volumes"]}
+    assert mounts["./monitoring/grafana/dashboards"] == provider["options"]["path"]
+    assert mounts["./monitoring/grafana/provisioning"] == "/etc/grafana/provisioning"
+    for path in DASHBOARDS:
+        dashboard = json.loads(path.read_text(encoding="utf-8"))
+        ids = [panel["id"] for panel in dashboard["panels"]]
+        assert len(set(ids)) == len(ids), f"{path.name}: duplicate panel ids"
+        for panel in dashboard["panels"]:
+            if panel["type"] != "row":
+                assert panel["datasource"]["uid"] == datasource["uid"], panel["title"]
