@@ -49,6 +49,15 @@ def _target_chat(params: Params) -> int | None:
     return None
 
 
+def _sticker_count(params: Params) -> int:
+    """How many stickers a call sends (its ``stickers`` JSON array; 0 when absent or malformed)."""
+    try:
+        stickers = json.loads(params.text("stickers") or "[]")
+    except ValueError:
+        return 0
+    return len(stickers) if isinstance(stickers, list) else 0
+
+
 def _dumps(body: Any) -> str:
     return json.dumps(body, ensure_ascii=False, separators=(",", ":"))
 
@@ -88,7 +97,7 @@ class BotApi:
             held = sim.holds.refusal(method.name, chat_id)
             if held is not None:
                 raise held
-            fault = sim.faults.take(method.name, chat_id)
+            fault = sim.faults.take(method.name, chat_id, _sticker_count(params))
             if fault is not None and fault.hold:
                 sim.holds.start(fault, method.name)
             outcome = await self._run(method, params, fault)

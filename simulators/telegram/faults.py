@@ -12,7 +12,8 @@ Kinds (``seconds`` is used by the delays, ``error_code``/``description``/``retry
 - ``drop_after_apply``: do the call, then close the connection without answering (a timed-out send that
   was delivered).
 
-``chat_id`` aims a fault at the calls for one chat only (their ``chat_id``, or the ``user_id`` of the sticker
+``min_stickers`` aims it at calls sending at least that many stickers (a ``createNewStickerSet`` too large
+for Telegram, which then answers 413 every time; a smaller request passes). ``chat_id`` aims a fault at the calls for one chat only (their ``chat_id``, or the ``user_id`` of the sticker
 calls). ``hold`` makes a 429 a *flood hold*, as Telegram does: once answered, every later call for that
 chat (with ``chat_id``) or of that method (without) is refused with 429 and the seconds still to wait, until
 ``retry_after`` seconds have passed (:class:`FloodHolds`; ``POST /sim/holds/lift`` lets the time pass).
@@ -47,6 +48,7 @@ class FaultSpec(BaseModel):
     seconds: float = Field(0.0, ge=0, le=600)
     chat_id: int | None = None
     hold: bool = False
+    min_stickers: int | None = Field(None, ge=1)
 
     @model_validator(mode="after")
     def _hold_is_a_429(self) -> FaultSpec:
@@ -54,9 +56,13 @@ class FaultSpec(BaseModel):
             raise ValueError("a flood hold is an error or error_after_apply fault with error_code 429")
         return self
 
-    def matches(self, method: str, chat_id: int | None) -> bool:
-        """Whether this fault is for a call of ``method`` (lower case) for ``chat_id``."""
-        return self.method.lower() in (method, "*") and self.chat_id in (None, chat_id)
+    def matches(self, method: str, chat_id: int | None, stickers: int = 0) -> bool:
+        """Whether this fault is for a call of ``method`` (lower case) for ``chat_id`` with ``stickers``."""
+        return (
+            self.method.lower() in (method, "*")
+            and self.chat_id in (None, chat_id)
+            and stickers >= (self.min_stickers or 0)
+        )
 
     def error(self) -> BotApiError:
         """The failure this fault answers with; a 429 always carries ``retry_after`` (default 1 s)."""
@@ -82,11 +88,12 @@ class FaultQueue:
         """Queue a fault (after any already queued for the same method)."""
         self._pending.append(spec.model_copy())
 
-    def take(self, method: str, chat_id: int | None = None) -> FaultSpec | None:
-        """The fault for this call of ``method`` for ``chat_id``, if any, counting it down."""
+    def take(self, method: str, chat_id: int | None = None, stickers: int = 0) -> FaultSpec | None:
+        """The fault for this call of ``method`` for ``chat_id`` sending ``stickers``, if any, counting it
+        down."""
         wanted = method.lower()
         for spec in self._pending:
-            if spec.matches(wanted, chat_id):
+            if spec.matches(wanted, chat_id, stickers):
                 spec.count -= 1
                 if spec.count <= 0:
                     self._pending.remove(spec)

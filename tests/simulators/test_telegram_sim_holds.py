@@ -93,3 +93,13 @@ def test_a_chat_fault_is_taken_only_by_that_chat() -> None:
     taken = queue.take("createnewstickerset", 42)
     assert taken is not None and taken.error_code == 413
     assert queue.pending() == []
+
+
+def test_a_fault_can_be_aimed_at_requests_with_many_stickers() -> None:
+    from simulators.telegram.faults import FaultQueue
+
+    queue = FaultQueue()
+    queue.add(FaultSpec(method="createNewStickerSet", error_code=413, count=5, min_stickers=12, chat_id=42))
+    assert queue.take("createNewStickerSet", 42, stickers=6) is None  # a smaller request passes
+    assert queue.take("createNewStickerSet", 42, stickers=12) is not None
+    assert queue.pending()[0].count == 4
