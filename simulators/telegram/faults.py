@@ -13,10 +13,11 @@ Kinds (``seconds`` is used by the delays, ``error_code``/``description``/``retry
   was delivered).
 
 ``min_stickers`` aims it at calls sending at least that many stickers (a ``createNewStickerSet`` too large
-for Telegram, which then answers 413 every time; a smaller request passes). ``chat_id`` aims a fault at the calls for one chat only (their ``chat_id``, or the ``user_id`` of the sticker
-calls). ``hold`` makes a 429 a *flood hold*, as Telegram does: once answered, every later call for that
-chat (with ``chat_id``) or of that method (without) is refused with 429 and the seconds still to wait, until
-``retry_after`` seconds have passed (:class:`FloodHolds`; ``POST /sim/holds/lift`` lets the time pass).
+for Telegram, which then answers 413 every time; a smaller request passes). ``chat_id`` aims a fault at
+the calls for one chat only (their ``chat_id``, or the ``user_id`` of the sticker calls). ``hold`` makes a
+429 a *flood hold*, as Telegram does: once answered, every later call for that chat (with ``chat_id``) or
+of that method (without) is refused with 429 and the seconds still to wait, until ``retry_after`` seconds
+have passed (:class:`FloodHolds`; ``POST /sim/holds/lift`` lets the time pass).
 """
 
 from __future__ import annotations
@@ -126,7 +127,7 @@ class FloodHolds:
         self._until[key] = max(until, self._until.get(key, 0.0))
 
     def refusal(self, method: str, chat_id: int | None) -> BotApiError | None:
-        """The 429 for a call under a hold (``retry_after``: whole seconds left, at least 1), else ``None``."""
+        """The 429 for a call under a hold (``retry_after``: whole seconds left, >= 1), else ``None``."""
         now = self._clock()
         keys = [("method", method.lower())] + ([("chat", str(chat_id))] if chat_id is not None else [])
         left = max((self._until.get(k, 0.0) - now for k in keys), default=0.0)
