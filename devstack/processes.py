@@ -224,14 +224,15 @@ class Stack:
 
     def restart_exited(self, *, keep_down: frozenset[str] = frozenset()) -> list[str]:
         """Start again every process that exited by itself (recorded as not ``caused``), like a container
-        runtime's restart policy; returns their names. ``keep_down``: names not to restart."""
+        runtime's restart policy; returns their names. ``keep_down``: names recorded but not restarted."""
         restarted = []
         for name, proc in list(self.procs.items()):
-            if proc.poll() is not None and name not in keep_down:
+            if proc.poll() is not None:
                 self.procs.pop(name)
                 self.exits.append(ProcessExit(name, proc.returncode, caused=False))
-                self.start(name)
-                restarted.append(name)
+                if name not in keep_down:
+                    self.start(name)
+                    restarted.append(name)
         return restarted
 
     def stop(self, name: str, timeout_s: float = 30.0) -> int:
