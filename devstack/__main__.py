@@ -151,6 +151,12 @@ def main() -> int:
         "--interval", type=float, nargs=2, default=(15.0, 30.0), help="seconds between faults (min max)"
     )
     chaos_cmd.add_argument("--lead-every", type=float, default=6.0, help="seconds between leads")
+    chaos_cmd.add_argument(
+        "--skip",
+        nargs="*",
+        default=[],
+        help="fault kinds not to inject (the ledger then says so: not checked)",
+    )
     args = parser.parse_args()
     if args.command == "chaos":
         return run_chaos(args)
@@ -170,6 +176,7 @@ def run_chaos(args: argparse.Namespace) -> int:
         seed=args.seed,
         interval=tuple(args.interval),
         lead_every_s=args.lead_every,
+        skip=frozenset(args.skip),
     )
     print(result.table())
     return 0 if result.ledger.ok else 1

@@ -111,6 +111,8 @@ def _kind(name: str) -> FaultKind:
         return FaultKind(name, "delivered or crashed", frozenset({"crashed"}), per_fault=WORKER_SLOTS)
     if name in ("ai:credit", "ai:auth"):
         return FaultKind(name, "unavailable, then delivered", pauses=True)
+    if name in ("tg:429-short:send-private", "tg:429-long:send-private", "tg:5xx", "tg:drop"):
+        return FaultKind(name, "delivered", holds_reply=True)
     if name == "ai:content":
         return FaultKind(name, "content_refused or delivered", frozenset({"content"}))
     return FaultKind(name, "delivered")

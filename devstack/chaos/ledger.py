@@ -33,6 +33,9 @@ from shared.texts import TEXTS
 __all__ = ["ProcessExit"]  # re-exported: the ledger judges the stack's exit records
 
 DEADLINE_S = 15 * 60  # spec/000: the failure text at 15 minutes from the upload
+#: The bot answers Start "within a few seconds" (issue 8), whatever flood wait another chat is under; a
+#: minute leaves room for a killed gateway or a restarting Postgres on the way.
+ANSWER_BOUND_S = 60.0
 CARD = re.compile(r"Lead #(\d+)\b")
 
 DELIVERED, DESIGNED, LET_DOWN = "delivered", "designed", "let_down"
@@ -76,7 +79,8 @@ class FaultKind:
     """What one kind of injected fault may do to guests (the expected outcome of the module table).
 
     ``causes``: the error classes of failed jobs it can explain (each injection explains ``per_fault``
-    jobs); ``pauses``: it may pause the queue, so "unavailable" and maintenance texts are expected.
+    jobs); ``pauses``: it may pause the queue, so "unavailable" and maintenance texts are expected;
+    ``holds_reply``: aimed at the guest's own reply to Start (which may then come late or never).
     """
 
     name: str
@@ -84,12 +88,13 @@ class FaultKind:
     causes: frozenset[str] = frozenset()
     per_fault: int = 1
     pauses: bool = False
+    holds_reply: bool = False
 
 
 @dataclass(frozen=True)
 class Guest:
-    """One guest as the run played them; ``accepted_at`` is wall-clock seconds of the accepted upload,
-    ``targeted`` the fault kinds aimed at (or seen hitting) this guest."""
+    """One guest as the run played them; ``accepted_at`` / ``started_at``: wall-clock seconds of the
+    accepted upload / of pressing Start, ``targeted`` the fault kinds aimed at (or seen hitting) them."""
 
     user_id: int
     photo: str
@@ -99,6 +104,7 @@ class Guest:
     job_id: str | None = None
     accepted_at: float | None = None
     targeted: tuple[str, ...] = ()
+    started_at: float | None = None
 
 
 @dataclass(frozen=True)
@@ -269,6 +275,11 @@ def judge(observed: Observed, kinds: Mapping[str, FaultKind]) -> Ledger:
         if len(owned) > 1:
             ledger.duplicated.append(f"guest {guest.user_id}: {len(owned)} sticker sets")
         outcome, reason, credited = _judge_guest(observed, guest, messages, owned, causes, pause_injected)
+        held = any(kinds[k].holds_reply for k in guest.targeted if k in kinds)
+        if outcome != LET_DOWN and guest.started_at is not None and messages and not held:
+            answered = messages[0].date - guest.started_at
+            if answered > ANSWER_BOUND_S:
+                outcome, reason = LET_DOWN, f"the bot answered Start after {answered:.0f}s"
         if outcome == DELIVERED and guest.accepted_at is not None:
             ledger.link_s.append(links[0].date - guest.accepted_at)
         if reason.startswith("silence") or reason.startswith("accepted but"):

@@ -223,12 +223,15 @@ class Chaos:
 # --- the plan ---------------------------------------------------------------------------------------
 
 
-def plan_guests(journeys: int, reps: int, rng: random.Random) -> list[GuestPlan]:
+def plan_guests(
+    journeys: int, reps: int, rng: random.Random, skip: frozenset[str] = frozenset()
+) -> list[GuestPlan]:
     """Guests ``700000 + i``: the hard photos and the Telegram faults aimed at guests, each ``reps`` times
     (on distinct guests where there are enough), the rest with plain face photos."""
     pictures = photos()
     hard = [k.removeprefix("photo:") for k in F.PHOTO_KINDS for _ in range(reps)]
-    tg = [k for k in F.GUEST_TG_KINDS for _ in range(reps)]
+    hard = [h for h in hard if f"photo:{h}" not in skip]
+    tg = [k for k in F.GUEST_TG_KINDS if k not in skip for _ in range(reps)]
     plans = []
     plain = itertools.cycle(["jpeg", "png"])
     for i in range(journeys):
@@ -247,8 +250,8 @@ def plan_guests(journeys: int, reps: int, rng: random.Random) -> list[GuestPlan]
     return plans
 
 
-def _spread(kinds: tuple[str, ...], reps: int, rng: random.Random) -> list[str]:
-    plan = [k for k in kinds for _ in range(reps)]
+def _spread(kinds: tuple[str, ...], reps: int, rng: random.Random, skip: frozenset[str]) -> list[str]:
+    plan = [k for k in kinds if k not in skip for _ in range(reps)]
     rng.shuffle(plan)
     return plan
 
@@ -348,9 +351,10 @@ def run(
     interval: tuple[float, float] = (2, 6),
     settle_s: float = 960,
     lead_every_s: float = 3.0,
+    skip: frozenset[str] = frozenset(),
 ) -> RunResult:
     """Play ``journeys`` guests (bursts of :data:`BURST_SIZE`) and ``leads`` leads with every fault kind
-    injected ``reps`` times; wait up to ``settle_s`` for the outcomes; judge."""
+    but those in ``skip`` injected ``reps`` times; wait up to ``settle_s`` for the outcomes; judge."""
     base = Path(tempfile.mkdtemp(prefix="sb-chaos-"))
     base.chmod(0o755)
     chaos = Chaos(base=base, seed=seed)
@@ -358,23 +362,27 @@ def run(
     result: RunResult | None = None
     try:
         stack = chaos.start()
-        guests_plan = plan_guests(journeys, reps, chaos.rng)
+        guests_plan = plan_guests(journeys, reps, chaos.rng, skip)
         threads = [
             threading.Thread(target=chaos.supervise, daemon=True),
             threading.Thread(target=chaos.steward, daemon=True),
             threading.Thread(
                 target=chaos._loop,
-                args=(_spread(F.STACK_KINDS, reps, chaos.rng), interval, lambda k, _o: chaos.inject_stack(k)),
+                args=(
+                    _spread(F.STACK_KINDS, reps, chaos.rng, skip),
+                    interval,
+                    lambda k, _o: chaos.inject_stack(k),
+                ),
                 daemon=True,
             ),
             threading.Thread(
                 target=chaos._loop,
-                args=(_spread(F.AI_KINDS, reps, chaos.rng), interval, chaos.inject_ai),
+                args=(_spread(F.AI_KINDS, reps, chaos.rng, skip), interval, chaos.inject_ai),
                 daemon=True,
             ),
             threading.Thread(
                 target=chaos._loop,
-                args=(_spread(F.GROUP_TG_KINDS, reps, chaos.rng), interval, chaos.inject_group),
+                args=(_spread(F.GROUP_TG_KINDS, reps, chaos.rng, skip), interval, chaos.inject_group),
                 daemon=True,
             ),
         ]

@@ -118,11 +118,14 @@ def play_guest(
         httpx.Client(base_url=ingest_url, timeout=30) as kiosk,
         httpx.Client(base_url=sim_url, timeout=30) as sim,
     ):
+        started: float | None = None
 
         def gave_up(what: str) -> Guest:
             if before_upload is not None:
                 before_upload.abort()
-            return Guest(plan.user_id, plan.photo.label, plan.photo.face, 0, what, None, None, plan.tags)
+            return Guest(
+                plan.user_id, plan.photo.label, plan.photo.face, 0, what, None, None, plan.tags, started
+            )
 
         opened = retrying(lambda: kiosk.post("/sessions", json={"station": "chaos"}))
         if opened is None or opened.status_code >= 400:
@@ -132,6 +135,7 @@ def play_guest(
         for fault in plan.tg_faults:
             sim.post("/sim/faults", json=fault).raise_for_status()
         start = {"text": f"/start {token}", "first_name": "G", "language_code": "en"}
+        started = time.time()
         sim.post(f"/sim/users/{plan.user_id}/messages", json=start).raise_for_status()
         deadline = time.monotonic() + link_timeout_s
         answered = 1
@@ -177,6 +181,7 @@ def play_guest(
             job_id=str(body["job_id"]) if accepted else None,
             accepted_at=time.time() if accepted else None,
             targeted=plan.tags,
+            started_at=started,
         )
 
 

@@ -32,6 +32,7 @@ KINDS = {
     "ai:credit": FaultKind("ai:credit", "paused, then delivered", pauses=True),
     "ai:safety": FaultKind("ai:safety", "content_refused", frozenset({"content"})),
     "tg:429": FaultKind("tg:429", "delivered"),
+    "tg:hold-own-chat": FaultKind("tg:hold-own-chat", "delivered", holds_reply=True),
 }
 
 
@@ -230,3 +231,16 @@ def test_the_table_has_a_row_per_injected_kind() -> None:
     assert table[1].split() == ["ai:credit", "4", "0", "0", "0"]
     assert table[2].split() == ["tg:429", "3", "1", "0", "0"]
     assert table[3].split() == ["-", "-", "1", "0", "0"]
+
+
+def test_a_start_answered_late_lets_the_guest_down_unless_their_own_chat_was_held() -> None:
+    world = delivered_world()
+    world.guests[0] = Guest(1, "jpeg", True, 202, job_id="j1", accepted_at=T0, started_at=T0 + 30)
+    assert judge(world, KINDS).verdicts[0].outcome == DELIVERED  # answered 30 s after Start
+    world.guests[0] = Guest(1, "jpeg", True, 202, job_id="j1", accepted_at=T0, started_at=T0 - 10)
+    verdict = judge(world, KINDS).verdicts[0]
+    assert verdict.outcome == LET_DOWN and verdict.reason == "the bot answered Start after 70s"
+    world.guests[0] = Guest(
+        1, "jpeg", True, 202, job_id="j1", accepted_at=T0, started_at=T0 - 10, targeted=("tg:hold-own-chat",)
+    )
+    assert judge(world, KINDS).verdicts[0].outcome == DELIVERED
