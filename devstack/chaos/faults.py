@@ -44,6 +44,10 @@ Each kind: how it is injected → the expected guest outcome.
 - ``kiosk:burst20``: 20 kiosks upload at the same moment, the hard photos among them → every guest as
   above; ingest does not exit.
 
+Today's gateway sends the 12 stickers inline with ``createNewStickerSet``, so ``uploadStickerFile`` is
+only called if delivery starts using it (e.g. the 413 fallback): until then the ``tg:429-*:upload`` faults
+stay queued and the run lists them under "faults queued but never met".
+
 AI faults go to whichever job calls next; the ledger tags a guest with the AI kind its job met from its
 ``api_usage`` outcomes (:data:`AI_OUTCOME_KIND`). Long holds are lifted by the run, because the point of
 the fault is isolation (nobody else waits), and an hour-long hold would otherwise keep that one guest past

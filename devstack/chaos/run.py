@@ -224,18 +224,28 @@ class Chaos:
 
 
 def plan_guests(
-    journeys: int, reps: int, rng: random.Random, skip: frozenset[str] = frozenset()
+    journeys: int,
+    reps: int,
+    rng: random.Random,
+    skip: frozenset[str] = frozenset(),
+    faces: int | None = None,
 ) -> list[GuestPlan]:
     """Guests ``700000 + i``: the hard photos and the Telegram faults aimed at guests, each ``reps`` times
-    (on distinct guests where there are enough), the rest with plain face photos."""
+    (on distinct guests where there are enough, else several on one), the rest with plain face photos; or,
+    past ``faces`` photos with a face, photos without one (cheap to refuse: a short run stays short and
+    its burst still sends 20 uploads at once)."""
     pictures = photos()
     hard = [k.removeprefix("photo:") for k in F.PHOTO_KINDS for _ in range(reps)]
     hard = [h for h in hard if f"photo:{h}" not in skip]
     tg = [k for k in F.GUEST_TG_KINDS if k not in skip for _ in range(reps)]
     plans = []
     plain = itertools.cycle(["jpeg", "png"])
+    no_face = itertools.cycle(["no_face:welder", "no_face:pug_heic"])
     for i in range(journeys):
         label = hard[i] if i < len(hard) else next(plain)
+        with_face = sum(1 for p in plans if p.photo.face)
+        if faces is not None and i >= len(hard) and with_face >= faces:
+            label = next(no_face)
         plans.append(GuestPlan(700_000 + i, pictures[label], OUTFITS[i % len(OUTFITS)]))
     faceful = [p for p in plans if p.photo.face]
     rng.shuffle(faceful)
@@ -352,9 +362,11 @@ def run(
     settle_s: float = 960,
     lead_every_s: float = 3.0,
     skip: frozenset[str] = frozenset(),
+    faces: int | None = None,
 ) -> RunResult:
     """Play ``journeys`` guests (bursts of :data:`BURST_SIZE`) and ``leads`` leads with every fault kind
-    but those in ``skip`` injected ``reps`` times; wait up to ``settle_s`` for the outcomes; judge."""
+    but those in ``skip`` injected ``reps`` times (``faces``: at most so many photos with a face, see
+    :func:`plan_guests`); wait up to ``settle_s`` for the outcomes; judge."""
     base = Path(tempfile.mkdtemp(prefix="sb-chaos-"))
     base.chmod(0o755)
     chaos = Chaos(base=base, seed=seed)
@@ -362,7 +374,7 @@ def run(
     result: RunResult | None = None
     try:
         stack = chaos.start()
-        guests_plan = plan_guests(journeys, reps, chaos.rng, skip)
+        guests_plan = plan_guests(journeys, reps, chaos.rng, skip, faces)
         threads = [
             threading.Thread(target=chaos.supervise, daemon=True),
             threading.Thread(target=chaos.steward, daemon=True),
