@@ -238,7 +238,7 @@ def plan_guests(
     hard = [k.removeprefix("photo:") for k in F.PHOTO_KINDS for _ in range(reps)]
     hard = [h for h in hard if f"photo:{h}" not in skip]
     tg = [k for k in F.GUEST_TG_KINDS if k not in skip for _ in range(reps)]
-    plans = []
+    plans: list[GuestPlan] = []
     plain = itertools.cycle(["jpeg", "png"])
     no_face = itertools.cycle(["no_face:welder", "no_face:pug_heic"])
     for i in range(journeys):

@@ -47,3 +47,10 @@ def test_the_plan_aims_every_guest_kind_reps_times() -> None:
         assert tags[kind] == 3, kind
     assert len({p.user_id for p in plans}) == 100
     assert all(p.photo.face for p in plans if any(t.startswith("tg:") for t in p.tags))
+
+
+def test_a_short_plan_keeps_its_burst_but_renders_few() -> None:
+    plans = plan_guests(20, 1, random.Random(1), faces=8)
+    assert len(plans) == 20 and sum(p.photo.face for p in plans) == 8
+    tags = Counter(t for p in plans for t in p.tags)
+    assert all(tags[k] >= 1 for k in (*F.GUEST_TG_KINDS, *F.PHOTO_KINDS))
