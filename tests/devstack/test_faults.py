@@ -13,6 +13,8 @@ from devstack.chaos.run import plan_guests
 from simulators.ai.state import FaultSpec as AiFaultSpec
 from simulators.telegram.faults import FaultSpec as TgFaultSpec
 
+pytestmark = pytest.mark.unit
+
 
 @pytest.mark.parametrize("kind", F.GUEST_TG_KINDS)
 def test_guest_telegram_faults_are_valid_and_aimed_at_the_guest(kind: str) -> None:

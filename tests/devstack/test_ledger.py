@@ -35,6 +35,8 @@ KINDS = {
     "tg:hold-own-chat": FaultKind("tg:hold-own-chat", "delivered", holds_reply=True),
 }
 
+pytestmark = pytest.mark.unit
+
 
 def en(key: str, **values: str) -> str:
     return TEXTS[key]["en"].format(**values)
