@@ -152,6 +152,10 @@ def main() -> int:
     )
     chaos_cmd.add_argument("--lead-every", type=float, default=6.0, help="seconds between leads")
     chaos_cmd.add_argument(
+        "--settle", type=float, default=960, help="seconds to wait for every job to end after the traffic"
+    )
+    chaos_cmd.add_argument("--faces", type=int, default=None, help="at most so many photos with a face")
+    chaos_cmd.add_argument(
         "--skip",
         nargs="*",
         default=[],
@@ -177,6 +181,8 @@ def run_chaos(args: argparse.Namespace) -> int:
         interval=tuple(args.interval),
         lead_every_s=args.lead_every,
         skip=frozenset(args.skip),
+        settle_s=args.settle,
+        faces=args.faces,
     )
     print(result.table())
     return 0 if result.ledger.ok else 1
