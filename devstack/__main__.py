@@ -159,7 +159,7 @@ def main() -> int:
         "--skip",
         nargs="*",
         default=[],
-        help="fault kinds not to inject (the ledger then says so: not checked)",
+        help="fault kinds not to inject (then absent from the table: not checked)",
     )
     args = parser.parse_args()
     if args.command == "chaos":
