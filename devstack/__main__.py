@@ -141,27 +141,51 @@ def main() -> int:
             "--ai-sim", action="store_true", help="render through the AI provider simulator (real SDKs)"
         )
     chaos_cmd = sub.add_parser(
-        "chaos", help="journeys and leads under faults; checks nothing is lost or doubled"
+        "chaos", help="journeys and leads under faults; a ledger of every guest's outcome"
     )
-    chaos_cmd.add_argument("--journeys", type=int, default=100)
+    chaos_cmd.add_argument("--journeys", type=int, default=100, help="guests, in bursts of 20 kiosks")
     chaos_cmd.add_argument("--leads", type=int, default=100)
-    chaos_cmd.add_argument("--faults", type=int, default=21, help="faults injected (each kind at least once)")
+    chaos_cmd.add_argument("--reps", type=int, default=3, help="injections of every fault kind")
     chaos_cmd.add_argument("--seed", type=int, default=7)
+    chaos_cmd.add_argument(
+        "--interval", type=float, nargs=2, default=(15.0, 30.0), help="seconds between faults (min max)"
+    )
+    chaos_cmd.add_argument("--lead-every", type=float, default=6.0, help="seconds between leads")
+    chaos_cmd.add_argument(
+        "--settle", type=float, default=960, help="seconds to wait for every job to end after the traffic"
+    )
+    chaos_cmd.add_argument("--faces", type=int, default=None, help="at most so many photos with a face")
+    chaos_cmd.add_argument(
+        "--skip",
+        nargs="*",
+        default=[],
+        help="fault kinds not to inject (then absent from the table: not checked)",
+    )
     args = parser.parse_args()
     if args.command == "chaos":
-        return run_chaos(args.journeys, args.leads, args.faults, args.seed)
+        return run_chaos(args)
     if args.command == "demo":
         return demo(args.photo, ai_sim=args.ai_sim)
     return up(ai_sim=args.ai_sim)
 
 
-def run_chaos(journeys: int, leads: int, faults: int, seed: int) -> int:
+def run_chaos(args: argparse.Namespace) -> int:
+    """``make chaos``: exits 1 on any guest let down, anything lost or duplicated, an unexpected exit."""
     from devstack import chaos
 
-    photo, _name = default_photo()
-    report = chaos.run(journeys=journeys, leads=leads, faults=faults, photo=photo, seed=seed)
-    print(report.table())
-    return 0 if not report.lost and not report.duplicated else 1
+    result = chaos.run(
+        journeys=args.journeys,
+        leads=args.leads,
+        reps=args.reps,
+        seed=args.seed,
+        interval=tuple(args.interval),
+        lead_every_s=args.lead_every,
+        skip=frozenset(args.skip),
+        settle_s=args.settle,
+        faces=args.faces,
+    )
+    print(result.table())
+    return 0 if result.ledger.ok else 1
 
 
 if __name__ == "__main__":

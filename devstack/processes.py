@@ -1,7 +1,9 @@
 """The stack's processes: the Telegram simulator and the five services, each a separate OS process.
 
 The services exchange work only through Redis Streams and Postgres, exactly as in containers; this module
-only starts, watches and stops them (and can SIGKILL one, for the crash tests).
+only starts, watches and stops them (and can SIGKILL one, for the crash tests). Every exit is recorded in
+``Stack.exits``: ``caused`` when this module killed or stopped the process, not when it ended by itself
+(found by :meth:`Stack.restart_exited`, the restart policy of a container runtime).
 """
 
 from __future__ import annotations
@@ -36,6 +38,16 @@ MODULES = {
 DEV_BOT_TOKEN = "123456789:SIMULATOR-dev-token-not-a-secret-000000"
 
 
+@dataclass(frozen=True)
+class ProcessExit:
+    """A process that ended: ``returncode`` (negative: the signal), ``caused``: we killed or stopped it."""
+
+    service: str
+    returncode: int | None
+    caused: bool
+    at: float = field(default_factory=time.time)
+
+
 @dataclass
 class StackConfig:
     """Where the stack's stores are and how its processes are configured.
@@ -66,6 +78,7 @@ class Stack:
     def __init__(self, config: StackConfig) -> None:
         self.config = config
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
+        self.exits: list[ProcessExit] = []
         config.log_dir.mkdir(parents=True, exist_ok=True)
 
     @property
@@ -202,19 +215,39 @@ class Stack:
     def kill(self, name: str) -> None:
         """SIGKILL ``name`` (no cleanup at all, like an OOM kill)."""
         proc = self.procs.pop(name)
+        if proc.poll() is not None:  # it ended by itself before we could kill it
+            self.exits.append(ProcessExit(name, proc.returncode, caused=False))
+            return
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=10)
+        self.exits.append(ProcessExit(name, proc.returncode, caused=True))
+
+    def restart_exited(self, *, keep_down: frozenset[str] = frozenset()) -> list[str]:
+        """Start again every process that exited by itself (recorded as not ``caused``), like a container
+        runtime's restart policy; returns their names. ``keep_down``: names recorded but not restarted."""
+        restarted = []
+        for name, proc in list(self.procs.items()):
+            if proc.poll() is not None:
+                self.procs.pop(name)
+                self.exits.append(ProcessExit(name, proc.returncode, caused=False))
+                if name not in keep_down:
+                    self.start(name)
+                    restarted.append(name)
+        return restarted
 
     def stop(self, name: str, timeout_s: float = 30.0) -> int:
         """SIGTERM ``name`` and wait for its graceful exit (SIGKILL after ``timeout_s``); returns its code."""
         proc = self.procs.pop(name)
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(timeout=timeout_s)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout=10)
+        if proc.poll() is not None:
+            self.exits.append(ProcessExit(name, proc.returncode, caused=False))
+            return int(proc.returncode)
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
+        self.exits.append(ProcessExit(name, proc.returncode, caused=True))
         return int(proc.returncode)
 
     def stop_all(self) -> None:

@@ -42,6 +42,24 @@ def _success(result: Any) -> dict[str, Any]:
     return {"ok": True, "result": result}
 
 
+def _target_chat(params: Params) -> int | None:
+    """The chat a call is for: its ``chat_id`` (numeric), else the ``user_id`` of the sticker methods."""
+    for name in ("chat_id", "user_id"):
+        if params.has(name):
+            value = params.integer(name)
+            return value or None
+    return None
+
+
+def _sticker_count(params: Params) -> int:
+    """How many stickers a call sends (its ``stickers`` JSON array; 0 when absent or malformed)."""
+    try:
+        stickers = json.loads(params.text("stickers") or "[]")
+    except ValueError:
+        return 0
+    return len(stickers) if isinstance(stickers, list) else 0
+
+
 def _dumps(body: Any) -> str:
     return json.dumps(body, ensure_ascii=False, separators=(",", ":"))
 
@@ -67,6 +85,7 @@ class BotApi:
         method = self._methods.get(called.lower())
         params = Params({}, {})
         fault: FaultSpec | None = None
+        held = None
         try:
             if request.match_info["token"] != sim.config.token:
                 raise BotApiError(401, UNAUTHORIZED)
@@ -81,7 +100,13 @@ class BotApi:
                 params = await read_params(request)
             except web.HTTPRequestEntityTooLarge:
                 raise BotApiError(413, TOO_LARGE) from None
-            fault = sim.faults.take(method.name)
+            chat_id = _target_chat(params)
+            held = sim.holds.refusal(method.name, chat_id)
+            if held is not None:
+                raise held
+            fault = sim.faults.take(method.name, chat_id, _sticker_count(params))
+            if fault is not None and fault.hold:
+                sim.holds.start(fault, method.name)
             outcome = await self._run(method, params, fault)
         except BotApiError as error:
             outcome = _Outcome(error.payload(), error.error_code)
@@ -96,7 +121,7 @@ class BotApi:
                 ok=bool(body.get("ok")),
                 error_code=body.get("error_code"),
                 description=body.get("description") if not body.get("ok") else None,
-                fault=fault.kind if fault else None,
+                fault="hold" if held is not None else fault.kind if fault else None,
                 duration_ms=round((time.perf_counter() - started) * 1000, 2),
             )
         )

@@ -121,6 +121,8 @@ class ControlApi:
             ("GET", "/sim/faults", self.faults),
             ("POST", "/sim/faults", self.add_fault),
             ("DELETE", "/sim/faults", self.clear_faults),
+            ("GET", "/sim/holds", self.holds),
+            ("POST", "/sim/holds/lift", self.lift_holds),
             ("GET", "/sim/limits", self.limits),
             ("POST", "/sim/limits", self.set_limits),
         ]
@@ -321,6 +323,14 @@ class ControlApi:
         """Drop all queued faults."""
         self._sim.faults.clear()
         return web.json_response({"ok": True})
+
+    async def holds(self, request: web.Request) -> web.StreamResponse:
+        """Flood holds in force."""
+        return web.json_response(self._sim.holds.active())
+
+    async def lift_holds(self, request: web.Request) -> web.StreamResponse:
+        """Let the time of every flood hold pass."""
+        return web.json_response({"lifted": self._sim.holds.lift()})
 
     async def limits(self, request: web.Request) -> web.StreamResponse:
         """The limits in force."""

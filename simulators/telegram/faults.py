@@ -11,13 +11,23 @@ Kinds (``seconds`` is used by the delays, ``error_code``/``description``/``retry
 - ``drop``: close the connection without answering or applying.
 - ``drop_after_apply``: do the call, then close the connection without answering (a timed-out send that
   was delivered).
+
+``min_stickers`` aims it at calls sending at least that many stickers (a ``createNewStickerSet`` too large
+for Telegram, which then answers 413 every time; a smaller request passes). ``chat_id`` aims a fault at
+the calls for one chat only (their ``chat_id``, or the ``user_id`` of the sticker calls). ``hold`` makes a
+429 a *flood hold*, as Telegram does: once answered, every later call for that chat (with ``chat_id``) or
+of that method (without) is refused with 429 and the seconds still to wait, until ``retry_after`` seconds
+have passed (:class:`FloodHolds`; ``POST /sim/holds/lift`` lets the time pass).
 """
 
 from __future__ import annotations
 
-from typing import Literal
+import math
+import time
+from collections.abc import Callable
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from simulators.telegram.errors import BotApiError, default_description, too_many_requests
 
@@ -37,6 +47,23 @@ class FaultSpec(BaseModel):
     description: str | None = None
     retry_after: int | None = Field(None, ge=1)
     seconds: float = Field(0.0, ge=0, le=600)
+    chat_id: int | None = None
+    hold: bool = False
+    min_stickers: int | None = Field(None, ge=1)
+
+    @model_validator(mode="after")
+    def _hold_is_a_429(self) -> FaultSpec:
+        if self.hold and (self.error_code != 429 or self.kind not in ("error", "error_after_apply")):
+            raise ValueError("a flood hold is an error or error_after_apply fault with error_code 429")
+        return self
+
+    def matches(self, method: str, chat_id: int | None, stickers: int = 0) -> bool:
+        """Whether this fault is for a call of ``method`` (lower case) for ``chat_id`` with ``stickers``."""
+        return (
+            self.method.lower() in (method, "*")
+            and self.chat_id in (None, chat_id)
+            and stickers >= (self.min_stickers or 0)
+        )
 
     def error(self) -> BotApiError:
         """The failure this fault answers with; a 429 always carries ``retry_after`` (default 1 s)."""
@@ -62,11 +89,12 @@ class FaultQueue:
         """Queue a fault (after any already queued for the same method)."""
         self._pending.append(spec.model_copy())
 
-    def take(self, method: str) -> FaultSpec | None:
-        """The fault for this call of ``method``, if any, counting it down."""
+    def take(self, method: str, chat_id: int | None = None, stickers: int = 0) -> FaultSpec | None:
+        """The fault for this call of ``method`` for ``chat_id`` sending ``stickers``, if any, counting it
+        down."""
         wanted = method.lower()
         for spec in self._pending:
-            if spec.method.lower() in (wanted, "*"):
+            if spec.matches(wanted, chat_id, stickers):
                 spec.count -= 1
                 if spec.count <= 0:
                     self._pending.remove(spec)
@@ -80,3 +108,47 @@ class FaultQueue:
     def clear(self) -> None:
         """Drop every queued fault."""
         self._pending.clear()
+
+
+class FloodHolds:
+    """Flood waits in force: a chat or a method refused with 429 until its ``retry_after`` has passed.
+
+    ``clock`` is monotonic seconds.
+    """
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        self._until: dict[tuple[str, str], float] = {}
+
+    def start(self, spec: FaultSpec, method: str) -> None:
+        """Hold the chat of ``spec`` (or ``method``) for its ``retry_after`` seconds from now."""
+        key = ("chat", str(spec.chat_id)) if spec.chat_id is not None else ("method", method.lower())
+        until = self._clock() + (spec.retry_after or 1)
+        self._until[key] = max(until, self._until.get(key, 0.0))
+
+    def refusal(self, method: str, chat_id: int | None) -> BotApiError | None:
+        """The 429 for a call under a hold (``retry_after``: whole seconds left, >= 1), else ``None``."""
+        now = self._clock()
+        keys = [("method", method.lower())] + ([("chat", str(chat_id))] if chat_id is not None else [])
+        left = max((self._until.get(k, 0.0) - now for k in keys), default=0.0)
+        for key in [k for k, until in self._until.items() if until <= now]:
+            del self._until[key]
+        return too_many_requests(math.ceil(left)) if left > 0 else None
+
+    def active(self) -> list[dict[str, Any]]:
+        """Holds in force: ``{"chat_id"|"method", "seconds_left"}``."""
+        now = self._clock()
+        return [
+            {
+                ("chat_id" if kind == "chat" else "method"): int(name) if kind == "chat" else name,
+                "seconds_left": round(until - now, 1),
+            }
+            for (kind, name), until in self._until.items()
+            if until > now
+        ]
+
+    def lift(self) -> int:
+        """Let the time pass: every hold ends now; returns how many were in force."""
+        lifted = len(self.active())
+        self._until.clear()
+        return lifted

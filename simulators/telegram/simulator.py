@@ -20,7 +20,7 @@ from simulators.telegram.blobs import BlobStore
 from simulators.telegram.calls import CallLog
 from simulators.telegram.config import SimConfig
 from simulators.telegram.errors import FILE_TOO_BIG, URL_FETCH_FAILED, fail
-from simulators.telegram.faults import FaultQueue
+from simulators.telegram.faults import FaultQueue, FloodHolds
 from simulators.telegram.formatting import bot_commands, command_entities
 from simulators.telegram.polling import LongPoll
 from simulators.telegram.ratelimit import FloodControl
@@ -69,6 +69,7 @@ class Simulator:
         self.blobs = BlobStore(files_dir)
         self.flood = FloodControl(config.limits())
         self.faults = FaultQueue()
+        self.holds = FloodHolds()
         self.calls = CallLog()
         self.poll = LongPoll()
         self.revision = 0
@@ -95,6 +96,7 @@ class Simulator:
         self.blobs.clear()
         self.flood.configure(self.config.limits())
         self.faults.clear()
+        self.holds.lift()
         self.calls.clear()
         self.poll.notify()
         self.touch()

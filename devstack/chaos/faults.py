@@ -1,0 +1,203 @@
+"""The faults a chaos run injects, each in the wire shape of the outside world, and what a guest should see.
+
+Each kind: how it is injected → the expected guest outcome.
+
+- ``kill:<service>``: SIGKILL, started again 0.2–1.5 s later → delivered; ``kill:worker`` may fail a job
+  killed twice (class ``crashed``, the generic text, ``MAX_ATTEMPTS`` 2): designed, at most ``WORKER_SLOTS``
+  jobs per kill.
+- ``redis_restart``: Redis restarted empty → delivered.
+- ``postgres_restart``: Postgres stopped and started → delivered; no service exits by itself (an exit
+  counts as unexpected).
+- ``tg:429-short:send-private``: 429 ``retry_after`` 3 on ``sendMessage`` to one guest's chat, a flood hold
+  → delivered.
+- ``tg:429-long:send-private``: 429 ``retry_after`` 3600 on one guest's chat, lifted after 20 s (time
+  passing) → that guest delivered after the lift; no other guest delayed (every deadline still holds).
+- ``tg:429-short:send-group`` / ``tg:429-long:send-group``: 429 ``retry_after`` 5 / 7200 on
+  ``sendMessage`` to the leads group (long: lifted after 20 s) → every card once; guests undisturbed.
+- ``tg:429-short:upload`` / ``tg:429-long:upload``: 429 ``retry_after`` 3 / 3600 on ``uploadStickerFile``
+  for one guest (long: lifted after 20 s) → delivered.
+- ``tg:429-short:create`` / ``tg:429-long:create``: the same on ``createNewStickerSet`` → delivered.
+- ``tg:413:create``: 413 on every ``createNewStickerSet`` of 12 stickers for one guest (a smaller one
+  passes) → delivered through a smaller create plus ``addStickerToSet``, one set.
+- ``tg:5xx``: 502 on ``sendMessage`` or 500 on ``createNewStickerSet`` for one guest → delivered.
+- ``tg:drop``: ``sendMessage`` to one guest, connection closed, nothing applied → delivered (the message
+  lost is their "linked" reply: at most once).
+- ``tg:drop-after-apply``: ``sendMessage`` to one guest applied, then the connection closed (timed out but
+  delivered) → delivered, no message twice.
+- ``tg:slow-after-apply``: ``createNewStickerSet`` for one guest applied, answered after 20 s (past the
+  client's time-out) → delivered, one set.
+- ``ai:rate_limit``: Gemini 429 with ``RetryInfo.retryDelay`` 2 s → delivered.
+- ``ai:quota_day``: Gemini 429 on a per-day quota → delivered (OpenAI serves).
+- ``ai:credit``: both providers out of credit, in turn 402, the credit texts (``prepayment credits are
+  depleted`` / ``insufficient_quota``) and ``billing_hard_limit_reached`` → "unavailable, your photo is
+  saved", the run's admin ``/resume`` 5 s later, then delivered.
+- ``ai:auth``: both providers reject the key (Gemini ``API_KEY_INVALID``, OpenAI 401) → as ``ai:credit``.
+- ``ai:overloaded``: Gemini 503 "The model is overloaded" → delivered (OpenAI serves).
+- ``ai:content``: Gemini's safety block and OpenAI's ``moderation_blocked`` on one photo → the
+  ``content_refused`` text (designed), or delivered when a later call served.
+- ``ai:timeout``: Gemini answers after 25 s, past ``AI_TIMEOUT_SEC`` 15 s → delivered.
+- ``ai:not_image``: Gemini answers 200 without an image → delivered (retried).
+- ``photo:cmyk|16bit|alpha|heic``: a kiosk uploads a CMYK JPEG, a 16-bit PNG, a PNG with alpha, a HEIC
+  with a face → delivered.
+- ``photo:no_face:welder|pug_heic``: the welder (16-bit PNG), the pug (HEIC) → 422 ``no_face`` at the
+  upload (designed), or the ``no_face`` text.
+- ``kiosk:burst20``: 20 kiosks upload at the same moment, the hard photos among them → every guest as
+  above; ingest does not exit.
+
+Today's gateway sends the 12 stickers inline with ``createNewStickerSet``, so ``uploadStickerFile`` is
+only called if delivery starts using it (e.g. the 413 fallback): until then the ``tg:429-*:upload`` faults
+stay queued and the run lists them under "faults queued but never met".
+
+AI faults go to whichever job calls next; the ledger tags a guest with the AI kind its job met from its
+``api_usage`` outcomes (:data:`AI_OUTCOME_KIND`). Long holds are lifted by the run, because the point of
+the fault is isolation (nobody else waits), and an hour-long hold would otherwise keep that one guest past
+their deadline by Telegram's will, not ours.
+"""
+
+from __future__ import annotations
+
+from devstack.chaos.ledger import FaultKind
+from devstack.processes import SERVICES
+
+WORKER_SLOTS = 2
+HOLD_LIFT_AFTER_S = 20.0
+LONG_HOLD_S = 3600
+
+STACK_KINDS = (*(f"kill:{s}" for s in SERVICES), "redis_restart", "postgres_restart")
+GUEST_TG_KINDS = (
+    "tg:429-short:send-private",
+    "tg:429-long:send-private",
+    "tg:429-short:upload",
+    "tg:429-long:upload",
+    "tg:429-short:create",
+    "tg:429-long:create",
+    "tg:413:create",
+    "tg:5xx",
+    "tg:drop",
+    "tg:drop-after-apply",
+    "tg:slow-after-apply",
+)
+GROUP_TG_KINDS = ("tg:429-short:send-group", "tg:429-long:send-group")
+AI_KINDS = (
+    "ai:rate_limit",
+    "ai:quota_day",
+    "ai:credit",
+    "ai:auth",
+    "ai:overloaded",
+    "ai:content",
+    "ai:timeout",
+    "ai:not_image",
+)
+PHOTO_KINDS = (
+    "photo:cmyk",
+    "photo:16bit",
+    "photo:alpha",
+    "photo:heic",
+    "photo:no_face:welder",
+    "photo:no_face:pug_heic",
+)
+BURST = "kiosk:burst20"
+#: ``api_usage.outcome`` (the worker's error class) → the AI fault kind that produces it.
+AI_OUTCOME_KIND = {
+    "rate_limit": "ai:rate_limit",
+    "quota_day": "ai:quota_day",
+    "credit": "ai:credit",
+    "auth": "ai:auth",
+    "outage": "ai:overloaded",
+    "content": "ai:content",
+    "timeout": "ai:timeout",
+    "invalid": "ai:not_image",
+}
+
+
+def _kind(name: str) -> FaultKind:
+    if name == "kill:worker":
+        return FaultKind(name, "delivered or crashed", frozenset({"crashed"}), per_fault=WORKER_SLOTS)
+    if name in ("ai:credit", "ai:auth"):
+        return FaultKind(name, "unavailable, then delivered", pauses=True)
+    if name in ("tg:429-short:send-private", "tg:429-long:send-private", "tg:5xx", "tg:drop"):
+        return FaultKind(name, "delivered", holds_reply=True)
+    if name == "ai:content":
+        return FaultKind(name, "content_refused or delivered", frozenset({"content"}))
+    return FaultKind(name, "delivered")
+
+
+KINDS: dict[str, FaultKind] = {
+    k: _kind(k) for k in (*STACK_KINDS, *GUEST_TG_KINDS, *GROUP_TG_KINDS, *AI_KINDS, *PHOTO_KINDS, BURST)
+}
+
+
+def guest_tg_faults(kind: str, user_id: int, occurrence: int) -> list[dict[str, object]]:
+    """``POST /sim/faults`` bodies of a Telegram fault aimed at guest ``user_id`` (their private chat is
+    ``user_id``; the sticker calls carry it as ``user_id``)."""
+    hold = {"error_code": 429, "hold": True, "chat_id": user_id}
+    if kind.startswith("tg:429-"):
+        seconds = LONG_HOLD_S if "-long:" in kind else 3
+        method = {
+            "send-private": "sendMessage",
+            "upload": "uploadStickerFile",
+            "create": "createNewStickerSet",
+        }[kind.rsplit(":", 1)[1]]
+        return [{"method": method, "retry_after": seconds, **hold}]
+    if kind == "tg:413:create":
+        return [
+            {
+                "method": "createNewStickerSet",
+                "error_code": 413,
+                "description": "Request Entity Too Large",
+                "count": 1000,
+                "min_stickers": 12,
+                "chat_id": user_id,
+            }
+        ]
+    if kind == "tg:5xx":
+        if occurrence % 2:
+            return [{"method": "createNewStickerSet", "error_code": 500, "chat_id": user_id}]
+        return [
+            {"method": "sendMessage", "error_code": 502, "description": "Bad Gateway", "chat_id": user_id}
+        ]
+    if kind == "tg:drop":
+        return [{"method": "sendMessage", "kind": "drop", "chat_id": user_id}]
+    if kind == "tg:drop-after-apply":
+        return [{"method": "sendMessage", "kind": "drop_after_apply", "chat_id": user_id}]
+    if kind == "tg:slow-after-apply":
+        return [
+            {"method": "createNewStickerSet", "kind": "delay_after_apply", "seconds": 20, "chat_id": user_id}
+        ]
+    raise ValueError(kind)
+
+
+def group_tg_faults(kind: str, leads_chat_id: int) -> list[dict[str, object]]:
+    """``POST /sim/faults`` bodies of a flood hold on the leads group."""
+    seconds = 7200 if kind == "tg:429-long:send-group" else 5
+    return [
+        {
+            "method": "sendMessage",
+            "error_code": 429,
+            "retry_after": seconds,
+            "hold": True,
+            "chat_id": leads_chat_id,
+        }
+    ]
+
+
+def ai_faults(kind: str, occurrence: int) -> list[dict[str, object]]:
+    """``POST /sim/faults`` bodies of the AI provider simulator for one injection of ``kind``."""
+    if kind == "ai:rate_limit":
+        return [{"kind": "rate_limit", "provider": "gemini", "retry_after_s": 2}]
+    if kind == "ai:quota_day":
+        return [{"kind": "quota_day", "provider": "gemini"}]
+    if kind == "ai:credit":
+        variant = ("payment_required", "credit", "billing_hard_limit")[occurrence % 3]
+        return [{"kind": variant, "provider": "gemini"}, {"kind": variant, "provider": "openai"}]
+    if kind == "ai:auth":
+        return [{"kind": "auth", "provider": "gemini"}, {"kind": "auth", "provider": "openai"}]
+    if kind == "ai:overloaded":
+        return [{"kind": "overloaded", "provider": "gemini"}]
+    if kind == "ai:content":
+        return [{"kind": "safety", "provider": "gemini"}, {"kind": "safety", "provider": "openai"}]
+    if kind == "ai:timeout":
+        return [{"kind": "timeout", "provider": "gemini", "delay_s": 25}]
+    if kind == "ai:not_image":
+        return [{"kind": "no_image", "provider": "gemini", "call": "image"}]
+    raise ValueError(kind)

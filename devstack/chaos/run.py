@@ -1,0 +1,461 @@
+"""One chaos run: guests (in bursts of kiosks uploading at once) and leads while the faults of
+:mod:`devstack.chaos.faults` are injected; then everything is gathered and judged by
+:mod:`devstack.chaos.ledger`.
+
+Everything runs on servers of its own (spare ports, a temporary folder), so a restart touches nothing else
+on the machine. The AI provider simulator runs too, so provider faults go through the real SDKs. Used by
+``make chaos`` (full size) and, small, by ``make test``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import itertools
+import random
+import shutil
+import tempfile
+import threading
+import time
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import asyncpg
+import httpx
+
+from devstack.chaos import faults as F
+from devstack.chaos.ledger import (
+    BotMessage,
+    Guest,
+    JobRow,
+    LeadSubmission,
+    Ledger,
+    Observed,
+    StickerSet,
+    judge,
+)
+from devstack.chaos.traffic import GuestPlan, photos, play_guest, submit_lead
+from devstack.infra import with_database
+from devstack.journey import chat_messages
+from devstack.processes import Stack, StackConfig
+from devstack.servers import PostgresServer, RedisServer
+from shared.db import plain_url
+from shared.migrate import migrate
+
+MAX_ATTEMPTS = 2
+BURST_SIZE = 20
+ADMIN_TOKEN = "chaos-admin-token-not-a-secret-0001"
+PAUSE_RESUME_AFTER_S = 5.0
+CHAOS_ENV = {
+    "STREAM_LEASE_SEC": "5",
+    "RECONCILE_GRACE_SEC": "2",
+    "RECONCILE_INTERVAL_SEC": "1",
+    "REPUBLISH_AFTER_SEC": "15",
+    "SENDING_STALE_SEC": "10",
+    "HEARTBEAT_SEC": "1",
+    "HEARTBEAT_TIMEOUT_SEC": "12",
+    "RETRY_DELAY_SEC": "1",
+    "MAX_ATTEMPTS": str(MAX_ATTEMPTS),
+    "PACK_POLL_FAST_SEC": "0.5",
+    "SWEEP_INTERVAL_SEC": "0.5",
+    "STREAM_BLOCK_MS": "500",
+    "WORKER_SLOTS": str(F.WORKER_SLOTS),
+    "LOG_LEVEL": "INFO",
+    "AI_TIMEOUT_SEC": "15",
+    "VISION_TIMEOUT_SEC": "10",
+    "ADMIN_TOKEN": ADMIN_TOKEN,
+    # every simulated visitor posts from 127.0.0.1: the per-client lead limit would refuse them
+    "LEADS_RATE_LIMIT": "100000",
+}
+OUTFITS = ("astronaut", "pirate", "chef", "superhero")
+
+
+@dataclass
+class RunResult:
+    """The judged run plus what the run itself did (``notes``: resumes, lifted holds, faults never met)."""
+
+    ledger: Ledger
+    seconds: float = 0.0
+    notes: list[str] = field(default_factory=list)
+    logs: Path | None = None
+
+    def table(self) -> str:
+        lines = [*self.notes, f"run time (s): {self.seconds:.0f}"]
+        if self.logs is not None:
+            lines.append(f"logs kept in {self.logs}")
+        return "\n".join([*lines, self.ledger.table()])
+
+
+class Chaos:
+    """Owns the servers and the stack of one chaos run and the threads that fault and steer it."""
+
+    def __init__(self, *, base: Path, seed: int) -> None:
+        self.base = base
+        self.rng = random.Random(seed)
+        self.pg = PostgresServer(base / "pg")
+        self.redis = RedisServer(base / "redis")
+        self.stack: Stack | None = None
+        self.lock = threading.Lock()  # faults and the supervisor never touch processes at once
+        self.stop = threading.Event()
+        self.injected: Counter[str] = Counter()
+        self.resumes = 0
+        self.lifted = 0
+
+    # --- set-up -------------------------------------------------------------------------------------
+
+    def start(self) -> Stack:
+        self.pg.init()
+        self.pg.start()
+        self.redis.start()
+        db_url = with_database(self.pg.url, "postgres")
+        asyncio.run(migrate(db_url, wait_s=30))
+        config = StackConfig(
+            database_url=db_url,
+            redis_url=self.redis.url,
+            log_dir=self.base / "logs",
+            extra_env=dict(CHAOS_ENV),
+            ai_sim=True,
+        )
+        self.stack = Stack(config)
+        self.stack.start_all()
+        return self.stack
+
+    def shutdown(self) -> None:
+        self.stop.set()
+        if self.stack is not None:
+            with contextlib.suppress(Exception):
+                self.stack.stop_all()
+        self.redis.stop()
+        self.pg.stop()
+
+    # --- process and store faults -------------------------------------------------------------------
+
+    def inject_stack(self, kind: str) -> None:
+        """Kill a service or restart a store, then wait until the stack answers health checks again."""
+        assert self.stack is not None
+        with self.lock:
+            if kind.startswith("kill:"):
+                name = kind.removeprefix("kill:")
+                if name in self.stack.procs:
+                    self.stack.kill(name)
+                time.sleep(self.rng.uniform(0.2, 1.5))
+                self.stack.start(name)
+            elif kind == "redis_restart":
+                self.redis.restart_empty()
+            elif kind == "postgres_restart":
+                self.pg.restart()
+        self.injected[kind] += 1
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline and not self.stop.is_set():
+            try:
+                self.stack.wait_healthy(timeout_s=5)
+                return
+            except RuntimeError:
+                with self.lock:
+                    self.stack.restart_exited(keep_down=frozenset({"telegram-sim", "ai-sim"}))
+
+    def supervise(self) -> None:
+        """The restart policy: a process that exited by itself is recorded (unexpected) and started again."""
+        assert self.stack is not None
+        while not self.stop.wait(1.0):
+            with self.lock:
+                self.stack.restart_exited(keep_down=frozenset({"telegram-sim", "ai-sim"}))
+
+    def _loop(self, plan: list[str], interval: tuple[float, float], act: object) -> None:
+        for occurrence, kind in enumerate(plan):
+            if self.stop.wait(self.rng.uniform(*interval)):
+                return
+            try:
+                act(kind, occurrence)  # type: ignore[operator]
+            except (httpx.HTTPError, RuntimeError) as exc:
+                print(f"chaos: could not inject {kind}: {exc}")
+
+    # --- faults of the outside world ----------------------------------------------------------------
+
+    def inject_ai(self, kind: str, occurrence: int) -> None:
+        assert self.stack is not None
+        for body in F.ai_faults(kind, occurrence):
+            httpx.post(f"{self.stack.ai_sim_url}/sim/faults", json=body, timeout=10).raise_for_status()
+        self.injected[kind] += 1
+
+    def inject_group(self, kind: str, _occurrence: int) -> None:
+        assert self.stack is not None
+        for body in F.group_tg_faults(kind, self.stack.config.leads_chat_id):
+            httpx.post(f"{self.stack.sim_url}/sim/faults", json=body, timeout=10).raise_for_status()
+        self.injected[kind] += 1
+
+    def steward(self) -> None:
+        """What the staff and the clock do: an auto pause is resumed by an admin after
+        ``PAUSE_RESUME_AFTER_S``; a flood hold longer than a minute is lifted after ``HOLD_LIFT_AFTER_S``."""
+        assert self.stack is not None
+        auth = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
+        paused_since: float | None = None
+        holds_since: float | None = None
+        while not self.stop.wait(2.0):
+            with contextlib.suppress(httpx.HTTPError, ValueError, KeyError):
+                pause = httpx.get(f"{self.stack.ingest_url}/admin/status", headers=auth, timeout=5).json()[
+                    "pause"
+                ]
+                if pause and pause.get("source") == "auto":
+                    paused_since = paused_since or time.monotonic()
+                    if time.monotonic() - paused_since >= PAUSE_RESUME_AFTER_S:
+                        httpx.post(f"{self.stack.ingest_url}/admin/resume", headers=auth, timeout=10)
+                        self.resumes += 1
+                        paused_since = None
+                else:
+                    paused_since = None
+            with contextlib.suppress(httpx.HTTPError, ValueError):
+                holds = httpx.get(f"{self.stack.sim_url}/sim/holds", timeout=5).json()
+                if any(h["seconds_left"] > 60 for h in holds):
+                    holds_since = holds_since or time.monotonic()
+                    if time.monotonic() - holds_since >= F.HOLD_LIFT_AFTER_S:
+                        self.lifted += httpx.post(f"{self.stack.sim_url}/sim/holds/lift", timeout=5).json()[
+                            "lifted"
+                        ]
+                        holds_since = None
+                else:
+                    holds_since = None
+
+
+# --- the plan ---------------------------------------------------------------------------------------
+
+
+def plan_guests(
+    journeys: int,
+    reps: int,
+    rng: random.Random,
+    skip: frozenset[str] = frozenset(),
+    faces: int | None = None,
+) -> list[GuestPlan]:
+    """Guests ``700000 + i``: the hard photos and the Telegram faults aimed at guests, each ``reps`` times
+    (on distinct guests where there are enough, else several on one), the rest with plain face photos; or,
+    past ``faces`` photos with a face, photos without one (cheap to refuse: a short run stays short and
+    its burst still sends 20 uploads at once)."""
+    pictures = photos()
+    hard = [k.removeprefix("photo:") for k in F.PHOTO_KINDS for _ in range(reps)]
+    hard = [h for h in hard if f"photo:{h}" not in skip]
+    tg = [k for k in F.GUEST_TG_KINDS if k not in skip for _ in range(reps)]
+    plans: list[GuestPlan] = []
+    plain = itertools.cycle(["jpeg", "png"])
+    no_face = itertools.cycle(["no_face:welder", "no_face:pug_heic"])
+    for i in range(journeys):
+        label = hard[i] if i < len(hard) else next(plain)
+        with_face = sum(1 for p in plans if p.photo.face)
+        if faces is not None and i >= len(hard) and with_face >= faces:
+            label = next(no_face)
+        plans.append(GuestPlan(700_000 + i, pictures[label], OUTFITS[i % len(OUTFITS)]))
+    faceful = [p for p in plans if p.photo.face]
+    rng.shuffle(faceful)
+    seen: Counter[str] = Counter()
+    for plan, kind in zip(itertools.cycle(faceful), tg, strict=False):
+        plan.tg_faults += F.guest_tg_faults(kind, plan.user_id, seen[kind])
+        plan.tags += (kind,)
+        seen[kind] += 1
+    for plan in plans:
+        if plan.photo.label not in ("jpeg", "png"):
+            plan.tags += (f"photo:{plan.photo.label}",)
+    return plans
+
+
+def _spread(kinds: tuple[str, ...], reps: int, rng: random.Random, skip: frozenset[str]) -> list[str]:
+    plan = [k for k in kinds if k not in skip for _ in range(reps)]
+    rng.shuffle(plan)
+    return plan
+
+
+# --- gathering --------------------------------------------------------------------------------------
+
+
+async def _rows(db_url: str, query: str) -> list[asyncpg.Record]:
+    conn = await asyncpg.connect(plain_url(db_url))
+    try:
+        return list(await conn.fetch(query))
+    finally:
+        await conn.close()
+
+
+def _query(db_url: str, query: str, timeout_s: float = 60) -> list[asyncpg.Record]:
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            return asyncio.run(_rows(db_url, query))
+        except (OSError, asyncpg.PostgresError):
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(1)
+
+
+def wait_settled(db_url: str, timeout_s: float) -> None:
+    """Wait until no job is active and every lead is published, or ``timeout_s`` passed (the ledger then
+    judges what the guests saw by then)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        with contextlib.suppress(OSError, asyncpg.PostgresError):
+            active = _query(db_url, "SELECT count(*) FROM jobs WHERE status NOT IN ('delivered', 'failed')")
+            unpublished = _query(db_url, "SELECT count(*) FROM leads WHERE published_at IS NULL")
+            if active[0][0] == 0 and unpublished[0][0] == 0:
+                time.sleep(3)  # the last link/failure messages and cards land
+                return
+        time.sleep(2)
+
+
+def observe(
+    stack: Stack, guests: list[Guest], leads: list[LeadSubmission], injected: Counter[str]
+) -> Observed:
+    """Everything the ledger needs, from the rows, the Telegram simulator and the run's records."""
+    db_url = stack.config.database_url
+    jobs = {
+        r["id"]: JobRow(r["id"], r["status"], r["error_class"], r["tg_user_id"])
+        for r in _query(
+            db_url,
+            "SELECT j.id::text AS id, j.status, j.error_class, s.tg_user_id"
+            " FROM jobs j JOIN sessions s ON s.id = j.session_id",
+        )
+    }
+    met: dict[str, set[str]] = {}
+    for r in _query(db_url, "SELECT job_id::text AS job_id, outcome FROM api_usage WHERE outcome <> 'ok'"):
+        if (kind := F.AI_OUTCOME_KIND.get(r["outcome"])) and r["job_id"]:
+            met.setdefault(r["job_id"], set()).add(kind)
+    tagged = [
+        Guest(**{**g.__dict__, "targeted": (*g.targeted, *sorted(met.get(g.job_id or "", ())))})
+        for g in guests
+    ]
+    with httpx.Client(base_url=stack.sim_url, timeout=30) as sim:
+        messages: dict[int, list[BotMessage]] = {}
+        for chat_id in [g.user_id for g in guests] + [stack.config.leads_chat_id]:
+            messages[chat_id] = [
+                BotMessage(
+                    chat_id, m.get("text") or m.get("caption") or "", float(m["date"]), m["message_id"]
+                )
+                for m in chat_messages(sim, chat_id)
+                if (m.get("from") or {}).get("is_bot")
+            ]
+        sets = [
+            StickerSet(s["name"], s["owner_user_id"], s["sticker_count"])
+            for s in sim.get("/sim/sticker-sets").raise_for_status().json()
+        ]
+    return Observed(
+        guests=tagged,
+        jobs=jobs,
+        messages=messages,
+        sets=sets,
+        leads=leads,
+        leads_chat_id=stack.config.leads_chat_id,
+        injected=injected,
+        exits=list(stack.exits),
+    )
+
+
+# --- the run ----------------------------------------------------------------------------------------
+
+
+def run(
+    *,
+    journeys: int,
+    leads: int,
+    reps: int = 3,
+    seed: int = 7,
+    interval: tuple[float, float] = (2, 6),
+    settle_s: float = 960,
+    lead_every_s: float = 3.0,
+    skip: frozenset[str] = frozenset(),
+    faces: int | None = None,
+) -> RunResult:
+    """Play ``journeys`` guests (bursts of :data:`BURST_SIZE`) and ``leads`` leads with every fault kind
+    but those in ``skip`` injected ``reps`` times (``faces``: at most so many photos with a face, see
+    :func:`plan_guests`); wait up to ``settle_s`` for the outcomes; judge."""
+    base = Path(tempfile.mkdtemp(prefix="sb-chaos-"))
+    base.chmod(0o755)
+    chaos = Chaos(base=base, seed=seed)
+    started = time.monotonic()
+    result: RunResult | None = None
+    try:
+        stack = chaos.start()
+        guests_plan = plan_guests(journeys, reps, chaos.rng, skip, faces)
+        threads = [
+            threading.Thread(target=chaos.supervise, daemon=True),
+            threading.Thread(target=chaos.steward, daemon=True),
+            threading.Thread(
+                target=chaos._loop,
+                args=(
+                    _spread(F.STACK_KINDS, reps, chaos.rng, skip),
+                    interval,
+                    lambda k, _o: chaos.inject_stack(k),
+                ),
+                daemon=True,
+            ),
+            threading.Thread(
+                target=chaos._loop,
+                args=(_spread(F.AI_KINDS, reps, chaos.rng, skip), interval, chaos.inject_ai),
+                daemon=True,
+            ),
+            threading.Thread(
+                target=chaos._loop,
+                args=(_spread(F.GROUP_TG_KINDS, reps, chaos.rng, skip), interval, chaos.inject_group),
+                daemon=True,
+            ),
+        ]
+        for thread in threads:
+            thread.start()
+        guests: list[Guest] = []
+        lead_results: list[LeadSubmission] = []
+        visitor = threading.Thread(
+            target=_visitors, args=(stack, leads, lead_every_s, lead_results), daemon=True
+        )
+        visitor.start()
+        for offset in range(0, journeys, BURST_SIZE):
+            wave = guests_plan[offset : offset + BURST_SIZE]
+            barrier = threading.Barrier(len(wave)) if len(wave) == BURST_SIZE else None
+            if barrier is not None:
+                chaos.injected[F.BURST] += 1
+                for plan in wave:
+                    plan.tags += (F.BURST,)
+            for plan in wave:
+                for kind in plan.tags:
+                    if kind.startswith(("tg:", "photo:")):
+                        chaos.injected[kind] += 1
+            kiosk = functools.partial(play_guest, stack.ingest_url, stack.sim_url, before_upload=barrier)
+            with ThreadPoolExecutor(max_workers=len(wave)) as pool:
+                guests += list(pool.map(kiosk, wave))
+        visitor.join()
+        for thread in threads[2:]:
+            thread.join()
+        wait_settled(stack.config.database_url, settle_s)
+        ledger = judge(observe(stack, guests, lead_results, chaos.injected), F.KINDS)
+        result = RunResult(ledger, notes=_notes(chaos, stack))
+    finally:
+        seconds = time.monotonic() - started
+        chaos.shutdown()
+        if result is not None:
+            result.seconds = seconds
+            if result.ledger.ok:
+                shutil.rmtree(base, ignore_errors=True)
+            else:
+                result.logs = base / "logs"
+        else:
+            print(f"chaos: logs kept in {base / 'logs'}")
+    return result
+
+
+def _visitors(stack: Stack, leads: int, every_s: float, out: list[LeadSubmission]) -> None:
+    """Landing-page visitors: one lead every ``every_s`` seconds, four at a time at most."""
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        futures = []
+        for n in range(leads):
+            futures.append(pool.submit(submit_lead, stack.ingest_url, n))
+            time.sleep(every_s)
+        out.extend(f.result() for f in futures)
+
+
+def _notes(chaos: Chaos, stack: Stack) -> list[str]:
+    notes = [f"admin resumes: {chaos.resumes}; long flood holds lifted: {chaos.lifted}"]
+    with contextlib.suppress(httpx.HTTPError, ValueError):
+        left_ai = httpx.get(f"{stack.ai_sim_url}/sim/faults", timeout=5).json()
+        left_tg = httpx.get(f"{stack.sim_url}/sim/faults", timeout=5).json()
+        never = [f"ai {f['kind']}/{f['provider']}" for f in left_ai]
+        never += [f"tg {f['method']} {f['error_code']}" for f in left_tg if f.get("min_stickers") is None]
+        notes.append(f"faults queued but never met: {', '.join(never) or 'none'}")
+    return notes

@@ -1,0 +1,196 @@
+"""The traffic of a chaos run: the photos kiosks upload, a guest's journey and a visitor's lead.
+
+A guest is played as the kiosk page and a person would: the kiosk retries on network errors and 5xx, the
+guest presses Start again when the bot answered with the maintenance text (a paused queue), and every
+wait is bounded, so a stuck stack ends in a ledger entry instead of a hung run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+
+import httpx
+
+from devstack.chaos.ledger import Guest, LeadSubmission, classify
+from devstack.journey import bot_texts, chat_messages
+
+FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "photos"
+
+
+@dataclass(frozen=True)
+class Photo:
+    """A photo a kiosk uploads; ``face``: a guest's face is in it (else the expected answer is 422
+    ``no_face``)."""
+
+    label: str
+    filename: str
+    data: bytes
+    face: bool
+
+
+def _encoded(image: object, fmt: str, **options: object) -> bytes:
+    buffer = io.BytesIO()
+    image.save(buffer, format=fmt, **options)  # type: ignore[attr-defined]
+    return buffer.getvalue()
+
+
+@cache
+def photos() -> dict[str, Photo]:
+    """The kiosk photos by label: faces as JPEG/PNG, and the hard ones the issue names: no face (the
+    welder, the pug HEIC), CMYK JPEG, 16-bit PNG, PNG with alpha, HEIC with a face (built with Pillow,
+    pillow-heif and OpenCV from the fixtures)."""
+    import cv2
+    import numpy as np
+    import pillow_heif
+    from PIL import Image
+
+    pillow_heif.register_heif_opener()
+    read = (FIXTURES / "face-older-man-white-hair.jpg").read_bytes
+    man = Image.open(io.BytesIO(read())).convert("RGB")
+    small = man.resize((600, 600))  # the 16-bit and HEIC variants: quick to encode, face still large
+    astronaut = Image.open(FIXTURES / "astronaut-portrait.png").convert("RGB")
+    woman = Image.open(FIXTURES / "face-woman-red-hat.png").convert("RGBA")
+    sixteen = cv2.imencode(".png", (np.asarray(small).astype(np.uint16) * 257)[:, :, ::-1])[1].tobytes()
+    found = [
+        Photo("jpeg", "man.jpg", read(), True),
+        Photo("png", "astronaut.png", (FIXTURES / "astronaut-portrait.png").read_bytes(), True),
+        Photo("cmyk", "astronaut-cmyk.jpg", _encoded(astronaut.convert("CMYK"), "JPEG", quality=90), True),
+        Photo("16bit", "man-16bit.png", sixteen, True),
+        Photo("alpha", "woman-alpha.png", _encoded(woman, "PNG"), True),
+        Photo("heic", "man.heic", _encoded(small, "HEIF", quality=80), True),
+        Photo(
+            "no_face:welder", "welder.png", (FIXTURES / "png-16bit-welder-low-light.png").read_bytes(), False
+        ),
+        Photo("no_face:pug_heic", "pug.heic", (FIXTURES / "heic-iphone-pug.heic").read_bytes(), False),
+    ]
+    return {p.label: p for p in found}
+
+
+@dataclass
+class GuestPlan:
+    """Who a guest is and what the run aims at them: ``tg_faults`` are queued in the Telegram simulator
+    for their chat just before they press Start; ``tags`` name the fault kinds for the ledger."""
+
+    user_id: int
+    photo: Photo
+    outfit: str
+    tags: tuple[str, ...] = ()
+    tg_faults: list[dict[str, object]] = field(default_factory=list)
+
+
+def retrying(call: Callable[[], httpx.Response], *, timeout_s: float = 180) -> httpx.Response | None:
+    """Call until a non-5xx answer arrives, as the kiosk page does on network errors; ``None`` when the
+    stack did not answer within ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            response = call()
+            if response.status_code < 500:
+                return response
+        except httpx.HTTPError:
+            pass
+        if time.monotonic() > deadline:
+            return None
+        time.sleep(0.5)
+
+
+def play_guest(
+    ingest_url: str,
+    sim_url: str,
+    plan: GuestPlan,
+    *,
+    before_upload: threading.Barrier | None = None,
+    link_timeout_s: float = 300,
+) -> Guest:
+    """One guest up to the kiosk's answer to the upload (what happens after is judged by the ledger).
+
+    ``before_upload``: kiosks that upload at the same moment wait there. Never raises for the stack's
+    failures: a guest who could not get through is a :class:`Guest` with ``upload_status`` 0.
+    """
+    with (
+        httpx.Client(base_url=ingest_url, timeout=30) as kiosk,
+        httpx.Client(base_url=sim_url, timeout=30) as sim,
+    ):
+        started: float | None = None
+
+        def gave_up(what: str) -> Guest:
+            if before_upload is not None:
+                before_upload.abort()
+            return Guest(
+                plan.user_id, plan.photo.label, plan.photo.face, 0, what, None, None, plan.tags, started
+            )
+
+        opened = retrying(lambda: kiosk.post("/sessions", json={"station": "chaos"}))
+        if opened is None or opened.status_code >= 400:
+            return gave_up("no_session")
+        session = opened.json()
+        token = session["deep_link"].split("start=", 1)[1]
+        for fault in plan.tg_faults:
+            sim.post("/sim/faults", json=fault).raise_for_status()
+        start = {"text": f"/start {token}", "first_name": "G", "language_code": "en"}
+        started = time.time()
+        sim.post(f"/sim/users/{plan.user_id}/messages", json=start).raise_for_status()
+        deadline = time.monotonic() + link_timeout_s
+        answered = 1
+        while True:
+            status = retrying(lambda: kiosk.get(f"/sessions/{session['id']}"), timeout_s=30)
+            if status is not None and status.json().get("telegram_linked"):
+                break
+            if time.monotonic() > deadline:
+                return gave_up("never_linked")
+            texts = bot_texts(chat_messages(sim, plan.user_id))
+            if len(texts) >= answered and texts and classify(texts[-1]) == "maintenance":
+                answered = len(texts) + 1  # a short break: the guest presses Start again after it
+                time.sleep(3)
+                sim.post(f"/sim/users/{plan.user_id}/messages", json=start).raise_for_status()
+            time.sleep(0.5)
+        if (
+            retrying(lambda: kiosk.put(f"/sessions/{session['id']}/outfit", json={"outfit_id": plan.outfit}))
+            is None
+        ):
+            return gave_up("no_outfit")
+        if before_upload is not None:
+            with contextlib.suppress(threading.BrokenBarrierError):  # another kiosk gave up: upload anyway
+                before_upload.wait(timeout=120)
+        capture = uuid.uuid4().hex
+        upload = retrying(
+            lambda: kiosk.post(
+                f"/sessions/{session['id']}/photo",
+                files={"photo": (plan.photo.filename, plan.photo.data)},
+                data={"capture_id": capture},
+            )
+        )
+        if upload is None:
+            return gave_up("upload_unanswered")
+        accepted = upload.status_code in (200, 201, 202)
+        body = upload.json() if upload.headers.get("content-type", "").startswith("application/json") else {}
+        code = None if accepted else (body.get("error") or {}).get("code")
+        return Guest(
+            user_id=plan.user_id,
+            photo=plan.photo.label,
+            face=plan.photo.face,
+            upload_status=upload.status_code,
+            upload_code=code,
+            job_id=str(body["job_id"]) if accepted else None,
+            accepted_at=time.time() if accepted else None,
+            targeted=plan.tags,
+            started_at=started,
+        )
+
+
+def submit_lead(ingest_url: str, n: int) -> LeadSubmission:
+    """A landing-page visitor posts lead ``n`` (retried like the page does); the number it was given."""
+    request_id = f"chaos-lead-{n:05d}"
+    body = {"requestId": request_id, "name": f"Lead {n}", "contact": f"+1555{n:07d}", "message": "hi"}
+    response = retrying(lambda: httpx.post(f"{ingest_url}/leads", json=body, timeout=30))
+    if response is None or response.status_code >= 400:
+        return LeadSubmission(request_id, None)
+    return LeadSubmission(request_id, int(response.json()["lead_number"]))
