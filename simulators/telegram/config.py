@@ -4,7 +4,8 @@ Env names: ``TGSIM_TOKEN`` (required, no default: it is what a bot presents), ``
 ``TGSIM_BOT_FIRST_NAME``, ``TGSIM_HOST``, ``TGSIM_PORT``, ``TGSIM_DATA_DIR``, ``TGSIM_MAX_REQUEST_BYTES``,
 ``TGSIM_GROUPS`` (JSON object ``{"<chat id>": "<title>"}``: group chats the bot is a member of from the
 start) and the flood-control limits ``TGSIM_PRIVATE_PER_SECOND``, ``TGSIM_PRIVATE_BURST``,
-``TGSIM_GROUP_PER_MINUTE``, ``TGSIM_GLOBAL_PER_SECOND``, ``TGSIM_CALLBACK_ANSWER_TIMEOUT`` (see :class:`Limits`).
+``TGSIM_GROUP_PER_MINUTE``, ``TGSIM_GLOBAL_PER_SECOND``, ``TGSIM_CALLBACK_ANSWER_TIMEOUT``
+(see :class:`Limits`).
 """
 
 from __future__ import annotations
