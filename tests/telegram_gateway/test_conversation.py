@@ -177,3 +177,63 @@ async def test_an_update_whose_handling_was_interrupted_is_delivered_again(
     async with db.transaction() as repos:
         bound = await repos.sessions.get(session.id)
     assert bound is not None and bound.tg_user_id == GUEST
+
+
+async def test_an_update_handled_again_after_a_crash_is_answered_once(
+    sim: httpx.AsyncClient, db: Database, redis: aioredis.Redis, database_url: str, redis_url: str
+) -> None:
+    """A gateway killed after its reply went out but before it confirmed the update: the next gateway
+    handles the update again (at least once) and the guest still gets one "You're linked!" (at most once)."""
+    from telegram import Update
+    from telegram.ext import TypeHandler
+
+    settings = GatewaySettings(  # type: ignore[call-arg]
+        DATABASE_URL=database_url,
+        REDIS_URL=redis_url,
+        TELEGRAM_BOT_TOKEN=TOKEN,
+        TELEGRAM_API_BASE_URL=str(sim.base_url).rstrip("/"),
+        POLL_TIMEOUT_SEC=1,
+    )
+    async with db.transaction() as repos:
+        await repos.sessions.create(station="s", token="kiosk-token-10")
+    replied = asyncio.Event()
+
+    async def die_after_reply(_update: object, _context: object) -> None:
+        replied.set()
+        await asyncio.Event().wait()  # the process "dies" here, after the guest handler answered
+
+    first = build_application(settings)
+    register_handlers(first, db=db, publisher=Publisher(redis), settings=settings)
+    first.add_handler(TypeHandler(object, die_after_reply), group=5)
+    await first.initialize()
+    poller = asyncio.create_task(poll_updates(first, asyncio.Event(), timeout_s=1))
+    await say(sim, GUEST, "/start kiosk-token-10")
+    async with asyncio.timeout(10):
+        await replied.wait()
+    poller.cancel()
+    await asyncio.gather(poller, return_exceptions=True)
+    await first.shutdown()
+
+    handled_again = asyncio.Event()
+
+    async def seen(update: object, _context: object) -> None:
+        if isinstance(update, Update) and update.effective_message is not None:
+            handled_again.set()
+
+    second = build_application(settings)
+    register_handlers(second, db=db, publisher=Publisher(redis), settings=settings)
+    second.add_handler(TypeHandler(object, seen), group=5)
+    await second.initialize()
+    poller = asyncio.create_task(poll_updates(second, asyncio.Event(), timeout_s=1))
+    try:
+        async with asyncio.timeout(10):
+            await handled_again.wait()
+        await asyncio.sleep(0.5)
+        body: Any = (await sim.get(f"/sim/chats/{GUEST}/messages")).json()
+        messages = body["messages"] if isinstance(body, dict) else body
+        texts = [m.get("text") or "" for m in messages if (m.get("from") or {}).get("is_bot")]
+    finally:
+        poller.cancel()
+        await asyncio.gather(poller, return_exceptions=True)
+        await second.shutdown()
+    assert [t for t in texts if t.startswith("You're linked!")] == [texts[0]] and len(texts) == 1

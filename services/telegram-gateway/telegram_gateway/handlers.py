@@ -1,4 +1,11 @@
-"""Guest conversation handlers (python-telegram-bot): deep-link binding and a friendly fallback."""
+"""Guest conversation handlers (python-telegram-bot): deep-link binding and a friendly fallback.
+
+Replies go through the ``tg_commands`` outbox under the idempotency key ``update:<update_id>`` and are
+executed at once by the gateway's :class:`~telegram_gateway.executor.CommandExecutor`: polling delivers an
+update again when the gateway died before confirming it (``polling.py``, at least once), and the key makes
+the guest's answer at most once all the same ("You're linked!" twice was seen in the chaos run after a
+gateway SIGKILL). A reply whose execution is cut short is published again by the outbox reconciler.
+"""
 
 from __future__ import annotations
 
@@ -7,8 +14,10 @@ from telegram import Update
 from telegram.ext import Application, CommandHandler, ContextTypes, MessageHandler, filters
 
 from shared.errors import DatabaseUnavailable
+from shared.outbox import add_command
 from shared.repositories import Database
 from shared.texts import text
+from telegram_gateway.executor import CommandExecutor
 
 log = structlog.get_logger(__name__)
 
@@ -20,8 +29,9 @@ TRY_AGAIN = {
 class GuestHandlers:
     """Handlers that need the database; registered on the application by :meth:`register`."""
 
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Database, executor: CommandExecutor) -> None:
         self.db = db
+        self.executor = executor
 
     def register(self, app: Application) -> None:
         private = filters.ChatType.PRIVATE
@@ -30,22 +40,23 @@ class GuestHandlers:
 
     async def start_bind(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         """Bind the guest's Telegram account to the kiosk session named by ``/start <token>``."""
-        message, user = update.effective_message, update.effective_user
-        if message is None or user is None or update.effective_chat is None:
+        message, user, chat = update.effective_message, update.effective_user, update.effective_chat
+        if message is None or user is None or chat is None:
             return
         lang = user.language_code
         if not context.args:
-            await message.reply_text(text("hello", lang))
+            await self._reply(update, text("hello", lang))
             return
         token = context.args[0][:64]
+        command_id = reply_command_id(update)
         try:
             async with self.db.transaction() as repos:
                 session = await repos.sessions.bind_telegram(
-                    token,
-                    user_id=user.id,
-                    chat_id=update.effective_chat.id,
-                    name=user.first_name,
-                    language=lang,
+                    token, user_id=user.id, chat_id=chat.id, name=user.first_name, language=lang
+                )
+                answer = text("linked" if session is not None else "unknown_token", lang)
+                await add_command(
+                    repos, command_id, method="send_message", params={"chat_id": chat.id, "text": answer}
                 )
         except DatabaseUnavailable:
             log.warning("BIND_DB_UNAVAILABLE")
@@ -53,16 +64,37 @@ class GuestHandlers:
             return
         if session is None:
             log.info("BIND_UNKNOWN_TOKEN")
-            await message.reply_text(text("unknown_token", lang))
-            return
-        log.info("GUEST_BOUND", session_id=str(session.id))
-        await message.reply_text(text("linked", lang))
+        else:
+            log.info("GUEST_BOUND", session_id=str(session.id))
+        await self.executor.execute(command_id)
 
     async def reply_hello(self, update: Update, _context: ContextTypes.DEFAULT_TYPE) -> None:
         """Any other private message: explain how to get a pack."""
-        if update.effective_message is not None:
-            lang = update.effective_user.language_code if update.effective_user else None
-            await update.effective_message.reply_text(text("hello", lang))
+        lang = update.effective_user.language_code if update.effective_user else None
+        await self._reply(update, text("hello", lang))
+
+    async def _reply(self, update: Update, answer: str) -> None:
+        """Answer ``update`` in its chat once (``update:<update_id>``), however often it is delivered.
+
+        Raises:
+            DatabaseUnavailable: the reply could not be recorded (nothing was sent).
+        """
+        if update.effective_chat is None:
+            return
+        command_id = reply_command_id(update)
+        async with self.db.transaction() as repos:
+            await add_command(
+                repos,
+                command_id,
+                method="send_message",
+                params={"chat_id": update.effective_chat.id, "text": answer},
+            )
+        await self.executor.execute(command_id)
+
+
+def reply_command_id(update: Update) -> str:
+    """The idempotency key of the gateway's one reply to an update: ``update:<update_id>``."""
+    return f"update:{update.update_id}"
 
 
 async def log_error(update: object, context: ContextTypes.DEFAULT_TYPE) -> None:

@@ -59,16 +59,26 @@ def build_application(settings: GatewaySettings) -> Application:
 
 
 def register_handlers(
-    application: Application, *, db: Database, publisher: Publisher, settings: GatewaySettings
+    application: Application,
+    *,
+    db: Database,
+    publisher: Publisher,
+    settings: GatewaySettings,
+    executor: CommandExecutor | None = None,
 ) -> None:
     """The conversation, in order: the leads router (group -2), the maintenance gate (group -1), admin
-    commands, guest handlers, and the one global error handler."""
+    commands, guest handlers, and the one global error handler. Guest replies are executed by
+    ``executor`` (the gateway's own; a new one on ``application.bot`` when ``None``)."""
+    if executor is None:
+        executor = CommandExecutor(
+            bot=application.bot, db=db, publisher=publisher, sending_stale_s=settings.sending_stale_sec
+        )
     env = settings.maintenance_mode
     MaintenanceGate(db=db, admin_ids=settings.admin_ids, env_maintenance=env).register(application)
     AdminHandlers(db=db, publisher=publisher, admin_ids=settings.admin_ids, env_maintenance=env).register(
         application
     )
-    GuestHandlers(db).register(application)
+    GuestHandlers(db, executor).register(application)
     LeadsUpdateRouter(
         publisher=publisher, leads_chat_id=settings.leads_chat_id, enabled=settings.leads_enabled
     ).register(application)
@@ -111,7 +121,6 @@ async def run(settings: GatewaySettings) -> int:
     redis = create_redis(settings.redis_url, block_ms=settings.stream_block_ms)
     publisher = Publisher(redis, maxlen=settings.stream_maxlen)
     application = build_application(settings)
-    register_handlers(application, db=db, publisher=publisher, settings=settings)
     held = asyncio.Event()
     held.set()
     executor = CommandExecutor(
@@ -122,6 +131,7 @@ async def run(settings: GatewaySettings) -> int:
         admin_chat_id=settings.admin_chat_id,
         held=held,
     )
+    register_handlers(application, db=db, publisher=publisher, settings=settings, executor=executor)
     consumer = build_consumer(
         redis,
         settings,
