@@ -10,13 +10,15 @@ Each kind: how it is injected → the expected guest outcome.
   counts as unexpected).
 - ``tg:429-short:send-private``: 429 ``retry_after`` 3 on ``sendMessage`` to one guest's chat, a flood hold
   → delivered.
-- ``tg:429-long:send-private``: 429 ``retry_after`` 3600 on one guest's chat, lifted after 20 s (time
-  passing) → that guest delivered after the lift; no other guest delayed (every deadline still holds).
-- ``tg:429-short:send-group`` / ``tg:429-long:send-group``: 429 ``retry_after`` 5 / 7200 on
-  ``sendMessage`` to the leads group (long: lifted after 20 s) → every card once; guests undisturbed.
-- ``tg:429-short:upload`` / ``tg:429-long:upload``: 429 ``retry_after`` 3 / 3600 on ``uploadStickerFile``
-  for one guest (long: lifted after 20 s) → delivered.
-- ``tg:429-short:create`` / ``tg:429-long:create``: the same on ``createNewStickerSet`` → delivered.
+- ``tg:429-long:send-private``: 429 ``retry_after`` ``LONG_HOLD_S`` (120 s, above the gateway's 30 s
+  bound, so the wait goes back to delivery as a result) on one guest's chat → that guest delivered after
+  the wait (their reply to Start may be lost to it); no other guest delayed.
+- ``tg:429-short:send-group`` / ``tg:429-long:send-group``: 429 ``retry_after`` 5 / 120 on
+  ``sendMessage`` to the leads group → every card once, after the wait; guests undisturbed.
+- ``tg:429-short:upload`` / ``tg:429-long:upload``: 429 ``retry_after`` 3 / 120 on ``uploadStickerFile``
+  for one guest → delivered.
+- ``tg:429-short:create`` / ``tg:429-long:create``: the same on that guest's ``createNewStickerSet`` →
+  delivered; no other guest's set waits (the gateway pauses that user's sticker calls only).
 - ``tg:413:create``: 413 on every ``createNewStickerSet`` of 12 stickers for one guest (a smaller one
   passes) → delivered through a smaller create plus ``addStickerToSet``, one set.
 - ``tg:5xx``: 502 on ``sendMessage`` or 500 on ``createNewStickerSet`` for one guest → delivered.
@@ -49,9 +51,11 @@ only called if delivery starts using it (e.g. the 413 fallback): until then the 
 stay queued and the run lists them under "faults queued but never met".
 
 AI faults go to whichever job calls next; the ledger tags a guest with the AI kind its job met from its
-``api_usage`` outcomes (:data:`AI_OUTCOME_KIND`). Long holds are lifted by the run, because the point of
-the fault is isolation (nobody else waits), and an hour-long hold would otherwise keep that one guest past
-their deadline by Telegram's will, not ours.
+``api_usage`` outcomes (:data:`AI_OUTCOME_KIND`). Flood holds run their whole ``retry_after`` (the run
+never lifts one: the gateway keeps Telegram's word, so an early lift would be a simulator contradicting
+itself). Waits of hours are therefore not played here — their guest outcome is Telegram's to decide, past
+any run's end — but by the gateway, delivery and leads tests: the wait goes back to the producer, which
+stores the next attempt at ``retry_after`` and delays nothing else.
 """
 
 from __future__ import annotations
@@ -60,8 +64,8 @@ from devstack.chaos.ledger import FaultKind
 from devstack.processes import SERVICES
 
 WORKER_SLOTS = 2
-HOLD_LIFT_AFTER_S = 20.0
-LONG_HOLD_S = 3600
+#: A long flood wait (s): above the gateway's ``TELEGRAM_FLOOD_WAIT_MAX_SEC`` (30), within every deadline.
+LONG_HOLD_S = 120
 
 STACK_KINDS = (*(f"kill:{s}" for s in SERVICES), "redis_restart", "postgres_restart")
 GUEST_TG_KINDS = (
@@ -169,7 +173,7 @@ def guest_tg_faults(kind: str, user_id: int, occurrence: int) -> list[dict[str, 
 
 def group_tg_faults(kind: str, leads_chat_id: int) -> list[dict[str, object]]:
     """``POST /sim/faults`` bodies of a flood hold on the leads group."""
-    seconds = 7200 if kind == "tg:429-long:send-group" else 5
+    seconds = LONG_HOLD_S if kind == "tg:429-long:send-group" else 5
     return [
         {
             "method": "sendMessage",

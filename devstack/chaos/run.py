@@ -102,7 +102,6 @@ class Chaos:
         self.stop = threading.Event()
         self.injected: Counter[str] = Counter()
         self.resumes = 0
-        self.lifted = 0
 
     # --- set-up -------------------------------------------------------------------------------------
 
@@ -188,12 +187,14 @@ class Chaos:
         self.injected[kind] += 1
 
     def steward(self) -> None:
-        """What the staff and the clock do: an auto pause is resumed by an admin after
-        ``PAUSE_RESUME_AFTER_S``; a flood hold longer than a minute is lifted after ``HOLD_LIFT_AFTER_S``."""
+        """What the staff do: an auto pause is resumed by an admin after ``PAUSE_RESUME_AFTER_S``.
+
+        Flood holds are never lifted early: the gateway keeps Telegram's ``retry_after`` itself (and the
+        producers schedule by it), so a hold that ended early in the simulator would only be a simulator
+        that disagrees with what it answered."""
         assert self.stack is not None
         auth = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
         paused_since: float | None = None
-        holds_since: float | None = None
         while not self.stop.wait(2.0):
             with contextlib.suppress(httpx.HTTPError, ValueError, KeyError):
                 pause = httpx.get(f"{self.stack.ingest_url}/admin/status", headers=auth, timeout=5).json()[
@@ -207,17 +208,6 @@ class Chaos:
                         paused_since = None
                 else:
                     paused_since = None
-            with contextlib.suppress(httpx.HTTPError, ValueError):
-                holds = httpx.get(f"{self.stack.sim_url}/sim/holds", timeout=5).json()
-                if any(h["seconds_left"] > 60 for h in holds):
-                    holds_since = holds_since or time.monotonic()
-                    if time.monotonic() - holds_since >= F.HOLD_LIFT_AFTER_S:
-                        self.lifted += httpx.post(f"{self.stack.sim_url}/sim/holds/lift", timeout=5).json()[
-                            "lifted"
-                        ]
-                        holds_since = None
-                else:
-                    holds_since = None
 
 
 # --- the plan ---------------------------------------------------------------------------------------
@@ -451,7 +441,7 @@ def _visitors(stack: Stack, leads: int, every_s: float, out: list[LeadSubmission
 
 
 def _notes(chaos: Chaos, stack: Stack) -> list[str]:
-    notes = [f"admin resumes: {chaos.resumes}; long flood holds lifted: {chaos.lifted}"]
+    notes = [f"admin resumes: {chaos.resumes}"]
     with contextlib.suppress(httpx.HTTPError, ValueError):
         left_ai = httpx.get(f"{stack.ai_sim_url}/sim/faults", timeout=5).json()
         left_tg = httpx.get(f"{stack.sim_url}/sim/faults", timeout=5).json()

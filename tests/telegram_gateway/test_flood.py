@@ -276,7 +276,44 @@ def test_the_limiter_scopes_calls_by_chat_or_by_method() -> None:
     from telegram_gateway.flood import is_message, scope_of
 
     assert scope_of("sendMessage", {"chat_id": -100}).key == "chat:-100"
-    assert scope_of("createNewStickerSet", {"user_id": 5, "name": "n"}).key == "method:createNewStickerSet"
+    assert (
+        scope_of("createNewStickerSet", {"user_id": 5, "name": "n"}).key
+        == "method:createNewStickerSet:user:5"
+    )
+    assert scope_of("getStickerSet", {"name": "n"}).key == "method:getStickerSet"
     assert is_message("sendMessage") and is_message("editMessageText")
     assert not is_message("getStickerSet") and not is_message("answerCallbackQuery")
     assert not is_message("sendChatAction")
+
+
+async def test_one_guests_sticker_flood_wait_holds_up_no_other_guests_set() -> None:
+    """A 429 of 120 s on guest 1's ``createNewStickerSet`` pauses guest 1's sticker calls only: guest 2's
+    set is created at once, and guest 1's next call fails at once without being sent (found by the chaos
+    run, where a method-wide pause kept every other guest's set waiting)."""
+    from datetime import timedelta
+
+    from telegram.error import RetryAfter
+
+    from telegram_gateway.flood import FloodLimiter
+
+    limiter = FloodLimiter()
+    sent: list[int] = []
+
+    async def create(user_id: int) -> bool:
+        sent.append(user_id)
+        if user_id == 1 and sent.count(1) == 1:
+            raise RetryAfter(timedelta(seconds=120))
+        return True
+
+    async def call(user_id: int) -> bool | dict[str, Any] | list[dict[str, Any]]:
+        return await limiter.process_request(
+            create, (user_id,), {}, "createNewStickerSet", {"user_id": user_id, "name": f"s{user_id}"}, None
+        )
+
+    with pytest.raises(RetryAfter):
+        await call(1)
+    async with asyncio.timeout(2):
+        assert await call(2) is True
+    with pytest.raises(RetryAfter):
+        await call(1)
+    assert sent == [1, 2]

@@ -21,10 +21,13 @@ Flood control: a ``RetryAfter`` (429 with ``parameters.retry_after``) pauses one
 ``retry_after`` seconds:
 
 - ``chat:<chat_id>`` for a call that names a ``chat_id`` (that chat's other calls wait, other chats go on);
-- ``method:<endpoint>`` for a call without a chat (``createNewStickerSet``, ``uploadStickerFile``,
-  ``addStickerToSet``, ``getStickerSet``): the call names no chat to pause, and Telegram does not say
-  what its sticker flood limits count; keyed by method, a wait on uploads stops neither reads of sets nor
-  any chat's messages, and every call of that method waits, which is what the 429 asked of it.
+- ``method:<endpoint>:user:<user_id>`` for a call without a chat that names the user it acts for
+  (``createNewStickerSet``, ``uploadStickerFile``, ``addStickerToSet``): Telegram does not say what its
+  sticker flood limits count, and the narrowest scope the call names is the guest whose set it is. One
+  guest's wait then holds up no other guest's set; were the limit wider, every other guest's next call
+  gets its own 429 and pauses its own scope, one extra answer each (found by the chaos run: keyed by method
+  alone, one guest's 120 s wait on ``createNewStickerSet`` held every other guest's set);
+- ``method:<endpoint>`` for any other call (``getStickerSet`` …): a wait on it stops no chat's messages.
 
 No pause is global: a 429 never says it was caused by the overall limit, and the overall bucket keeps the
 gateway under 30 messages/s before sending. (``scope="global"`` is therefore never counted.)
@@ -120,6 +123,9 @@ def scope_of(endpoint: str, data: dict[str, Any]) -> Scope:
     chat_id = _chat_id(data)
     if chat_id is not None:
         return Scope("chat", f"chat:{chat_id}")
+    user_id = data.get("user_id")
+    if user_id is not None:
+        return Scope("method", f"method:{endpoint}:user:{user_id}")
     return Scope("method", f"method:{endpoint}")
 
 
