@@ -22,7 +22,8 @@ def test_guest_telegram_faults_are_valid_and_aimed_at_the_guest(kind: str) -> No
         specs = [TgFaultSpec.model_validate(body) for body in F.guest_tg_faults(kind, 700_001, occurrence)]
         assert specs and all(s.chat_id == 700_001 for s in specs)
         if "-long:" in kind:
-            assert all(s.hold and (s.retry_after or 0) >= 3600 for s in specs)
+            # above the gateway's 30 s bound: the wait goes back to the producer
+            assert all(s.hold and (s.retry_after or 0) > 30 for s in specs)
 
 
 def test_group_and_ai_faults_are_valid() -> None:
