@@ -95,6 +95,8 @@ class Summary:
     #: ``jobs.status`` counts at the end; the judged guests, leads and exits (``None``: not judged).
     job_statuses: Counter[str] = field(default_factory=Counter)
     ledger: Ledger | None = None
+    exits_seen: int = 0
+    exits_caused: int = 0
     replicas_owning_jobs: int = 0
     replicas_scraped: int = 0
     faults: list[str] = field(default_factory=list)
@@ -133,7 +135,8 @@ class Summary:
             f"guest outcomes           {guests}",
             f"job statuses             {statuses}",
             f"lost / duplicated        {len(lost)} / {len(duplicated)}",
-            f"unexpected exits         {len(exits)}",
+            f"unexpected exits         {len(exits)} (container exits seen: {self.exits_seen}, "
+            f"{self.exits_caused} of them caused by the check)",
             *kinds,
             "time to link p50/p95 (s) "
             + (f"{ledger.link_pct(50):.1f} / {ledger.link_pct(95):.1f}" if ledger else "-"),
@@ -430,6 +433,12 @@ def exits_of(events: Iterable[dict[str, Any]], project: str, caused: Counter[str
     return found
 
 
+def redis_dbsize(stack: ComposeStack, redis: Container) -> str | None:
+    """Redis's ``DBSIZE`` (keys), ``None`` while it does not answer yet."""
+    code, output = stack.exec(redis, ["redis-cli", "DBSIZE"])
+    return output.strip() if code == 0 and output.strip().isdigit() else None
+
+
 def restart_count(container: Container) -> int:
     container.reload()
     return int(container.attrs["RestartCount"])
@@ -597,8 +606,8 @@ def run(args: argparse.Namespace) -> Summary:
         redis.start()
         injected[REDIS_RESTART] += 1
         summary.faults.append("redis killed, data removed, started empty")
-        size = stack.exec(redis, ["redis-cli", "DBSIZE"])[1].strip()
-        summary.faults[-1] += f" (DBSIZE {size} at start)"
+        size = wait_for(lambda: redis_dbsize(stack, redis), 60, "Redis to answer after its start")
+        summary.faults[-1] += f" (DBSIZE {size} when it first answered)"
         postgres = stack.one("postgres")
         caused[str(postgres.name)] += 1
         postgres.restart(timeout=20)
@@ -636,6 +645,13 @@ def run(args: argparse.Namespace) -> Summary:
             injected=injected,
             exits=stack.exits(up_at, caused),
         )
+        summary.exits_seen = len(observed.exits)
+        summary.exits_caused = sum(caused.values())
+        if (seen := sum(e.caused for e in observed.exits)) != summary.exits_caused:
+            summary.problems.append(
+                f"exits: Docker's events show {seen} of the {summary.exits_caused} exits this check "
+                "caused, so they cannot show the others either"
+            )
         summary.ledger = judge(observed, F.KINDS)
         summary.restart_counts = {
             str(c.name).removeprefix(f"{args.project}-"): restart_count(c)
