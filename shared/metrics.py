@@ -58,11 +58,16 @@ _ZERO_EVENTS: tuple[tuple[str, dict[str, str]], ...] = (
     ("stk_leads_total", {"event": "received"}),
     ("stk_leads_total", {"event": "published"}),
     ("stk_leads_total", {"event": "failed"}),
+    # the gateway's pacing buckets (telegram_gateway.flood) and delivery's rescheduled steps (delivery.packs)
+    *(("stk_telegram_paced_total", {"bucket": b}) for b in ("overall", "private", "group")),
+    *(("stk_delivery_flood_waits_total", {"step": s}) for s in ("create_set", "poll", "link")),
 )
 _COUNTERS = {
     "stk_jobs_total": JOBS,
     "stk_deadline_misses_total": DEADLINE_MISSES,
     "stk_telegram_flood_waits_total": TELEGRAM_FLOOD_WAITS,
+    "stk_telegram_paced_total": TELEGRAM_PACED,
+    "stk_delivery_flood_waits_total": DELIVERY_FLOOD_WAITS,
     "stk_leads_total": LEADS,
 }
 _zeroed = False

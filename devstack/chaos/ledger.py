@@ -184,6 +184,10 @@ class Ledger:
         """No guest let down, nothing lost or duplicated, no unexpected exit."""
         return not (self.let_down or self.lost or self.duplicated or self.unexpected_exits)
 
+    def link_pct(self, pct: int) -> float:
+        """The ``pct``-th percentile (nearest rank) of seconds from accepted upload to link; 0 for none."""
+        return _pct(self.link_s, pct)
+
     def per_kind(self) -> dict[str, Counter[str]]:
         """Guests per fault kind aimed at or credited to them (``-`` for untargeted guests)."""
         rows: dict[str, Counter[str]] = defaultdict(Counter)

@@ -292,6 +292,26 @@ def wait_settled(db_url: str, timeout_s: float) -> None:
         time.sleep(2)
 
 
+def simulator_view(sim_url: str, chat_ids: list[int]) -> tuple[dict[int, list[BotMessage]], list[StickerSet]]:
+    """What the Telegram simulator at ``sim_url`` holds: the bot's messages in each of ``chat_ids`` and
+    every sticker set. Raises ``httpx.HTTPError`` when the simulator does not answer."""
+    with httpx.Client(base_url=sim_url, timeout=30) as sim:
+        messages: dict[int, list[BotMessage]] = {}
+        for chat_id in chat_ids:
+            messages[chat_id] = [
+                BotMessage(
+                    chat_id, m.get("text") or m.get("caption") or "", float(m["date"]), m["message_id"]
+                )
+                for m in chat_messages(sim, chat_id)
+                if (m.get("from") or {}).get("is_bot")
+            ]
+        sets = [
+            StickerSet(s["name"], s["owner_user_id"], s["sticker_count"])
+            for s in sim.get("/sim/sticker-sets").raise_for_status().json()
+        ]
+    return messages, sets
+
+
 def observe(
     stack: Stack, guests: list[Guest], leads: list[LeadSubmission], injected: Counter[str]
 ) -> Observed:
@@ -313,20 +333,7 @@ def observe(
         Guest(**{**g.__dict__, "targeted": (*g.targeted, *sorted(met.get(g.job_id or "", ())))})
         for g in guests
     ]
-    with httpx.Client(base_url=stack.sim_url, timeout=30) as sim:
-        messages: dict[int, list[BotMessage]] = {}
-        for chat_id in [g.user_id for g in guests] + [stack.config.leads_chat_id]:
-            messages[chat_id] = [
-                BotMessage(
-                    chat_id, m.get("text") or m.get("caption") or "", float(m["date"]), m["message_id"]
-                )
-                for m in chat_messages(sim, chat_id)
-                if (m.get("from") or {}).get("is_bot")
-            ]
-        sets = [
-            StickerSet(s["name"], s["owner_user_id"], s["sticker_count"])
-            for s in sim.get("/sim/sticker-sets").raise_for_status().json()
-        ]
+    messages, sets = simulator_view(stack.sim_url, [g.user_id for g in guests] + [stack.config.leads_chat_id])
     return Observed(
         guests=tagged,
         jobs=jobs,

@@ -101,6 +101,7 @@ def test_alert_rules_cover_the_operational_failures() -> None:
         "gateway down": "up",
         "flood waits spike": "stk_telegram_flood_waits_total",
         "leads failing": "stk_leads_total",
+        "ingest answering 5xx": "stk_http_requests_total",
     }
     missing = [concern for concern, metric in concerns.items() if metric not in by_metric]
     assert not missing

@@ -1,10 +1,23 @@
-"""The parts of ``make compose-check`` that need no engine: the version gate and the PromQL selectors."""
+"""The parts of ``make compose-check`` that need no engine: the version gate, the PromQL selectors, the
+container exits it judges and its verdict."""
 
 from __future__ import annotations
 
+from collections import Counter
+
 import pytest
 
-from devstack.compose_check import MIN_COMPOSE, CheckFailed, Summary, parse_version, rule_exprs, selectors
+from devstack.chaos import faults as F
+from devstack.chaos.ledger import LET_DOWN, Ledger, Observed, Verdict, judge
+from devstack.compose_check import (
+    MIN_COMPOSE,
+    CheckFailed,
+    Summary,
+    exits_of,
+    parse_version,
+    rule_exprs,
+    selectors,
+)
 
 pytestmark = pytest.mark.unit
 
@@ -26,8 +39,45 @@ def test_every_alert_rule_has_a_selector_to_query() -> None:
     assert all(selectors(expr) for expr in rule_exprs().values())
 
 
-def test_a_summary_fails_on_any_problem_or_invariant_breach() -> None:
+def die(name: str, code: int) -> dict[str, object]:
+    """A Docker ``die`` event as the engine sends it."""
+    return {"status": "die", "time": 1, "Actor": {"Attributes": {"name": name, "exitCode": str(code)}}}
+
+
+def test_only_the_exits_the_check_caused_are_expected() -> None:
+    events = [
+        die("p-worker-2", 137),
+        die("p-redis-1", 137),
+        die("p-worker-2", 137),  # a second death of the killed worker: nobody asked for it
+        die("p-ingest-1", 1),
+    ]
+    exits = exits_of(events, "p", Counter({"p-worker-2": 1, "p-redis-1": 1}))
+    assert [(e.service, e.returncode, e.caused) for e in exits] == [
+        ("worker-2", 137, True),
+        ("redis-1", 137, True),
+        ("worker-2", 137, False),
+        ("ingest-1", 1, False),
+    ]
+    observed = Observed([], {}, {}, [], [], -1, Counter({"kill:worker": 1}), exits=exits)
+    assert judge(observed, F.KINDS).unexpected_exits == ["worker-2 exited with 137", "ingest-1 exited with 1"]
+
+
+def test_a_summary_passes_only_when_judged_with_nothing_wrong() -> None:
     summary = Summary()
-    assert summary.passed
-    summary.report.lost.append("job x: 0 links")
+    assert not summary.passed and "not judged" in summary.text()  # stopped before the ledger
+    summary.ledger = Ledger()
+    assert summary.passed and "-> PASS" in summary.text()
+    summary.problems.append("rule X: stk_x has no series")
+    assert not summary.passed
+
+
+@pytest.mark.parametrize("breach", ["lost", "duplicated", "unexpected_exits"])
+def test_a_summary_fails_on_any_breach_of_the_ledger(breach: str) -> None:
+    summary = Summary(ledger=Ledger(**{breach: ["x"]}))
     assert not summary.passed and "-> FAIL" in summary.text()
+
+
+def test_a_summary_fails_on_a_guest_let_down_and_names_them() -> None:
+    summary = Summary(ledger=Ledger(verdicts=[Verdict(810_003, LET_DOWN, "silence: job queued", ())]))
+    assert not summary.passed
+    assert "LET DOWN user 810003: silence: job queued" in summary.text()

@@ -3,7 +3,10 @@ counted in ``stk_http_requests_total``; a malformed ``Authorization`` header is 
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -11,6 +14,7 @@ import httpx
 import pytest
 import redis.asyncio as aioredis
 from prometheus_client import REGISTRY
+from prometheus_client.parser import text_string_to_metric_families
 
 from ingest.main import create_app
 from ingest.settings import IngestSettings
@@ -212,3 +216,32 @@ async def test_every_route_of_the_openapi_document_survives_malformed_input(
                         if response.status_code >= 400:
                             assert_error_body(response)
     assert tried > 500
+
+
+def test_every_route_has_its_500_series_at_zero_before_any_request(database_url: str, redis_url: str) -> None:
+    """The 5xx alert rule's selector has series on a fresh ingest (else ``make compose-check`` fails it).
+    A fresh process: this session's registry has seen other tests' 500s."""
+    code = (
+        "import sys; from ingest.main import create_app; from ingest.settings import IngestSettings; "
+        "from shared.metrics import exposition; create_app(IngestSettings()); "
+        "sys.stdout.write(exposition().decode())"
+    )
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(sys.path),
+        "DATABASE_URL": database_url,
+        "REDIS_URL": redis_url,
+        "BOT_USERNAME": "stickerbooth_bot",
+        "ADMIN_TOKEN": ADMIN_TOKEN,
+    }
+    text = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env
+    ).stdout
+    five_hundreds = {
+        s.labels["route"]: s.value
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+        if s.name == "stk_http_requests_total" and s.labels["status"] == "500"
+    }
+    assert {"/sessions/{session_id}/photo", "/leads", "/admin/status", "/openapi.json"} <= set(five_hundreds)
+    assert set(five_hundreds.values()) == {0.0}

@@ -14,7 +14,7 @@ from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
 
 from ingest.api import admin_jobs, admin_leads, errors, kiosk, landing, leads, ops, pages
-from ingest.api.request_metrics import RequestMetricsMiddleware
+from ingest.api.request_metrics import RequestMetricsMiddleware, count_500s_from_zero
 from ingest.context import IngestContext
 from ingest.ratelimit import RateLimiter
 from ingest.settings import IngestSettings
@@ -66,22 +66,20 @@ def create_app(
         ),
     )
     errors.install_error_handlers(app)
-    app.include_router(ops.router, responses=errors.ERROR_RESPONSES)
-    app.include_router(kiosk.router, responses=errors.ERROR_RESPONSES)
-    app.include_router(admin_leads.router, responses=errors.ERROR_RESPONSES)
-    app.include_router(admin_jobs.router, responses=errors.ERROR_RESPONSES)
-    app.include_router(pages.router, responses=errors.ERROR_RESPONSES)
+    routers = [ops.router, kiosk.router, admin_leads.router, admin_jobs.router, pages.router]
     if settings.leads_enabled:
-        app.include_router(leads.router, responses=errors.ERROR_RESPONSES)
-        app.include_router(landing.router, responses=errors.ERROR_RESPONSES)
-        if settings.leads_cors_origins:
-            app.add_middleware(
-                CORSMiddleware,
-                allow_origins=list(settings.leads_cors_origins),
-                allow_methods=["POST"],
-                allow_headers=["Content-Type"],
-                max_age=600,
-            )
+        routers += [leads.router, landing.router]
+    for router in routers:  # no prefixes: each route's path is its template in stk_http_requests_total
+        app.include_router(router, responses=errors.ERROR_RESPONSES)
+    count_500s_from_zero([*app.routes, *(route for router in routers for route in router.routes)])
+    if settings.leads_enabled and settings.leads_cors_origins:
+        app.add_middleware(
+            CORSMiddleware,
+            allow_origins=list(settings.leads_cors_origins),
+            allow_methods=["POST"],
+            allow_headers=["Content-Type"],
+            max_age=600,
+        )
 
     app.add_middleware(RequestMetricsMiddleware)
 

@@ -7,16 +7,28 @@ sees the status the app sent, and counts an exception as ``500`` before passing 
 
 Labels: ``route`` is the route template (``/sessions/{session_id}/photo``, never the id) or ``unmatched``;
 ``status`` is the HTTP status as a string (``"500"``). Alert expressions match them, e.g.
-``sum(rate(stk_http_requests_total{status=~"5.."}[5m]))``.
+``sum(rate(stk_http_requests_total{status=~"5.."}[5m]))`` (``StickerIngestServerErrors`` in
+``monitoring/alerts.yml``); :func:`count_500s_from_zero` creates every route's ``"500"`` series at 0, so
+that selector has series before the first failure (``make compose-check`` fails on a rule selector
+without series).
 """
 
 from __future__ import annotations
 
+from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from shared import metrics
 
-__all__ = ["RequestMetricsMiddleware"]
+__all__ = ["RequestMetricsMiddleware", "count_500s_from_zero"]
+
+
+def count_500s_from_zero(routes: list[BaseRoute]) -> None:
+    """Create ``stk_http_requests_total{route, status="500"}`` at 0 for every route template in ``routes``
+    (idempotent)."""
+    for route in routes:
+        if isinstance(route, Route):
+            metrics.HTTP_REQUESTS.labels(route=route.path, status="500")
 
 
 class RequestMetricsMiddleware:
