@@ -24,3 +24,4 @@ def test_every_guest_is_accounted_for_under_faults(capsys: pytest.CaptureFixture
     assert len(ledger.verdicts) == 20 and ledger.leads == 8
     assert ledger.let_down == [] and ledger.lost == [] and ledger.duplicated == []
     assert ledger.unexpected_exits == []
+    assert result.unmet == []  # every injected fault was met by the traffic
