@@ -5,39 +5,18 @@ create result's ``sticker_count``."""
 from __future__ import annotations
 
 import pytest
-import redis.asyncio as aioredis
-import sqlalchemy as sa
 
 from delivery.packs import PackDelivery
-from delivery.settings import DeliverySettings
-from shared.db.tables import jobs
 from shared.domain import Job
 from shared.messages import TelegramResult
 from shared.repositories import Database
-from shared.streams import Publisher
+from tests.delivery.delivery_helpers import job_with_stickers
 
 pytestmark = pytest.mark.integration
 
 
-@pytest.fixture
-def delivery(db: Database, redis: aioredis.Redis, database_url: str, redis_url: str) -> PackDelivery:
-    settings = DeliverySettings(
-        DATABASE_URL=database_url, REDIS_URL=redis_url, BOT_USERNAME="stickerbooth_bot"
-    )  # type: ignore[call-arg]
-    return PackDelivery(db=db, publisher=Publisher(redis), settings=settings)
-
-
 async def rendered_job(db: Database) -> Job:
-    async with db.transaction() as repos:
-        session = await repos.sessions.create(station="s", token="t")
-        await repos.sessions.bind_telegram("t", user_id=8, chat_id=8, name="A", language="en")
-        job = await repos.jobs.insert_queued(session_id=session.id, capture_id="c", outfit_id="chef")
-        for i in range(12):
-            await repos.blobs.put(
-                kind="sticker", data=b"png", content_type="image/png", job_id=job.id, position=i
-            )
-        await repos.conn.execute(sa.update(jobs).where(jobs.c.id == job.id).values(status="rendered"))
-    return job
+    return await job_with_stickers(db, status="rendered")
 
 
 async def link_commands(db: Database, job: Job) -> list[str]:
