@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import datetime
 import functools
 import json
 import os
@@ -267,6 +266,40 @@ def check_prometheus(prometheus: httpx.Client, summary: Summary, root: Path = RO
 # --- the stack --------------------------------------------------------------------------------------
 
 
+class ExitWatcher:
+    """Docker ``die`` events of one compose project, read live from the moment it is made.
+
+    Read live because the daemon keeps only its last few hundred events and every health check adds
+    some: looked up after a 5-minute check, the SIGKILLs of its first minutes were gone already (the
+    check then saw 0 of the 4 exits it caused).
+    """
+
+    def __init__(self, client: docker.DockerClient, project: str) -> None:
+        self._stream = client.events(
+            filters={
+                "type": "container",
+                "event": "die",
+                "label": [f"com.docker.compose.project={project}"],
+            },
+            decode=True,
+        )
+        self._events: list[dict[str, Any]] = []
+        self._reader = threading.Thread(target=self._read, name="docker-events", daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        with contextlib.suppress(Exception):  # the stream ends with an error when it is closed
+            for event in self._stream:
+                self._events.append(event)
+
+    def close(self, settle_s: float = 1.0) -> list[dict[str, Any]]:
+        """Stop reading (after ``settle_s`` seconds, for events still on their way); the events seen."""
+        time.sleep(settle_s)
+        self._stream.close()
+        self._reader.join(timeout=5)
+        return list(self._events)
+
+
 class ComposeStack:
     """``docker compose`` (CLI) for up/scale/down and the Docker SDK for looking inside and for faults."""
 
@@ -371,20 +404,9 @@ class ComposeStack:
                 return active
             time.sleep(2)
 
-    def exits(self, since: datetime.datetime, caused: Counter[str]) -> list[ProcessExit]:
-        """Every container of the project that ended since ``since`` (Docker's ``die`` events), judged by
-        :func:`exits_of`."""
-        events = self.docker.events(
-            since=since,
-            until=datetime.datetime.now(datetime.UTC) + datetime.timedelta(seconds=1),  # whole seconds
-            filters={
-                "type": "container",
-                "event": "die",
-                "label": [f"com.docker.compose.project={self.project}"],
-            },
-            decode=True,
-        )
-        return exits_of(events, self.project, caused)
+    def watch_exits(self) -> ExitWatcher:
+        """Start reading this project's container exits (Docker's ``die`` events) as they happen."""
+        return ExitWatcher(self.docker, self.project)
 
     def crash(self, container: Container) -> None:
         """SIGKILL the container's main process from the host (what the OOM killer does).
@@ -537,7 +559,7 @@ def run(args: argparse.Namespace) -> Summary:
         stack.compose("build", timeout_s=1800)
         summary.images = sorted(set(stack.compose_stdout("config", "--images").split()))
         stack.compose("up", "--detach", "--wait", "--wait-timeout", "300", timeout_s=600)
-        up_at = datetime.datetime.now(datetime.UTC)  # exits from here on are judged (not migrate's)
+        watcher = stack.watch_exits()  # exits from here on are judged (not migrate's)
         guests: list[Guest] = []
         leads: list[LeadSubmission] = []
         injected: Counter[str] = Counter()
@@ -643,7 +665,7 @@ def run(args: argparse.Namespace) -> Summary:
             leads=leads,
             leads_chat_id=LEADS_CHAT_ID,
             injected=injected,
-            exits=stack.exits(up_at, caused),
+            exits=exits_of(watcher.close(), args.project, caused),
         )
         summary.exits_seen = len(observed.exits)
         summary.exits_caused = sum(caused.values())
