@@ -266,6 +266,10 @@ def check_prometheus(prometheus: httpx.Client, summary: Summary, root: Path = RO
 # --- the stack --------------------------------------------------------------------------------------
 
 
+#: Compose services that run once and end by design (with exit code 0).
+ONE_SHOT = frozenset({"migrate"})
+
+
 class ExitWatcher:
     """Docker ``die`` events of one compose project, read live from the moment it is made.
 
@@ -435,13 +439,17 @@ class ComposeStack:
 def exits_of(events: Iterable[dict[str, Any]], project: str, caused: Counter[str]) -> list[ProcessExit]:
     """The exits of Docker ``die`` events (in their order), each ``caused`` while it can consume one exit
     this check made of that container (``caused``: container name → exits made: a SIGKILL, a kill, a
-    restart); the rest are exits nobody asked for. Services are named without the ``project-`` prefix."""
+    restart); the rest are exits nobody asked for. Services are named without the ``project-`` prefix.
+    A one-shot service (:data:`ONE_SHOT`: ``migrate``, which compose runs again on every ``up``) ending
+    with 0 has done its job and is not an exit; ending otherwise, it is."""
     left = Counter(caused)
     found: list[ProcessExit] = []
     for event in events:
         attributes = event["Actor"]["Attributes"]
         name = str(attributes.get("name", "?"))
         code = attributes.get("exitCode")
+        if attributes.get("com.docker.compose.service") in ONE_SHOT and str(code) == "0":
+            continue
         ours = left[name] > 0
         left[name] -= ours
         found.append(

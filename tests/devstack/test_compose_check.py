@@ -39,9 +39,10 @@ def test_every_alert_rule_has_a_selector_to_query() -> None:
     assert all(selectors(expr) for expr in rule_exprs().values())
 
 
-def die(name: str, code: int) -> dict[str, object]:
+def die(name: str, code: int, service: str = "") -> dict[str, object]:
     """A Docker ``die`` event as the engine sends it."""
-    return {"status": "die", "time": 1, "Actor": {"Attributes": {"name": name, "exitCode": str(code)}}}
+    attributes = {"name": name, "exitCode": str(code), "com.docker.compose.service": service}
+    return {"status": "die", "time": 1, "Actor": {"Attributes": attributes}}
 
 
 def test_only_the_exits_the_check_caused_are_expected() -> None:
@@ -81,3 +82,14 @@ def test_a_summary_fails_on_a_guest_let_down_and_names_them() -> None:
     summary = Summary(ledger=Ledger(verdicts=[Verdict(810_003, LET_DOWN, "silence: job queued", ())]))
     assert not summary.passed
     assert "LET DOWN user 810003: silence: job queued" in summary.text()
+
+
+def test_a_one_shot_migrate_that_succeeded_is_no_exit_and_one_that_failed_is() -> None:
+    """compose runs ``migrate`` again on every ``up`` (e.g. ``--scale worker=3``); its exit 0 is its job."""
+    events = [
+        die("p-migrate-1", 0, "migrate"),
+        die("p-migrate-1", 1, "migrate"),
+        die("p-worker-1", 0, "worker"),
+    ]
+    exits = exits_of(events, "p", Counter())
+    assert [(e.service, e.returncode) for e in exits] == [("migrate-1", 1), ("worker-1", 0)]
