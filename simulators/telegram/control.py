@@ -83,7 +83,8 @@ async def _body(request: web.Request, model: type[ModelT]) -> ModelT:
         raw = await request.json() if request.can_read_body else {}
         return model.model_validate(raw)
     except ValidationError as error:
-        raise ControlError(400, error.json(include_url=False)) from None
+        # str(), not .json(): a lone surrogate in the input cannot be encoded as JSON by pydantic
+        raise ControlError(400, str(error)[:2000]) from None
     except ValueError:
         raise ControlError(400, "body must be JSON") from None
 

@@ -71,6 +71,11 @@ async def test_a_failed_job_is_retried_with_a_fresh_deadline(
     assert again.status_code == 409 and again.json()["error"]["code"] == "not_retryable"
 
 
+async def test_retrying_a_job_that_does_not_exist_is_a_404(client: httpx.AsyncClient) -> None:
+    response = await client.post("/admin/jobs/00000000-0000-0000-0000-000000000000/retry", headers=AUTH)
+    assert response.status_code == 404 and response.json()["error"]["code"] == "not_found"
+
+
 async def test_a_job_whose_selfie_is_gone_cannot_be_retried(client: httpx.AsyncClient, db: Database) -> None:
     job = await failed_job(db, with_selfie=False)
     response = await client.post(f"/admin/jobs/{job.id}/retry", headers=AUTH)

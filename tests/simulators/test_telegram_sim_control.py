@@ -219,3 +219,11 @@ async def test_an_unreadable_state_file_is_set_aside(tmp_path: Path) -> None:
         await runner.cleanup()
 
     assert (tmp_path / "state.json.corrupt").read_text() == "{not json"
+
+
+async def test_a_control_body_with_a_lone_surrogate_is_a_400_not_a_500(tgsim: RunningSim) -> None:
+    body = b'{"text": "/start \\ud800"}'
+    async with tgsim.http.post(
+        f"{tgsim.url}/sim/users/7010/messages", data=body, headers={"Content-Type": "application/json"}
+    ) as response:
+        assert response.status < 500, await response.text()

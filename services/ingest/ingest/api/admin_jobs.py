@@ -93,12 +93,15 @@ async def show_job(ctx: Ctx, job_id: UUID, authorization: Auth = None) -> dict[s
 
 @router.post("/admin/jobs/{job_id}/retry")
 async def retry_job(ctx: Ctx, job_id: UUID, authorization: Auth = None) -> dict[str, Any]:
-    """Queue a failed job again; 409 ``not_retryable`` when it is not failed or its selfie is gone, 409
-    ``content_refused`` when the providers refused its selfie (a new photo is needed)."""
+    """Queue a failed job again; 404 ``not_found`` for an unknown job, 409 ``not_retryable`` when it is not
+    failed or its selfie is gone, 409 ``content_refused`` when the providers refused its selfie (a new
+    photo is needed)."""
     require_admin(ctx, authorization)
     async with ctx.db.transaction() as repos:
         current = await repos.jobs.get(job_id)
-        if current is not None and current.error_class == str(ErrorClass.CONTENT):
+        if current is None:
+            raise ApiError(404, "not_found", f"job {job_id} does not exist")
+        if current.error_class == str(ErrorClass.CONTENT):
             raise ApiError(
                 409,
                 "content_refused",
