@@ -55,6 +55,15 @@ async def test_admin_routes_need_the_token(client: httpx.AsyncClient) -> None:
     assert (await client.get("/admin/jobs", headers=AUTH)).status_code == 200
 
 
+async def test_without_the_token_bad_parameters_are_a_401_not_a_422(client: httpx.AsyncClient) -> None:
+    """The token is checked before the parameters: a 422 would describe the route to a stranger."""
+    for path in ("/admin/jobs?status=bogus", "/admin/jobs/not-a-uuid", "/admin/leads?limit=0"):
+        response = await client.get(path)
+        assert response.status_code == 401 and response.json()["error"]["code"] == "unauthorized", path
+    assert (await client.post("/admin/jobs/not-a-uuid/retry")).status_code == 401
+    assert (await client.get("/admin/jobs?status=bogus", headers=AUTH)).status_code == 422
+
+
 async def test_a_failed_job_is_retried_with_a_fresh_deadline(
     client: httpx.AsyncClient, db: Database, redis: aioredis.Redis
 ) -> None:

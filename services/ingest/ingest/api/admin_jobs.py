@@ -13,9 +13,9 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 from uuid import UUID
 
-from fastapi import APIRouter, Header, Query
+from fastapi import APIRouter, Depends, Query
 
-from ingest.api.admin_leads import require_admin
+from ingest.api.admin_leads import admin_required
 from ingest.api.errors import ApiError
 from ingest.context import Ctx
 from shared import maintenance
@@ -23,8 +23,7 @@ from shared.domain import Job
 from shared.errors import ErrorClass
 from shared.joblife import republish_queued, retry_failed_job
 
-router = APIRouter()
-Auth = Annotated[str | None, Header()]
+router = APIRouter(dependencies=[Depends(admin_required)])
 JobStatus = Literal["queued", "processing", "rendered", "delivering", "delivered", "failed"]
 
 
@@ -53,9 +52,8 @@ def _job(job: Job) -> dict[str, Any]:
 
 
 @router.get("/admin/status")
-async def queue_status(ctx: Ctx, authorization: Auth = None) -> dict[str, Any]:
+async def queue_status(ctx: Ctx) -> dict[str, Any]:
     """Jobs by status and the pause in force (``null`` when running)."""
-    require_admin(ctx, authorization)
     async with ctx.db.transaction() as repos:
         counts = await repos.jobs.count_by_status()
         pause = await maintenance.current_pause(repos, env_on=ctx.settings.maintenance_mode)
@@ -65,21 +63,18 @@ async def queue_status(ctx: Ctx, authorization: Auth = None) -> dict[str, Any]:
 @router.get("/admin/jobs")
 async def list_jobs(
     ctx: Ctx,
-    authorization: Auth = None,
     status: Annotated[JobStatus | None, Query()] = None,
     limit: Annotated[int, Query(ge=1, le=500)] = 100,
 ) -> dict[str, Any]:
     """The newest jobs first, optionally of one status."""
-    require_admin(ctx, authorization)
     async with ctx.db.transaction() as repos:
         jobs = await repos.jobs.recent(limit=limit, status=status)
     return {"jobs": [_job(j) for j in jobs]}
 
 
 @router.get("/admin/jobs/{job_id}")
-async def show_job(ctx: Ctx, job_id: UUID, authorization: Auth = None) -> dict[str, Any]:
+async def show_job(ctx: Ctx, job_id: UUID) -> dict[str, Any]:
     """One job with its transition log."""
-    require_admin(ctx, authorization)
     async with ctx.db.transaction() as repos:
         job = await repos.jobs.get(job_id)
         events = await repos.jobs.events(job_id) if job else []
@@ -92,11 +87,10 @@ async def show_job(ctx: Ctx, job_id: UUID, authorization: Auth = None) -> dict[s
 
 
 @router.post("/admin/jobs/{job_id}/retry")
-async def retry_job(ctx: Ctx, job_id: UUID, authorization: Auth = None) -> dict[str, Any]:
+async def retry_job(ctx: Ctx, job_id: UUID) -> dict[str, Any]:
     """Queue a failed job again; 404 ``not_found`` for an unknown job, 409 ``not_retryable`` when it is not
     failed or its selfie is gone, 409 ``content_refused`` when the providers refused its selfie (a new
     photo is needed)."""
-    require_admin(ctx, authorization)
     async with ctx.db.transaction() as repos:
         current = await repos.jobs.get(job_id)
         if current is None:
@@ -115,19 +109,17 @@ async def retry_job(ctx: Ctx, job_id: UUID, authorization: Auth = None) -> dict[
 
 
 @router.post("/admin/pause")
-async def pause_queue(ctx: Ctx, authorization: Auth = None) -> dict[str, Any]:
+async def pause_queue(ctx: Ctx) -> dict[str, Any]:
     """The ``admin`` pause: workers claim nothing, kiosks show maintenance."""
-    require_admin(ctx, authorization)
     async with ctx.db.transaction() as repos:
         await maintenance.start_pause(repos, source="admin", reason="paused from the admin page")
-    return await queue_status(ctx, authorization)
+    return await queue_status(ctx)
 
 
 @router.post("/admin/resume")
-async def resume_queue(ctx: Ctx, authorization: Auth = None) -> dict[str, Any]:
+async def resume_queue(ctx: Ctx) -> dict[str, Any]:
     """Clear an ``auto`` or ``admin`` pause (``env`` stays until a restart) and republish queued jobs."""
-    require_admin(ctx, authorization)
     async with ctx.db.transaction() as repos:
         await maintenance.end_pause(repos)
     await republish_queued(ctx.db, ctx.publisher)
-    return await queue_status(ctx, authorization)
+    return await queue_status(ctx)

@@ -9,13 +9,11 @@ from __future__ import annotations
 import secrets
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Header, Query
+from fastapi import APIRouter, Depends, Header, Query
 
 from ingest.api.errors import ApiError
 from ingest.context import Ctx
 from shared.domain import Lead
-
-router = APIRouter()
 
 
 def require_admin(ctx: Ctx, authorization: str | None) -> None:
@@ -39,15 +37,23 @@ def require_admin(ctx: Ctx, authorization: str | None) -> None:
         raise ApiError(401, "unauthorized", "Send Authorization: Bearer <ADMIN_TOKEN>.")
 
 
+def admin_required(ctx: Ctx, authorization: Annotated[str | None, Header()] = None) -> None:
+    """The admin routers' dependency: :func:`require_admin` before anything else of the request is read,
+    so an unauthenticated caller gets a 401, never a 422 that describes the route's parameters."""
+    require_admin(ctx, authorization)
+
+
+#: The routers of admin endpoints are behind :func:`admin_required`.
+router = APIRouter(dependencies=[Depends(admin_required)])
+
+
 @router.get("/admin/leads")
 async def list_leads(
     ctx: Ctx,
-    authorization: Annotated[str | None, Header()] = None,
     status: Annotated[Literal["new", "taken", "done", "spam"] | None, Query()] = None,
     limit: Annotated[int, Query(ge=1, le=500)] = 100,
 ) -> dict[str, Any]:
     """The newest leads first: number, status and who set it, contact, card state, repeats."""
-    require_admin(ctx, authorization)
     async with ctx.db.transaction() as repos:
         rows = await repos.leads.list_recent(limit, status=status)
     return {"leads": [_row(lead, repeats) for lead, repeats in rows]}
