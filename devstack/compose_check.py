@@ -65,6 +65,7 @@ from devstack.chaos.ledger import (
 from devstack.chaos.run import simulator_view
 from devstack.chaos.traffic import GuestPlan, photos, play_guest, submit_lead
 from devstack.infra import free_port
+from devstack.journey import wait_until
 
 ROOT = Path(__file__).resolve().parent.parent
 MIN_COMPOSE = (2, 20)
@@ -525,14 +526,8 @@ def owner_container(stack: ComposeStack, owner: str) -> Container | None:
 
 
 def wait_for(predicate: Callable[[], Any], timeout_s: float, what: str) -> Any:
-    deadline = time.monotonic() + timeout_s
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise CheckFailed(f"timed out after {timeout_s:.0f}s waiting for {what}")
-        time.sleep(0.5)
+    """:func:`devstack.journey.wait_until` that fails the check (``CheckFailed``) on a time-out."""
+    return wait_until(predicate, timeout_s, what, error=CheckFailed)
 
 
 def scalar(prometheus: httpx.Client, expr: str) -> float:

@@ -35,14 +35,26 @@ class JourneyError(RuntimeError):
     """The stack did not do its part in time (carries what was seen)."""
 
 
-def _wait(predicate: Any, timeout_s: float, what: str, interval_s: float = 0.5) -> Any:
+def wait_until(
+    predicate: Any,
+    timeout_s: float,
+    what: str,
+    *,
+    interval_s: float = 0.5,
+    error: type[Exception] = JourneyError,
+) -> Any:
+    """Call ``predicate`` every ``interval_s`` seconds until it returns something truthy; returns that.
+
+    Raises:
+        error: (``JourneyError`` unless given) after ``timeout_s`` seconds, naming ``what`` was awaited.
+    """
     deadline = time.monotonic() + timeout_s
     while True:
         value = predicate()
         if value:
             return value
         if time.monotonic() > deadline:
-            raise JourneyError(f"timed out after {timeout_s:.0f}s waiting for {what}")
+            raise error(f"timed out after {timeout_s:.0f}s waiting for {what}")
         time.sleep(interval_s)
 
 
@@ -75,7 +87,7 @@ def start_session(
             "language_code": language,
         },
     ).raise_for_status()
-    _wait(
+    wait_until(
         lambda: kiosk.get(f"/sessions/{session['id']}").json().get("telegram_linked"),
         30,
         "the gateway to bind the guest's Telegram account",
@@ -122,7 +134,7 @@ def play(
             body: dict[str, Any] = kiosk.get(f"/sessions/{sid}").json()
             return body if body["status"] in ("delivered", "failed") else None
 
-        final = _wait(finished, timeout_s, "the job to be delivered or failed", interval_s=1.0)
+        final = wait_until(finished, timeout_s, "the job to be delivered or failed", interval_s=1.0)
         chat = chat_messages(sim, user_id)
         link_match = next((m for t in bot_texts(chat) if (m := LINK.search(t))), None)
         return JourneyResult(
