@@ -31,10 +31,11 @@ $(PROMTOOL): | $(STAMP)
 
 install: $(STAMP) $(PROMTOOL)  ## build .venv with the pinned dependencies (and promtool from Debian)
 
-check: install  ## ruff (lint + format check) and mypy
+check: install  ## ruff (lint + format check), mypy and the import rules (lint-imports, pyproject [tool.importlinter])
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy shared services simulators devstack
+	$(VENV)/bin/lint-imports --no-cache
 
 format: install  ## apply ruff's fixes and formatting
 	$(VENV)/bin/ruff check --fix .
