@@ -1,0 +1,307 @@
+"""Backups (issue 11 item 4, :mod:`shared.backup`): the restore rehearsal and the integrity check.
+
+The rehearsal fills every table of a migrated database (blobs included), takes a generation with
+``python -m shared.backup``, restores it with ``python -m shared.backup restore`` into a scratch database
+and compares row counts per table and a checksum of the blob bytes. The other tests show the check can
+fail (a truncated dump, a dump of an unmigrated database, an unreachable server): nothing is renamed into
+place and the older good generation survives; and rotation keeps exactly ``BACKUP_KEEP``. File names
+come from an injected ``now``, so nothing waits for the clock.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import asyncpg
+import pytest
+import sqlalchemy as sa
+
+from devstack.infra import Infra, drop_database, recreate_database
+from shared import backup
+from shared.db import plain_url
+from shared.db import tables as t
+from shared.repositories import Database
+
+pytestmark = pytest.mark.integration
+
+T0 = datetime(2026, 3, 1, 3, 30, tzinfo=UTC)
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def scratch(infra: Infra) -> Iterator[str]:
+    """An empty database of its own on the test server, dropped afterwards."""
+    name = f"sb_restore_{os.getpid()}"
+    url = recreate_database(infra.postgres_url, name)
+    yield url
+    drop_database(infra.postgres_url, name)
+
+
+def settings(database_url: str, directory: Path, keep: int = 7) -> backup.BackupSettings:
+    return backup.BackupSettings(DATABASE_URL=database_url, BACKUP_DIR=directory, BACKUP_KEEP=keep)
+
+
+BLOBS = [
+    bytes(range(256)) * 4,  # every byte value, NULs included
+    random.Random(11).randbytes(1_500_000),  # a selfie-sized, incompressible payload
+    b"",  # empty is a value too
+    b"\x89PNG\r\n\x1a\n" + random.Random(12).randbytes(40_000),
+]
+
+
+async def fill_every_table(db: Database) -> None:
+    """A few rows in every table of tables.py: sessions, jobs and their events, blobs (bytea), settings,
+    Telegram commands, leads with a repeat, lead chats, alerts and AI usage rows."""
+    now = datetime.now(UTC)
+    sessions = [uuid.uuid4() for _ in range(3)]
+    jobs = [uuid.uuid4() for _ in range(3)]
+    async with db.engine.begin() as conn:
+        await conn.execute(
+            sa.insert(t.sessions),
+            [
+                {"id": s, "token": f"tok-{i}", "station": "st-1", "language": "en"}
+                for i, s in enumerate(sessions)
+            ],
+        )
+        await conn.execute(
+            sa.insert(t.jobs),
+            [
+                {"id": j, "session_id": s, "capture_id": f"cap-{i}", "outfit_id": "chef", "status": status}
+                for i, (j, s, status) in enumerate(
+                    zip(jobs, sessions, ["delivered", "failed", "queued"], strict=True)
+                )
+            ],
+        )
+        await conn.execute(
+            sa.insert(t.job_events),
+            [{"job_id": j, "from_status": "queued", "to_status": "processing"} for j in jobs * 2],
+        )
+        await conn.execute(
+            sa.insert(t.blobs),
+            [
+                {
+                    "id": uuid.uuid4(),
+                    "kind": "selfie" if i == 1 else "sticker",
+                    "job_id": jobs[i % len(jobs)],
+                    "position": i,
+                    "content_type": "image/png",
+                    "meta": {"n": i},
+                    "data": data,
+                    "size": len(data),
+                }
+                for i, data in enumerate(BLOBS)
+            ],
+        )
+        await conn.execute(sa.insert(t.settings), [{"key": "digest_last_day", "value": "2026-02-28"}])
+        await conn.execute(
+            sa.insert(t.tg_commands),
+            [
+                {"command_id": f"cmd-{i}", "method": "sendMessage", "params": {"chat_id": i, "text": "hi"}}
+                for i in range(2)
+            ],
+        )
+        lead_ids = (
+            await conn.execute(
+                sa.insert(t.leads).returning(t.leads.c.id),
+                [
+                    {"request_id": f"req-{i}", "name": f"Guest {i}", "contact": f"+10000000{i}"}
+                    for i in range(2)
+                ],
+            )
+        ).scalars()
+        await conn.execute(
+            sa.insert(t.lead_repeats),
+            [
+                {"lead_id": lead_id, "request_id": f"rep-{lead_id}", "name": "Again", "contact": "x"}
+                for lead_id in lead_ids
+            ],
+        )
+        await conn.execute(sa.insert(t.lead_chats), [{"chat_id": -100, "tokens": 3.0, "tokens_at": now}])
+        await conn.execute(sa.insert(t.alerts), [{"key": "rpd", "last_sent_at": now}])
+        await conn.execute(
+            sa.insert(t.api_usage),
+            [
+                {
+                    "job_id": jobs[0],
+                    "provider": "gemini",
+                    "model": "m",
+                    "kind": "sheet",
+                    "call_type": "image",
+                    "outcome": "ok",
+                },
+                {
+                    "job_id": None,
+                    "provider": "openai",
+                    "model": "m",
+                    "kind": "vision",
+                    "call_type": "vision",
+                    "outcome": "error",
+                },
+            ],
+        )
+
+
+async def census(database_url: str) -> tuple[dict[str, int], str, str]:
+    """Row count of every table backup expects, an md5 of the blob bytes in id order, the revision."""
+    conn = await asyncpg.connect(plain_url(database_url))
+    try:
+        counts = {}
+        for name in sorted(backup.expected_tables()):
+            counts[name] = await conn.fetchval(f"SELECT count(*) FROM {name}")
+        blob_md5 = await conn.fetchval("SELECT md5(string_agg(md5(data), ',' ORDER BY id)) FROM blobs")
+        revision = await conn.fetchval(f"SELECT version_num FROM {backup.ALEMBIC_TABLE}")
+        return counts, blob_md5, revision
+    finally:
+        await conn.close()
+
+
+def names(directory: Path) -> list[str]:
+    return sorted(p.name for p in directory.iterdir())
+
+
+def run_cli(*args: str, database_url: str, directory: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "DATABASE_URL": database_url, "BACKUP_DIR": str(directory), "LOG_FORMAT": "json"}
+    return subprocess.run(
+        [sys.executable, "-m", "shared.backup", *args],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+async def test_restore_rehearsal_gives_back_every_row_and_every_blob_byte(
+    db: Database, database_url: str, scratch: str, tmp_path: Path
+) -> None:
+    await fill_every_table(db)
+    source = await census(database_url)
+    counts, blob_md5, _revision = source
+    assert {f"public.{table.name}" for table in t.metadata.sorted_tables} <= set(counts)
+    assert all(counts.values()), f"every table needs rows for the rehearsal to mean anything: {counts}"
+
+    taken = run_cli(database_url=database_url, directory=tmp_path)
+    assert taken.returncode == 0, taken.stderr
+    assert "BACKUP_OK" in taken.stderr
+    (dump,) = backup.generations(tmp_path, backup.target(database_url).database)
+    assert names(tmp_path) == [".lock", dump.name], "no partial file is left"
+
+    restored = run_cli("restore", str(dump), database_url=scratch, directory=tmp_path)
+    assert restored.returncode == 0, restored.stderr
+    assert "RESTORE_OK" in restored.stderr
+    assert await census(scratch) == source
+    assert blob_md5 is not None and counts["public.blobs"] == len(BLOBS)
+
+
+def test_the_password_stays_out_of_argv_and_logs() -> None:
+    db = backup.target("postgresql+asyncpg://booth:s3cret%40pw@db.example:5433/booth?sslmode=require")
+    assert "s3cret" not in db.conninfo and "s3cret" not in db.display
+    assert db.conninfo == "postgresql://booth@db.example:5433/booth?sslmode=require"
+    assert db.env["PGPASSWORD"] == "s3cret@pw"
+    assert db.database == "booth"
+
+
+def fake_pg_dump(directory: Path) -> Path:
+    """A ``pg_dump`` that runs the real one, then cuts its output in half: a disk that filled up."""
+    real = shutil.which("pg_dump")
+    assert real
+    script = directory / "pg_dump"
+    script.write_text(
+        f"#!{sys.executable}\n"
+        "import os, subprocess, sys\n"
+        f"code = subprocess.call([{real!r}, *sys.argv[1:]])\n"
+        "path = next(a.removeprefix('--file=') for a in sys.argv if a.startswith('--file='))\n"
+        "os.truncate(path, os.path.getsize(path) // 2)\n"
+        "sys.exit(code)\n",
+        encoding="utf-8",
+    )
+    script.chmod(0o755)
+    return script
+
+
+async def test_a_truncated_dump_is_refused_and_the_older_generation_survives(
+    db: Database, database_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    await fill_every_table(db)
+    directory = tmp_path / "backups"
+    good = backup.take_backup(settings(database_url, directory, keep=1), now=T0)
+    good_bytes = good.path.read_bytes()
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    fake_pg_dump(bin_dir)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    with pytest.raises(backup.BackupError) as refused:
+        backup.take_backup(settings(database_url, directory, keep=1), now=T0 + timedelta(days=1))
+    assert refused.value.stage == "check"
+    assert "end of file" in refused.value.detail
+    assert names(directory) == [".lock", good.path.name]
+    assert good.path.read_bytes() == good_bytes
+
+
+def test_the_check_reads_the_table_of_contents_and_every_block(tmp_path: Path, database_url: str) -> None:
+    """``--list`` accepts a half file (the TOC comes first); reading every block does not. A file that is
+    not an archive fails at the TOC."""
+    directory = tmp_path / "backups"
+    good = backup.take_backup(settings(database_url, directory), now=T0)
+    half = tmp_path / "half.dump"
+    half.write_bytes(good.path.read_bytes()[: good.size_bytes // 2])
+    garbage = tmp_path / "garbage.dump"
+    garbage.write_bytes(b"PGDMP" + b"\x00" * 64)
+    assert backup.verify(good.path, backup.expected_tables()) == good.tables
+    for broken in (half, garbage):
+        with pytest.raises(backup.BackupError) as refused:
+            backup.verify(broken, backup.expected_tables())
+        assert refused.value.stage == "check"
+
+
+def test_a_dump_of_an_unmigrated_database_is_refused(scratch: str, tmp_path: Path) -> None:
+    """DATABASE_URL pointing at an empty database dumps fine but holds none of our tables: refused, so a
+    week of such runs cannot rotate the good generations away."""
+    with pytest.raises(backup.BackupError) as refused:
+        backup.take_backup(settings(scratch, tmp_path), now=T0)
+    assert refused.value.stage == "check"
+    assert "public.alembic_version" in refused.value.detail and "public.blobs" in refused.value.detail
+    assert names(tmp_path) == [".lock"]
+
+
+def test_a_failed_dump_exits_1_logs_the_stage_without_the_password_and_keeps_old_generations(
+    database_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    good = backup.take_backup(settings(database_url, tmp_path, keep=1), now=T0)
+    name = backup.target(database_url).database
+    monkeypatch.setenv("DATABASE_URL", f"postgresql://booth:s3cret-pw-0042@127.0.0.1:1/{name}")
+    monkeypatch.setenv("BACKUP_DIR", str(tmp_path))
+    monkeypatch.setenv("BACKUP_KEEP", "1")
+    assert backup.main([]) == 1
+    err = capsys.readouterr().err
+    assert "BACKUP_FAILED" in err and '"stage": "dump"' in err and "pg_dump exited" in err
+    assert "s3cret-pw-0042" not in err
+    assert backup.generations(tmp_path, name) == [good.path]
+    assert names(tmp_path) == [".lock", good.path.name]
+
+
+def test_rotation_keeps_exactly_backup_keep_newest_generations(database_url: str, tmp_path: Path) -> None:
+    keep = 3
+    taken = [
+        backup.take_backup(settings(database_url, tmp_path, keep=keep), now=T0 + timedelta(days=day))
+        for day in range(5)
+    ]
+    name = backup.target(database_url).database
+    assert backup.generations(tmp_path, name) == [g.path for g in taken[-keep:]]
+    assert [p.name for g in taken for p in g.deleted] == [taken[0].path.name, taken[1].path.name]
+    assert taken[-1].path.name == f"{name}-20260305T033000Z.dump"
+    # Same second twice: refused, the existing generation is not overwritten.
+    with pytest.raises(backup.BackupError) as twice:
+        backup.take_backup(settings(database_url, tmp_path, keep=keep), now=T0 + timedelta(days=4))
+    assert twice.value.stage == "exists"
+    assert backup.generations(tmp_path, name) == [g.path for g in taken[-keep:]]
