@@ -52,6 +52,15 @@ SERVICES: dict[str, tuple[str, int]] = {
 PYTHON_IMAGE = "python:3.11-slim-bookworm"
 
 
+# Workloads that run to completion (k8s Job / CronJob, compose one-shot services) beside SERVICES.
+BATCH_WORKLOADS = frozenset({"migrate", "backup"})
+
+
+# The backup image (docker/backup/Dockerfile): the one Dockerfile with a stage not of PYTHON_IMAGE, the
+# Postgres image its pg_dump/pg_restore come from (it must be compose's server image: same major).
+BACKUP_DOCKERFILE = ROOT / "docker" / "backup" / "Dockerfile"
+
+
 # Graceful shutdown (DESIGN.md §9): stop taking work 5 s + finish running jobs 15 s + cancel, requeue and
 # clean up. Every service gets 30 s; the worker, whose jobs are the longest, 45 s.
 MIN_GRACE_S = 30
@@ -215,11 +224,22 @@ def one(docs: Docs, kind: str, name: str) -> dict[str, Any]:
     return found[0]
 
 
+WORKLOAD_KINDS = frozenset({"Deployment", "Job", "StatefulSet", "DaemonSet", "CronJob"})
+
+
+def pod_template(workload: dict[str, Any]) -> dict[str, Any]:
+    """The pod template (metadata and spec) of a workload; a CronJob's is inside its jobTemplate."""
+    spec = workload["spec"]
+    template = spec["jobTemplate"]["spec"]["template"] if workload["kind"] == "CronJob" else spec["template"]
+    assert isinstance(template, dict)
+    return template
+
+
 def pod_templates(docs: Docs) -> Iterator[tuple[str, dict[str, Any]]]:
-    """(workload name, pod spec) of every Deployment and Job."""
+    """(workload name, pod spec) of every Deployment, Job and CronJob."""
     for doc in docs:
-        if doc["kind"] in {"Deployment", "Job", "StatefulSet", "DaemonSet"}:
-            yield doc["metadata"]["name"], doc["spec"]["template"]["spec"]
+        if doc["kind"] in WORKLOAD_KINDS:
+            yield doc["metadata"]["name"], pod_template(doc)["spec"]
 
 
 def containers(pod: dict[str, Any]) -> list[dict[str, Any]]:

@@ -76,7 +76,7 @@ def test_compose_gates_services_on_healthy_datastores_and_a_finished_migration()
 
 
 def test_compose_app_containers_are_hardened_and_get_their_shutdown_budget() -> None:
-    for name in [*SERVICES, "migrate", "telegram-sim", "ai-sim"]:
+    for name in [*SERVICES, "migrate", "backup", "telegram-sim", "ai-sim"]:
         service = compose_service(name)
         assert service.get("read_only") is True, name
         assert "/tmp" in service.get("tmpfs", []), name
@@ -151,10 +151,28 @@ def test_compose_builds_each_image_once() -> None:
 def test_monitoring_sits_behind_profiles_so_the_core_comes_up_without_it() -> None:
     assert compose_service("grafana")["profiles"] == ["monitoring"]
     assert set(compose_service("prometheus")["profiles"]) == {"monitoring", "prometheus"}
-    core = [name for name in compose()["services"] if name not in {"grafana", "prometheus"}]
+    core = [name for name in compose()["services"] if name not in {"grafana", "prometheus", "backup"}]
     assert not [name for name in core if compose_service(name).get("profiles")]
     for name in core:
         assert not {"grafana", "prometheus"} & set(compose_service(name).get("depends_on") or {}), name
+
+
+def test_backup_is_a_one_shot_behind_its_profile_writing_to_a_volume() -> None:
+    """Issue 11 item 4: `docker compose --profile backup run --rm backup` takes one checked generation
+    (shared/backup.py) of the database the services use; the host's cron runs it daily (documented)."""
+    service = compose_service("backup")
+    assert service["profiles"] == ["backup"]
+    assert service["restart"] == "no" and service["command"] == ["python", "-m", "shared.backup"]
+    assert service["build"]["dockerfile"] == "docker/backup/Dockerfile"
+    env = service["environment"]
+    assert env["DATABASE_URL"] == compose()["x-common-env"]["DATABASE_URL"]
+    assert env["BACKUP_KEEP"] == "${BACKUP_KEEP:-7}"
+    assert f"backup-data:{env['BACKUP_DIR']}" in service["volumes"]
+    assert "backup-data" in compose()["volumes"]
+    assert service["depends_on"] == {"postgres": {"condition": "service_healthy"}}
+    assert not any("backup" in (compose_service(n).get("depends_on") or {}) for n in compose()["services"])
+    text = (ROOT / "compose.yaml").read_text(encoding="utf-8")
+    assert "docker compose --profile backup run --rm backup" in text and "cron" in text
 
 
 def test_the_telegram_simulator_is_seeded_and_keeps_its_state_in_a_volume() -> None:

@@ -11,12 +11,14 @@ import pytest
 
 from tests.deploy.deploy_helpers import (
     ALL_DOCKERFILES,
+    BACKUP_DOCKERFILE,
     PYTHON_IMAGE,
     ROOT,
     SERVICE_DOCKERFILES,
     SERVICES,
     SIMULATOR_DOCKERFILE,
     VENV_BIN,
+    compose_service,
     dockerfile_instructions,
     final_stage,
     run,
@@ -42,6 +44,8 @@ def test_dockerfile_passes_hadolint(dockerfile: Path) -> None:
 def test_dockerfile_uses_the_pinned_python_and_runs_as_non_root(dockerfile: Path) -> None:
     instructions = dockerfile_instructions(dockerfile)
     bases = [args.split()[0] for keyword, args in instructions if keyword == "FROM"]
+    if dockerfile == BACKUP_DOCKERFILE:  # its pg-client stage only supplies files to COPY --from
+        bases = [b for b in bases if b != compose_service("postgres")["image"]]
     assert bases and all(
         re.fullmatch(rf"{re.escape(PYTHON_IMAGE)}(@sha256:[0-9a-f]{{64}})?", b) for b in bases
     )
@@ -82,6 +86,26 @@ def test_service_dockerfile_runs_its_contract_command(service: str) -> None:
     assert ("EXPOSE", str(port)) in stage
     healthcheck = [args for keyword, args in stage if keyword == "HEALTHCHECK"]
     assert len(healthcheck) == 1 and "/healthz" in healthcheck[0]
+
+
+def test_backup_image_carries_the_client_tools_of_the_server_major() -> None:
+    """pg_dump refuses a newer server: the tools come from compose's Postgres image (docker/backup)."""
+    server = compose_service("postgres")["image"]
+    major = server.split(":")[1].split("-")[0]
+    instructions = dockerfile_instructions(BACKUP_DOCKERFILE)
+    assert ("FROM", f"{server} AS pg-client") in instructions
+    tools = " ".join(args for keyword, args in instructions if keyword == "RUN")
+    assert (
+        f"/usr/lib/postgresql/{major}/bin/pg_dump" in tools
+        and f"pg_dump --version | grep -q ' {major}\\.'" in tools
+    )
+    stage = final_stage(BACKUP_DOCKERFILE)
+    assert ("COPY", "--from=pg-client /opt/pg-client /opt/pg-client") in stage
+    assert [json.loads(args) for keyword, args in stage if keyword == "CMD"] == [
+        ["python", "-m", "shared.backup"]
+    ]
+    copies = [args for keyword, args in stage if keyword == "COPY"]
+    assert "shared/ /app/shared/" in copies and not any(c.startswith("services") for c in copies)
 
 
 def test_dockerignore_keeps_secrets_and_local_state_out_of_the_build_context() -> None:

@@ -13,6 +13,7 @@ import pytest
 import yaml
 
 from tests.deploy.deploy_helpers import (
+    BATCH_WORKLOADS,
     CRD_KINDS,
     K8S,
     K8S_VERSION,
@@ -29,6 +30,7 @@ from tests.deploy.deploy_helpers import (
     millicores,
     needs_kubectl,
     one,
+    pod_template,
     pod_templates,
 )
 
@@ -39,7 +41,15 @@ pytestmark = pytest.mark.unit
 @pytest.mark.parametrize("which", RENDERS)
 def test_kustomization_renders(which: str, rendered: Callable[[str], Docs]) -> None:
     kinds = {d["kind"] for d in rendered(which)}
-    assert {"Deployment", "Job", "NetworkPolicy", "PodDisruptionBudget", "ConfigMap"} <= kinds
+    assert {
+        "Deployment",
+        "Job",
+        "CronJob",
+        "PersistentVolumeClaim",
+        "NetworkPolicy",
+        "PodDisruptionBudget",
+    } <= kinds
+    assert "ConfigMap" in kinds
     assert "Secret" not in kinds, "Secrets are created out of band, never rendered from the repo"
 
 
@@ -116,7 +126,7 @@ def test_every_pod_is_non_root_with_a_read_only_root_and_no_capabilities(
     which: str, rendered: Callable[[str], Docs]
 ) -> None:
     pods = list(pod_templates(rendered(which)))
-    assert {name for name, _ in pods} == {*SERVICES, "migrate"}
+    assert {name for name, _ in pods} == {*SERVICES, *BATCH_WORKLOADS}
     for name, pod in pods:
         security = pod["securityContext"]
         assert security["runAsNonRoot"] is True, name
@@ -213,7 +223,7 @@ def test_network_policies_deny_by_default_and_open_only_the_contract_flows(
     def selected(policy: dict[str, Any]) -> set[str]:
         selector = policy["spec"]["podSelector"]
         if selector.get("matchLabels", {}).get("app.kubernetes.io/part-of") == "sticker-booth":
-            return {*SERVICES, "migrate"}
+            return {*SERVICES, *BATCH_WORKLOADS}
         if "app.kubernetes.io/name" in selector.get("matchLabels", {}):
             return {selector["matchLabels"]["app.kubernetes.io/name"]}
         (expression,) = selector["matchExpressions"]
@@ -234,10 +244,10 @@ def test_network_policies_deny_by_default_and_open_only_the_contract_flows(
                 open_ingress |= selected(policy)
     assert internet == {"telegram-gateway", "worker"}
     assert open_ingress == {"ingest"}
-    assert datastores == {*SERVICES, "migrate"}
+    assert datastores == {*SERVICES, *BATCH_WORKLOADS}
     # The policies select pods by labels the workloads really carry.
-    for workload in (d for d in docs if d["kind"] in {"Deployment", "Job"}):
-        labels = workload["spec"]["template"]["metadata"]["labels"]
+    for workload in (d for d in docs if d["kind"] in {"Deployment", "Job", "CronJob"}):
+        labels = pod_template(workload)["metadata"]["labels"]
         assert labels["app.kubernetes.io/name"] == workload["metadata"]["name"]
         assert labels["app.kubernetes.io/part-of"] == "sticker-booth"
 
@@ -249,6 +259,38 @@ def test_migrate_job_runs_shared_migrate_from_the_ingest_image(rendered: Callabl
     assert container["command"] == ["python", "-m", "shared.migrate"]
     (ingest,) = one(docs, "Deployment", "ingest")["spec"]["template"]["spec"]["containers"]
     assert container["image"] == ingest["image"]
+
+
+@needs_kubectl
+@pytest.mark.parametrize("which", RENDERS)
+def test_backup_runs_daily_one_at_a_time_onto_its_own_volume(
+    which: str, rendered: Callable[[str], Docs]
+) -> None:
+    """Issue 11 item 4: a daily checked pg_dump (shared/backup.py) that never overlaps itself, writing to a
+    PersistentVolumeClaim of the kustomization, with the retention from the shared ConfigMap."""
+    docs = rendered(which)
+    cron = one(docs, "CronJob", "backup")
+    spec = cron["spec"]
+    minute, hour, *every = spec["schedule"].split()
+    assert minute.isdigit() and hour.isdigit() and every == ["*", "*", "*"], "once a day at a fixed time"
+    assert spec["timeZone"] == "Etc/UTC", "the file names carry UTC"
+    assert spec["concurrencyPolicy"] == "Forbid"
+    job = spec["jobTemplate"]["spec"]
+    assert job["activeDeadlineSeconds"] <= 86400 and job["backoffLimit"] >= 1
+    pod = pod_template(cron)["spec"]
+    assert pod["restartPolicy"] == "Never"
+    (container,) = pod["containers"]
+    assert container["command"] == ["python", "-m", "shared.backup"] and container["args"] == ["dump"]
+    env = {e["name"]: e for e in container["env"]}
+    assert env["DATABASE_URL"]["valueFrom"]["secretKeyRef"]["name"] == "sticker-booth-datastores"
+    mounts = {m["name"]: m["mountPath"] for m in container["volumeMounts"]}
+    assert mounts["backups"] == env["BACKUP_DIR"]["value"]
+    (volume,) = [v for v in pod["volumes"] if v["name"] == "backups"]
+    claim = one(docs, "PersistentVolumeClaim", volume["persistentVolumeClaim"]["claimName"])
+    assert claim["spec"]["resources"]["requests"]["storage"]
+    assert pod["securityContext"]["fsGroup"] == pod["securityContext"]["runAsGroup"], "the volume is writable"
+    assert {"configMapRef": {"name": find(docs, "ConfigMap")[0]["metadata"]["name"]}} in container["envFrom"]
+    assert int(find(docs, "ConfigMap")[0]["data"]["BACKUP_KEEP"]) >= 1
 
 
 @needs_kubectl
@@ -317,9 +359,11 @@ def test_every_long_running_container_has_probes_requests_and_limits(
             for key in ("cpu", "memory"):
                 assert key in container["resources"]["requests"], f"{where} requests {key}"
                 assert key in container["resources"]["limits"], f"{where} limits {key}"
-    for job in find(rendered(which), "Job"):
-        for container in containers(job["spec"]["template"]["spec"]):
-            assert {"requests", "limits"} <= set(container["resources"]), job["metadata"]["name"]
+    for job in [*find(rendered(which), "Job"), *find(rendered(which), "CronJob")]:
+        for container in containers(pod_template(job)["spec"]):
+            for key in ("cpu", "memory"):
+                assert key in container["resources"]["requests"], f"{job['metadata']['name']} requests {key}"
+                assert key in container["resources"]["limits"], f"{job['metadata']['name']} limits {key}"
 
 
 @needs_kubectl
