@@ -42,7 +42,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, Self
+from typing import Any, Self, TypedDict
 
 import redis.asyncio as aioredis
 import structlog
@@ -168,6 +168,16 @@ def _exit_code(longs: Sequence[asyncio.Task[Any]], ended: Sequence[asyncio.Task[
     return 1 if ended else 0
 
 
+class Given(TypedDict, total=False):
+    """What a caller (a test) gives a service's ``run(settings, **given)`` instead of what the runtime
+    builds from the settings, like ``ingest.main.create_app(settings, db=, publisher=)``: the caller closes
+    the clients it gave. ``stop``: an event that stops the service (no signal handlers are installed)."""
+
+    db: Database
+    redis: aioredis.Redis
+    stop: asyncio.Event
+
+
 class ServiceRuntime:
     """Runs one non-HTTP service; use as ``async with ServiceRuntime(...) as rt: return await rt.run(...)``.
 
@@ -268,17 +278,18 @@ class ServiceRuntime:
             task.add_done_callback(lambda t: None if self.stop.is_set() else ended.append(t))
             return task
 
-        readers = [start(c.run(self.stop), c.stream) for c in consumers]
-        loops = [start(run_duty(d, self.stop), d.name) for d in duties]
-        longs = [start(t.run(self.stop), t.name) for t in tasks]
-        intake = [task for task, t in zip(longs, tasks, strict=True) if t.intake]
-        every = [*readers, *loops, *longs]
+        every: list[asyncio.Task[Any]] = []
         ops = await start_ops_server(
             self.settings.ops_port,
             ready=ready or self.db.ping,
             alive=lambda: all(not task.done() for task in every),
         )
         try:
+            readers = [start(c.run(self.stop), c.stream) for c in consumers]
+            loops = [start(run_duty(d, self.stop), d.name) for d in duties]
+            longs = [start(t.run(self.stop), t.name) for t in tasks]
+            intake = [task for task, t in zip(longs, tasks, strict=True) if t.intake]
+            every.extend([*readers, *loops, *longs])
             log.info("STARTUP", service=self.service, **(startup or {}))
             await wait_any_task(self.stop, every)
             self.stop.set()
@@ -291,8 +302,8 @@ class ServiceRuntime:
                 await _cancel(list(reading))
             stragglers = [h for c in consumers for h in await c.drain(timeout_s=drain_timeout_s)]
             await _cancel(stragglers)
-            await _cancel(every)
         finally:
+            await _cancel(every)
             if ops is not None:
                 await ops.cleanup()
             if self._signals:

@@ -9,8 +9,7 @@ from __future__ import annotations
 import asyncio
 import sys
 from datetime import UTC, datetime
-
-from redis.asyncio import Redis
+from typing import Unpack
 
 from delivery.deadlines import enforce_deadlines, resend_flooded_texts
 from delivery.packs import SERVICE, PackDelivery
@@ -18,8 +17,7 @@ from delivery.settings import DeliverySettings
 from shared import streams
 from shared.digest import send_digest_if_due
 from shared.logging import configure_logging
-from shared.repositories import Database
-from shared.runtime import Duty, ServiceRuntime
+from shared.runtime import Duty, Given, ServiceRuntime
 
 SHUTDOWN_GRACE_SEC = 5.0
 
@@ -52,17 +50,9 @@ def duties(delivery: PackDelivery, settings: DeliverySettings) -> list[Duty]:
     ]
 
 
-async def run(
-    settings: DeliverySettings,
-    *,
-    db: Database | None = None,
-    redis: Redis | None = None,
-    stop: asyncio.Event | None = None,
-) -> int:
-    """Run delivery until SIGTERM/SIGINT (or ``stop``); returns the exit code (:mod:`shared.runtime`).
-
-    ``db`` and ``redis`` replace the clients built from ``settings`` (the caller closes them)."""
-    async with ServiceRuntime(SERVICE, settings, db=db, redis=redis, stop=stop) as rt:
+async def run(settings: DeliverySettings, **given: Unpack[Given]) -> int:
+    """Run delivery until SIGTERM/SIGINT (or ``stop``); returns the exit code (:mod:`shared.runtime`)."""
+    async with ServiceRuntime(SERVICE, settings, **given) as rt:
         delivery = PackDelivery(db=rt.db, publisher=rt.publisher, settings=settings)
         return await rt.run(
             consumers=[

@@ -15,9 +15,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any
-
-from redis.asyncio import Redis
+from typing import Any, Unpack
 
 from leads.backoff import Backoff
 from leads.buttons import ButtonHandler
@@ -27,7 +25,7 @@ from leads.settings import LeadsSettings
 from shared import streams
 from shared.logging import configure_logging
 from shared.repositories import Database
-from shared.runtime import Duty, ServiceRuntime
+from shared.runtime import Duty, Given, ServiceRuntime
 from shared.streams import Publisher, StreamConsumer
 
 SHUTDOWN_GRACE_SEC = 5.0
@@ -109,18 +107,10 @@ def consumers(service: LeadsService, rt: ServiceRuntime, settings: LeadsSettings
     return [rt.consumer(stream, handler, slots=settings.leads_slots) for stream, handler in routes]
 
 
-async def run(
-    settings: LeadsSettings,
-    *,
-    db: Database | None = None,
-    redis: Redis | None = None,
-    stop: asyncio.Event | None = None,
-) -> int:
+async def run(settings: LeadsSettings, **given: Unpack[Given]) -> int:
     """Run leads until SIGTERM/SIGINT (or ``stop``); returns the exit code (:mod:`shared.runtime`). With
-    ``LEADS_ENABLED=0`` only the ops server runs.
-
-    ``db`` and ``redis`` replace the clients built from ``settings`` (the caller closes them)."""
-    async with ServiceRuntime(SERVICE, settings, db=db, redis=redis, stop=stop) as rt:
+    ``LEADS_ENABLED=0`` only the ops server runs."""
+    async with ServiceRuntime(SERVICE, settings, **given) as rt:
         if not settings.leads_enabled:
             return await rt.run(drain_timeout_s=0, startup={"leads_enabled": False})
         service = build_service(policy_from(settings), db=rt.db, publisher=rt.publisher)

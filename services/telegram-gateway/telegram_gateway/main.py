@@ -14,16 +14,16 @@ import os
 import sys
 from datetime import timedelta
 from functools import partial
+from typing import Unpack
 
 import structlog
-from redis.asyncio import Redis
 from telegram.ext import Application, ApplicationBuilder
 
 from shared import streams
 from shared.logging import configure_logging
 from shared.messages import TelegramCommand
 from shared.repositories import Database
-from shared.runtime import Duty, LongTask, ServiceRuntime
+from shared.runtime import Duty, Given, LongTask, ServiceRuntime
 from shared.streams import Publisher
 from telegram_gateway.admin import AdminHandlers
 from telegram_gateway.executor import CommandExecutor
@@ -111,34 +111,20 @@ def duties(
 ) -> list[Duty]:
     """The gateway's periodic duty: the ``tg:outbox`` reconciler every ``RECONCILE_INTERVAL_SEC``, while
     the single-gateway lock is held (``held``)."""
-    return [
-        Duty(
-            "reconcile",
-            settings.reconcile_interval_sec,
-            partial(reconcile_outbox, db, publisher, settings),
-            failed_event="RECONCILE_FAILED",
-            gate=held,
-        )
-    ]
+    reconcile = partial(reconcile_outbox, db, publisher, settings)
+    interval = settings.reconcile_interval_sec
+    return [Duty("reconcile", interval, reconcile, failed_event="RECONCILE_FAILED", gate=held)]
 
 
-async def run(
-    settings: GatewaySettings,
-    *,
-    db: Database | None = None,
-    redis: Redis | None = None,
-    stop: asyncio.Event | None = None,
-) -> int:
+async def run(settings: GatewaySettings, **given: Unpack[Given]) -> int:
     """Run the gateway until SIGTERM/SIGINT (or ``stop``); returns the exit code: 1 when another gateway
-    holds the lock at start or took it meanwhile (DESIGN.md §2), else as :meth:`ServiceRuntime.run`.
-
-    ``db`` and ``redis`` replace the clients built from ``settings`` (the caller closes them)."""
+    holds the lock at start or took it meanwhile (DESIGN.md §2), else as :meth:`ServiceRuntime.run`."""
     lock = GatewayLock(settings.database_url)
     if not await lock.acquire():
         log.error("STARTUP_CANCELLED", reason="another telegram-gateway holds the lock")
         return 1
     try:
-        async with ServiceRuntime(SERVICE, settings, db=db, redis=redis, stop=stop) as rt:
+        async with ServiceRuntime(SERVICE, settings, **given) as rt:
             application = build_application(settings)
             held = asyncio.Event()
             held.set()
@@ -156,7 +142,7 @@ async def run(
             await application.initialize()
             rt.closing(application.shutdown)
             await application.start()
-            rt.closing(application.stop)  # the bot session closes last: finishing commands still send
+            rt.closing(application.stop)  # stop, then shutdown, after the drain: finishing commands send
             polling = partial(poll_updates, application, timeout_s=settings.poll_timeout_sec, held=held)
             return await rt.run(
                 consumers=[rt.consumer(streams.TG_OUTBOX, executor.handle, slots=settings.outbox_slots)],

@@ -12,18 +12,18 @@ import sys
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from functools import partial
+from typing import Unpack
 
 import httpx
 import structlog
 from pydantic import ValidationError
-from redis.asyncio import Redis
 
 from shared import streams
 from shared.alerts import send_alert
 from shared.logging import configure_logging
 from shared.outfits import load_catalog
 from shared.repositories import Database
-from shared.runtime import Duty, ServiceRuntime
+from shared.runtime import Duty, Given, ServiceRuntime
 from shared.streams import Publisher
 from worker.cost import Alerter
 from worker.generation import Generator
@@ -64,27 +64,13 @@ def alerter(db: Database, publisher: Publisher) -> Alerter:
 def duties(db: Database, publisher: Publisher, settings: WorkerSettings) -> list[Duty]:
     """The worker's periodic duties: crash recovery, auto-pause end and the ``stk:jobs`` outbox
     reconciler, every ``RECONCILE_INTERVAL_SEC`` (:func:`worker.sweeper.sweep_once`)."""
-    return [
-        Duty(
-            "sweeper",
-            settings.reconcile_interval_sec,
-            partial(sweep_once, db, publisher, settings),
-            failed_event="SWEEP_FAILED",
-        )
-    ]
+    sweep = partial(sweep_once, db, publisher, settings)
+    return [Duty("sweeper", settings.reconcile_interval_sec, sweep, failed_event="SWEEP_FAILED")]
 
 
-async def run(
-    settings: WorkerSettings,
-    *,
-    db: Database | None = None,
-    redis: Redis | None = None,
-    stop: asyncio.Event | None = None,
-) -> int:
-    """Run the worker until SIGTERM/SIGINT (or ``stop``); returns the exit code (:mod:`shared.runtime`).
-
-    ``db`` and ``redis`` replace the clients built from ``settings`` (the caller closes them)."""
-    async with ServiceRuntime(SERVICE, settings, db=db, redis=redis, stop=stop) as rt:
+async def run(settings: WorkerSettings, **given: Unpack[Given]) -> int:
+    """Run the worker until SIGTERM/SIGINT (or ``stop``); returns the exit code (:mod:`shared.runtime`)."""
+    async with ServiceRuntime(SERVICE, settings, **given) as rt:
         catalog = load_catalog()
         providers, warnings = build_providers(settings, catalog)
         for warning in warnings:
