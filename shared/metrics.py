@@ -17,6 +17,9 @@ STAGE_SECONDS = Histogram(
 STREAM_LAG = Gauge("stk_stream_lag", "Entries not yet delivered to the group", ["stream", "group"])
 STREAM_PENDING = Gauge("stk_stream_pending", "Entries delivered but not acked", ["stream", "group"])
 STREAM_DEAD = Counter("stk_stream_dead_total", "Entries moved to <stream>:dead", ["stream"])
+DUTY_FAILURES = Counter(
+    "stk_duty_failures_total", "Ticks of a periodic duty that raised (shared.runtime.Duty)", ["duty"]
+)
 JOB_QUEUE_DEPTH = Gauge("stk_job_queue_depth", "Jobs in status queued")
 PROVIDER_CALLS = Counter("stk_provider_calls_total", "AI provider calls", ["provider", "model", "outcome"])
 PROVIDER_LATENCY = Histogram(

@@ -24,7 +24,6 @@ from pydantic import ValidationError
 
 from shared import metrics
 from shared.errors import RedisUnavailable
-from shared.lifecycle import sleep_or_stop
 from shared.messages import Message, _Message, decode, encode
 from shared.settings import ServiceSettings
 
@@ -118,6 +117,12 @@ class Backoff:
 
     def reset(self) -> None:
         self.failures = 0
+
+
+async def sleep_or_stop(stop: asyncio.Event, seconds: float) -> None:
+    """Sleep ``seconds`` s, returning early when ``stop`` is set (the backoff wait of a stoppable loop)."""
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(stop.wait(), timeout=seconds)
 
 
 class StreamConsumer:

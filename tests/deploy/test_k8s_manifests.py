@@ -389,8 +389,9 @@ def test_keda_reads_the_stream_and_group_the_worker_consumes(rendered: Callable[
     (trigger,) = one(rendered("example-venue"), "ScaledObject", "worker")["spec"]["triggers"]
     assert trigger["metadata"]["stream"] == streams.JOBS
     assert trigger["metadata"]["consumerGroup"] == worker_main.SERVICE
-    source = inspect.getsource(worker_main).replace(" ", "")
-    assert "stream=streams.JOBS,group=SERVICE," in source.replace("\n", ""), "the worker's consumer moved"
+    source = inspect.getsource(worker_main).replace(" ", "").replace("\n", "")
+    # shared.runtime.ServiceRuntime.consumer reads in the group named by the service
+    assert "ServiceRuntime(SERVICE," in source and "rt.consumer(streams.JOBS," in source, "the consumer moved"
 
 
 @needs_kubectl

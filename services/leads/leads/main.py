@@ -1,23 +1,21 @@
 """Composition root of the leads service: ``python -m leads``. With ``LEADS_ENABLED=0`` it only idles.
 
-Three stream consumers and one loop: ``stk:leads`` (a hint that wakes the publisher), ``tg:results:leads``
-(outcomes of card and notice commands), ``tg:updates:leads`` (button presses routed by the gateway) and
-the publisher loop (:mod:`leads.publishing`), which catches every error per iteration and never returns,
-so no fault in leads can end the process on its own (spec/000 "Isolation between the guest flow and
+Wiring only, handed to :class:`shared.runtime.ServiceRuntime`: three stream consumers (:func:`consumers`:
+``stk:leads``, a hint that wakes the publisher; ``tg:results:leads``, outcomes of card and notice commands;
+``tg:updates:leads``, button presses routed by the gateway) and two duties (:func:`duties`: the publisher
+of :mod:`leads.publishing` and the resend of flooded edits). A failing tick is logged and the duty goes
+on, so no fault in leads can end the process on its own (spec/000 "Isolation between the guest flow and
 leads").
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any
-
-import structlog
+from typing import Any, Unpack
 
 from leads.backoff import Backoff
 from leads.buttons import ButtonHandler
@@ -25,15 +23,12 @@ from leads.outcomes import OutcomeHandler, PublishPolicy
 from leads.publishing import SERVICE, LeadPublisher
 from leads.settings import LeadsSettings
 from shared import streams
-from shared.alerts import dead_letter_alerter
-from shared.db import create_engine
-from shared.lifecycle import consumer_name, drain, run_until_stopped, stop_on_signals
 from shared.logging import configure_logging
-from shared.ops import start_ops_server
 from shared.repositories import Database
-from shared.streams import Publisher, StreamConsumer, build_consumer, create_redis
+from shared.runtime import Duty, Given, ServiceRuntime
+from shared.streams import Publisher, StreamConsumer
 
-log = structlog.get_logger(__name__)
+SHUTDOWN_GRACE_SEC = 5.0
 
 
 def utc_now() -> datetime:
@@ -82,91 +77,55 @@ def build_service(
     )
 
 
-async def run_publisher(service: LeadsService, interval_s: float, stop: asyncio.Event) -> None:
-    """Tick until ``stop``: at once after progress or a wake-up, else every ``interval_s`` seconds."""
-    while not stop.is_set():
-        service.wake.clear()
-        try:
-            progressed = await service.publisher.tick()
-        except Exception as exc:
-            log.warning("LEADS_PUBLISH_FAILED", error=type(exc).__name__, detail=str(exc)[:200])
-            progressed = False
-        if progressed:
-            continue
-        try:
-            await service.buttons.resend_flooded_edits()
-        except Exception as exc:
-            log.warning("LEADS_RESEND_FAILED", error=type(exc).__name__)
-        waits = [asyncio.create_task(stop.wait()), asyncio.create_task(service.wake.wait())]
-        await asyncio.wait(waits, timeout=interval_s, return_when=asyncio.FIRST_COMPLETED)
-        for task in waits:
-            task.cancel()
+def duties(service: LeadsService, settings: LeadsSettings) -> list[Duty]:
+    """The leads service's periodic duties, every ``LEADS_PUBLISH_INTERVAL_SEC``: the publisher (at once
+    again after progress or a wake-up) and the resend of flooded card and notice edits. Their errors are
+    logged per tick and never end the loop (spec/000 "Isolation between the guest flow and leads")."""
+    interval = settings.publish_interval_sec
+    return [
+        Duty(
+            "publisher",
+            interval,
+            service.publisher.tick,
+            failed_event="LEADS_PUBLISH_FAILED",
+            log_detail=True,
+            wake=service.wake,
+            repeat_on_progress=True,
+        ),
+        Duty("resend", interval, service.buttons.resend_flooded_edits, failed_event="LEADS_RESEND_FAILED"),
+    ]
 
 
-def build_consumers(
-    service: LeadsService, settings: LeadsSettings, *, redis: Any, db: Database, publisher: Publisher
-) -> list[StreamConsumer]:
-    consumer = consumer_name(settings.consumer_name, SERVICE)
+def consumers(service: LeadsService, rt: ServiceRuntime, settings: LeadsSettings) -> list[StreamConsumer]:
+    """``stk:leads`` (wakes the publisher), ``tg:results:leads`` (command outcomes), ``tg:updates:leads``
+    (button presses), ``LEADS_SLOTS`` slots each."""
     routes = [
         (streams.LEADS, service.wake_on_hint),
         (streams.results_stream(SERVICE), service.outcomes.handle),
         (streams.TG_UPDATES_LEADS, service.buttons.handle),
     ]
-    return [
-        build_consumer(
-            redis,
-            settings,
-            stream=stream,
-            group=SERVICE,
-            consumer=consumer,
-            handler=handler,
-            slots=settings.leads_slots,
-            on_dead=dead_letter_alerter(db, publisher),
+    return [rt.consumer(stream, handler, slots=settings.leads_slots) for stream, handler in routes]
+
+
+async def run(settings: LeadsSettings, **given: Unpack[Given]) -> int:
+    """Run leads until SIGTERM/SIGINT (or ``stop``); returns the exit code (:mod:`shared.runtime`). With
+    ``LEADS_ENABLED=0`` only the ops server runs."""
+    async with ServiceRuntime(SERVICE, settings, **given) as rt:
+        if not settings.leads_enabled:
+            return await rt.run(drain_timeout_s=0, startup={"leads_enabled": False})
+        service = build_service(policy_from(settings), db=rt.db, publisher=rt.publisher)
+        return await rt.run(
+            consumers=consumers(service, rt, settings),
+            duties=duties(service, settings),
+            drain_timeout_s=SHUTDOWN_GRACE_SEC,
+            startup={
+                "leads_enabled": True,
+                "chat_id": settings.leads_chat_id,
+                "backoff_sec": list(settings.backoff_sec),
+                "later_sec": settings.later_sec,
+                "per_minute": settings.group_per_minute,
+            },
         )
-        for stream, handler in routes
-    ]
-
-
-async def run(settings: LeadsSettings) -> int:
-    stop = stop_on_signals()
-    db = Database(create_engine(settings.database_url))
-    if not settings.leads_enabled:
-        log.info("STARTUP", service=SERVICE, leads_enabled=False)
-        ops = await start_ops_server(settings.ops_port, ready=db.ping, alive=lambda: True)
-        await stop.wait()
-        if ops is not None:
-            await ops.cleanup()
-        await db.dispose()
-        return 0
-    redis = create_redis(settings.redis_url, block_ms=settings.stream_block_ms)
-    publisher = Publisher(redis, maxlen=settings.stream_maxlen)
-    service = build_service(policy_from(settings), db=db, publisher=publisher)
-    consumers = build_consumers(service, settings, redis=redis, db=db, publisher=publisher)
-    tasks = [asyncio.create_task(c.run(stop), name=c.stream) for c in consumers]
-    tasks.append(
-        asyncio.create_task(run_publisher(service, settings.publish_interval_sec, stop), name="publisher")
-    )
-    ops = await start_ops_server(
-        settings.ops_port, ready=db.ping, alive=lambda: all(not t.done() for t in tasks)
-    )
-    log.info(
-        "STARTUP",
-        service=SERVICE,
-        leads_enabled=True,
-        chat_id=settings.leads_chat_id,
-        backoff_sec=list(settings.backoff_sec),
-        later_sec=settings.later_sec,
-        per_minute=settings.group_per_minute,
-    )
-    await run_until_stopped(stop, tasks)
-    await drain(consumers, timeout_s=5)
-    await asyncio.gather(*tasks, return_exceptions=True)
-    if ops is not None:
-        await ops.cleanup()
-    with contextlib.suppress(Exception):
-        await redis.aclose()
-    await db.dispose()
-    return 0
 
 
 def main() -> None:

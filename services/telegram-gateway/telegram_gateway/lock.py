@@ -17,8 +17,7 @@ import asyncpg
 import structlog
 
 from shared.db import plain_url
-from shared.lifecycle import sleep_or_stop
-from shared.streams import Backoff
+from shared.streams import Backoff, sleep_or_stop
 
 log = structlog.get_logger(__name__)
 

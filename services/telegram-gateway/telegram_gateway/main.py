@@ -1,7 +1,8 @@
 """Composition root of the Telegram gateway: ``python -m telegram_gateway``.
 
-Takes the single-gateway lock (exit 1 if another gateway holds it), then runs python-telegram-bot's
-long polling, the ``tg:outbox`` consumer and the outbox reconciler until SIGTERM/SIGINT. A lock lost with
+Takes the single-gateway lock (exit 1 if another gateway holds it), then hands python-telegram-bot's
+long polling, the lock keeper, the ``tg:outbox`` consumer and the outbox reconciler (:func:`duties`) to
+:class:`shared.runtime.ServiceRuntime` until SIGTERM/SIGINT. A lock lost with
 its connection (Postgres restarted) pauses polling and execution until it is taken again
 (:func:`telegram_gateway.lock.keep_lock`); exit 1 only if another gateway took it meanwhile.
 """
@@ -12,19 +13,18 @@ import asyncio
 import os
 import sys
 from datetime import timedelta
+from functools import partial
+from typing import Unpack
 
 import structlog
 from telegram.ext import Application, ApplicationBuilder
 
 from shared import streams
-from shared.alerts import dead_letter_alerter
-from shared.db import create_engine
-from shared.lifecycle import consumer_name, drain, run_until_stopped, sleep_or_stop, stop_on_signals
 from shared.logging import configure_logging
 from shared.messages import TelegramCommand
-from shared.ops import start_ops_server
 from shared.repositories import Database
-from shared.streams import Publisher, build_consumer, create_redis
+from shared.runtime import Duty, Given, LongTask, ServiceRuntime
+from shared.streams import Publisher
 from telegram_gateway.admin import AdminHandlers
 from telegram_gateway.executor import CommandExecutor
 from telegram_gateway.flood import FloodLimiter
@@ -37,6 +37,7 @@ from telegram_gateway.settings import GatewaySettings
 
 log = structlog.get_logger(__name__)
 SERVICE = "telegram-gateway"
+SHUTDOWN_GRACE_SEC = 10.0
 
 
 def build_application(settings: GatewaySettings) -> Application:
@@ -85,98 +86,77 @@ def register_handlers(
     application.add_error_handler(log_error)
 
 
-async def reconcile_outbox(
-    db: Database, publisher: Publisher, settings: GatewaySettings, stop: asyncio.Event
-) -> None:
+async def reconcile_outbox(db: Database, publisher: Publisher, settings: GatewaySettings) -> None:
     """Re-publish ``tg_commands`` rows still ``pending`` after the grace period (DESIGN.md §3)."""
-    grace = timedelta(seconds=settings.reconcile_grace_sec)
-    republish_after = timedelta(seconds=settings.republish_after_sec)
-    stale = timedelta(seconds=settings.sending_stale_sec)
-    while not stop.is_set():
-        try:
-            async with db.transaction() as repos:
-                due = await repos.tg_commands.due_for_dispatch(
-                    grace=grace, republish_after=republish_after, limit=200, sending_stale=stale
-                )
-            published = [
-                r.command_id
-                for r in due
-                if await publisher.try_publish(streams.TG_OUTBOX, TelegramCommand(command_id=r.command_id))
-            ]
-            if published:
-                log.info("OUTBOX_REPUBLISHED", count=len(published))
-                async with db.transaction() as repos:
-                    await repos.tg_commands.mark_dispatched(published)
-        except Exception as exc:
-            log.warning("RECONCILE_FAILED", error=type(exc).__name__)
-        await sleep_or_stop(stop, settings.reconcile_interval_sec)
+    async with db.transaction() as repos:
+        due = await repos.tg_commands.due_for_dispatch(
+            grace=timedelta(seconds=settings.reconcile_grace_sec),
+            republish_after=timedelta(seconds=settings.republish_after_sec),
+            limit=200,
+            sending_stale=timedelta(seconds=settings.sending_stale_sec),
+        )
+    published = [
+        r.command_id
+        for r in due
+        if await publisher.try_publish(streams.TG_OUTBOX, TelegramCommand(command_id=r.command_id))
+    ]
+    if published:
+        log.info("OUTBOX_REPUBLISHED", count=len(published))
+        async with db.transaction() as repos:
+            await repos.tg_commands.mark_dispatched(published)
 
 
-async def run(settings: GatewaySettings) -> int:
+def duties(
+    db: Database, publisher: Publisher, settings: GatewaySettings, *, held: asyncio.Event
+) -> list[Duty]:
+    """The gateway's periodic duty: the ``tg:outbox`` reconciler every ``RECONCILE_INTERVAL_SEC``, while
+    the single-gateway lock is held (``held``)."""
+    reconcile = partial(reconcile_outbox, db, publisher, settings)
+    interval = settings.reconcile_interval_sec
+    return [Duty("reconcile", interval, reconcile, failed_event="RECONCILE_FAILED", gate=held)]
+
+
+async def run(settings: GatewaySettings, **given: Unpack[Given]) -> int:
+    """Run the gateway until SIGTERM/SIGINT (or ``stop``); returns the exit code: 1 when another gateway
+    holds the lock at start or took it meanwhile (DESIGN.md §2), else as :meth:`ServiceRuntime.run`."""
     lock = GatewayLock(settings.database_url)
     if not await lock.acquire():
         log.error("STARTUP_CANCELLED", reason="another telegram-gateway holds the lock")
         return 1
-    db = Database(create_engine(settings.database_url))
-    redis = create_redis(settings.redis_url, block_ms=settings.stream_block_ms)
-    publisher = Publisher(redis, maxlen=settings.stream_maxlen)
-    application = build_application(settings)
-    held = asyncio.Event()
-    held.set()
-    executor = CommandExecutor(
-        bot=application.bot,
-        db=db,
-        publisher=publisher,
-        sending_stale_s=settings.sending_stale_sec,
-        admin_chat_id=settings.admin_chat_id,
-        held=held,
-    )
-    register_handlers(application, db=db, publisher=publisher, settings=settings, executor=executor)
-    consumer = build_consumer(
-        redis,
-        settings,
-        stream=streams.TG_OUTBOX,
-        group=SERVICE,
-        consumer=consumer_name(settings.consumer_name, SERVICE),
-        handler=executor.handle,
-        slots=settings.outbox_slots,
-        on_dead=dead_letter_alerter(db, publisher),
-    )
-    stop = stop_on_signals()
-
-    tasks: list[asyncio.Task[None]] = []
-    ops = await start_ops_server(
-        settings.ops_port, ready=db.ping, alive=lambda: all(not t.done() for t in tasks)
-    )
-    await application.initialize()
-    await application.start()
-    log.info("STARTUP", service=SERVICE, api=settings.telegram_api_base_url, bot=application.bot.username)
-    poller = asyncio.create_task(
-        poll_updates(application, stop, timeout_s=settings.poll_timeout_sec, held=held), name="polling"
-    )
-    lock_keeper = asyncio.create_task(keep_lock(lock, held=held, stop=stop), name="lock")
-    tasks = [
-        poller,
-        asyncio.create_task(consumer.run(stop), name="outbox"),
-        asyncio.create_task(reconcile_outbox(db, publisher, settings, stop), name="reconcile"),
-    ]
-    await run_until_stopped(stop, [*tasks, lock_keeper])
-    log.info("SHUTDOWN", service=SERVICE)
-    poller.cancel()  # stop taking updates first; an unconfirmed batch is delivered again next start
-    await asyncio.gather(poller, return_exceptions=True)
-    await drain([consumer], timeout_s=10)
-    for task in tasks:
-        task.cancel()
-    await asyncio.gather(*tasks, return_exceptions=True)
-    await application.stop()
-    await application.shutdown()
-    if ops is not None:
-        await ops.cleanup()
-    await redis.aclose()
-    await db.dispose()
-    code = await lock_keeper
-    await lock.release()
-    return code
+    try:
+        async with ServiceRuntime(SERVICE, settings, **given) as rt:
+            application = build_application(settings)
+            held = asyncio.Event()
+            held.set()
+            executor = CommandExecutor(
+                bot=application.bot,
+                db=rt.db,
+                publisher=rt.publisher,
+                sending_stale_s=settings.sending_stale_sec,
+                admin_chat_id=settings.admin_chat_id,
+                held=held,
+            )
+            register_handlers(
+                application, db=rt.db, publisher=rt.publisher, settings=settings, executor=executor
+            )
+            await application.initialize()
+            rt.closing(application.shutdown)
+            await application.start()
+            rt.closing(application.stop)  # stop, then shutdown, after the drain: finishing commands send
+            polling = partial(poll_updates, application, timeout_s=settings.poll_timeout_sec, held=held)
+            return await rt.run(
+                consumers=[rt.consumer(streams.TG_OUTBOX, executor.handle, slots=settings.outbox_slots)],
+                duties=duties(rt.db, rt.publisher, settings, held=held),
+                tasks=[
+                    # stop taking updates first; an unconfirmed batch is delivered again next start
+                    LongTask("polling", polling, intake=True),
+                    LongTask("lock", lambda stop: keep_lock(lock, held=held, stop=stop)),
+                ],
+                drain_timeout_s=SHUTDOWN_GRACE_SEC,
+                startup={"api": settings.telegram_api_base_url, "bot": application.bot.username},
+            )
+    finally:
+        await lock.release()
 
 
 def main() -> None:

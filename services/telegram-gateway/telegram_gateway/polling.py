@@ -18,8 +18,7 @@ from telegram import Update
 from telegram.error import Conflict, NetworkError, RetryAfter, TelegramError
 from telegram.ext import Application
 
-from shared.lifecycle import sleep_or_stop
-from shared.streams import Backoff
+from shared.streams import Backoff, sleep_or_stop
 from telegram_gateway.flood import flood_wait_bound
 
 log = structlog.get_logger(__name__)

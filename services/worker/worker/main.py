@@ -1,7 +1,8 @@
 """Composition root of the worker: ``python -m worker``.
 
-Runs the ``stk:jobs`` consumer with ``WORKER_SLOTS`` slots and the sweeper. On SIGTERM: stop taking work,
-give running jobs ``SHUTDOWN_GRACE_SEC`` to finish, then cancel them (each requeues itself) and exit.
+Wiring only: the ``stk:jobs`` consumer with ``WORKER_SLOTS`` slots and the sweeper duty, handed to
+:class:`shared.runtime.ServiceRuntime`. On SIGTERM: stop taking work, give running jobs
+``SHUTDOWN_GRACE_SEC`` to finish, then cancel them (each requeues itself) and exit.
 """
 
 from __future__ import annotations
@@ -10,26 +11,26 @@ import asyncio
 import sys
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
+from functools import partial
+from typing import Unpack
 
 import httpx
 import structlog
 from pydantic import ValidationError
 
 from shared import streams
-from shared.alerts import dead_letter_alerter, send_alert
-from shared.db import create_engine
-from shared.lifecycle import consumer_name, drain, run_until_stopped, stop_on_signals
+from shared.alerts import send_alert
 from shared.logging import configure_logging
-from shared.ops import start_ops_server
 from shared.outfits import load_catalog
 from shared.repositories import Database
-from shared.streams import Publisher, build_consumer, create_redis
+from shared.runtime import Duty, Given, ServiceRuntime
+from shared.streams import Publisher
 from worker.cost import Alerter
 from worker.generation import Generator
 from worker.providers.factory import build_chain, build_providers
 from worker.render import PipelineRenderer, startup_fields
 from worker.settings import WorkerSettings
-from worker.sweeper import run_sweeper
+from worker.sweeper import sweep_once
 
 log = structlog.get_logger(__name__)
 SERVICE = "worker"
@@ -60,69 +61,52 @@ def alerter(db: Database, publisher: Publisher) -> Alerter:
     return alert
 
 
-async def run(settings: WorkerSettings) -> int:
-    owner = consumer_name(settings.consumer_name, SERVICE)
-    db = Database(create_engine(settings.database_url))
-    redis = create_redis(settings.redis_url, block_ms=settings.stream_block_ms)
-    publisher = Publisher(redis, maxlen=settings.stream_maxlen)
-    catalog = load_catalog()
-    providers, warnings = build_providers(settings, catalog)
-    for warning in warnings:
-        log.warning("STARTUP_PROVIDER", detail=warning)
-    alert = alerter(db, publisher)
-    renderer = PipelineRenderer(
-        settings=settings,
-        chain=build_chain(settings, providers, alert=alert),
-        db=db,
-        alert=alert,
-        cut_slots=asyncio.Semaphore(settings.cut_max_parallel),
-    )
-    generator = Generator(
-        db=db,
-        publisher=publisher,
-        settings=settings,
-        catalog=catalog,
-        render=renderer,
-        owner=owner,
-        notify=notifier(settings.notify_url),
-    )
-    consumer = build_consumer(
-        redis,
-        settings,
-        stream=streams.JOBS,
-        group=SERVICE,
-        consumer=owner,
-        handler=generator.handle,
-        slots=settings.worker_slots,
-        on_dead=dead_letter_alerter(db, publisher),
-    )
-    stop = stop_on_signals()
-    tasks = [
-        asyncio.create_task(consumer.run(stop), name="jobs"),
-        asyncio.create_task(run_sweeper(db, publisher, settings, stop), name="sweeper"),
-    ]
-    ops = await start_ops_server(
-        settings.ops_port, ready=db.ping, alive=lambda: all(not t.done() for t in tasks)
-    )
-    log.info(
-        "STARTUP",
-        service=SERVICE,
-        consumer=owner,
-        **startup_fields(settings),
-        providers=",".join(p.name for p in providers),
-        slots=settings.worker_slots,
-    )
-    await run_until_stopped(stop, tasks)
-    log.info("SHUTDOWN", service=SERVICE, running=consumer.busy)
-    await drain([consumer], timeout_s=SHUTDOWN_GRACE_SEC)
-    await asyncio.gather(*tasks, return_exceptions=True)
-    if ops is not None:
-        await ops.cleanup()
-    for provider in providers:
-        await provider.aclose()
-    await redis.aclose()
-    await db.dispose()
-    return 0
+def duties(db: Database, publisher: Publisher, settings: WorkerSettings) -> list[Duty]:
+    """The worker's periodic duties: crash recovery, auto-pause end and the ``stk:jobs`` outbox
+    reconciler, every ``RECONCILE_INTERVAL_SEC`` (:func:`worker.sweeper.sweep_once`)."""
+    sweep = partial(sweep_once, db, publisher, settings)
+    return [Duty("sweeper", settings.reconcile_interval_sec, sweep, failed_event="SWEEP_FAILED")]
+
+
+async def run(settings: WorkerSettings, **given: Unpack[Given]) -> int:
+    """Run the worker until SIGTERM/SIGINT (or ``stop``); returns the exit code (:mod:`shared.runtime`)."""
+    async with ServiceRuntime(SERVICE, settings, **given) as rt:
+        catalog = load_catalog()
+        providers, warnings = build_providers(settings, catalog)
+        for warning in warnings:
+            log.warning("STARTUP_PROVIDER", detail=warning)
+        for provider in providers:
+            rt.closing(provider.aclose)
+        alert = alerter(rt.db, rt.publisher)
+        renderer = PipelineRenderer(
+            settings=settings,
+            chain=build_chain(settings, providers, alert=alert),
+            db=rt.db,
+            alert=alert,
+            cut_slots=asyncio.Semaphore(settings.cut_max_parallel),
+        )
+        generator = Generator(
+            db=rt.db,
+            publisher=rt.publisher,
+            settings=settings,
+            catalog=catalog,
+            render=renderer,
+            owner=rt.consumer_name,
+            notify=notifier(settings.notify_url),
+        )
+        jobs = rt.consumer(streams.JOBS, generator.handle, slots=settings.worker_slots)
+        return await rt.run(
+            consumers=[jobs],
+            duties=duties(rt.db, rt.publisher, settings),
+            drain_timeout_s=SHUTDOWN_GRACE_SEC,
+            startup={
+                "consumer": rt.consumer_name,
+                **startup_fields(settings),
+                "providers": ",".join(p.name for p in providers),
+                "slots": settings.worker_slots,
+            },
+            shutdown=lambda: {"running": jobs.busy},
+        )
 
 
 def main() -> None:

@@ -1,15 +1,15 @@
-"""The worker's periodic duties: crash recovery and the ``stk:jobs`` outbox reconciler (DESIGN.md §3, §9)."""
+"""The worker's periodic duties: crash recovery and the ``stk:jobs`` outbox reconciler (DESIGN.md §3, §9).
+
+Scheduled by :func:`worker.main.duties`."""
 
 from __future__ import annotations
 
-import asyncio
 from datetime import UTC, datetime, timedelta
 
 import structlog
 
 from shared import maintenance, metrics, streams
 from shared.joblife import republish_queued
-from shared.lifecycle import sleep_or_stop
 from shared.maintenance import current_pause, export_gauges
 from shared.messages import JobQueued
 from shared.repositories import Database
@@ -63,15 +63,3 @@ async def resume_expired_pause(db: Database, publisher: Publisher) -> bool:
     log.warning("AUTO_RESUMED", reason=pause.reason, paused_since=pause.since.isoformat())
     await republish_queued(db, publisher)
     return True
-
-
-async def run_sweeper(
-    db: Database, publisher: Publisher, settings: WorkerSettings, stop: asyncio.Event
-) -> None:
-    """Run :func:`sweep_once` every ``RECONCILE_INTERVAL_SEC`` until ``stop``; errors are only logged."""
-    while not stop.is_set():
-        try:
-            await sweep_once(db, publisher, settings)
-        except Exception as exc:
-            log.warning("SWEEP_FAILED", error=type(exc).__name__)
-        await sleep_or_stop(stop, settings.reconcile_interval_sec)
