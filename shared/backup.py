@@ -3,7 +3,7 @@
 A generation is ``pg_dump --format=custom`` of ``DATABASE_URL``, stored in ``BACKUP_DIR`` as
 ``<database>-<YYYYmmddTHHMMSSZ>.dump`` (UTC). It is written under a hidden ``.….partial`` name and renamed
 into place only after the integrity check passes: ``pg_restore --list`` reads the archive's table of
-contents and it must hold the data of every table in :data:`shared.db.tables.metadata` plus
+contents and it must hold the data of every table in :func:`shared.db.table_names` plus
 ``alembic_version`` (a dump of an empty or wrong database is refused), then ``pg_restore --file=/dev/null``
 reads every data block (``--list`` alone accepts a truncated file: the TOC is at the start). After a good
 generation the oldest beyond ``BACKUP_KEEP`` are deleted; a failed run deletes nothing but its own partial
@@ -39,10 +39,8 @@ from pathlib import Path
 import structlog
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
-from sqlalchemy.engine import URL, make_url
 
-from shared.db import plain_url
-from shared.db.tables import metadata
+from shared.db import client_target, table_names
 from shared.logging import configure_logging
 
 #: The table Alembic keeps the schema revision in: a restore without it would not know its schema.
@@ -113,27 +111,20 @@ def target(database_url: str) -> Target:
     Raises:
         BackupError: stage ``url`` when the URL names no database.
     """
-    url = make_url(plain_url(database_url))
-    if not url.database:
-        raise BackupError("url", "DATABASE_URL names no database")
+    try:
+        client = client_target(database_url)
+    except ValueError as exc:
+        raise BackupError("url", f"DATABASE_URL: {exc}") from exc
     env = dict(os.environ)
-    if url.password is not None:
-        env["PGPASSWORD"] = str(url.password)
+    if client.password is not None:
+        env["PGPASSWORD"] = client.password
     env.setdefault("PGCONNECT_TIMEOUT", "10")
-    without_password = URL.create(
-        url.drivername, url.username, None, url.host, url.port, url.database, url.query
-    )
-    return Target(
-        conninfo=without_password.render_as_string(hide_password=False),
-        env=env,
-        database=url.database,
-        display=url.render_as_string(hide_password=True),
-    )
+    return Target(conninfo=client.conninfo, env=env, database=client.database, display=client.display)
 
 
 def expected_tables() -> frozenset[str]:
     """``schema.table`` of every table a good dump holds data for: tables.py's and Alembic's."""
-    return frozenset({f"public.{t.name}" for t in metadata.sorted_tables} | {f"public.{ALEMBIC_TABLE}"})
+    return frozenset({f"public.{name}" for name in table_names()} | {f"public.{ALEMBIC_TABLE}"})
 
 
 def generation_name(database: str, taken_at: datetime) -> str:

@@ -7,10 +7,7 @@ from __future__ import annotations
 
 from datetime import UTC, date, datetime, time, timedelta
 
-import sqlalchemy as sa
-from sqlalchemy.dialects.postgresql import insert
-
-from shared.db.tables import jobs, leads, settings
+from shared.domain import JobStatus
 from shared.outbox import add_command, dispatch_commands
 from shared.repositories import Database, Repositories
 from shared.streams import Publisher
@@ -20,49 +17,21 @@ KEY = "digest_day"
 
 async def claim_day(repos: Repositories, day: date) -> bool:
     """Record ``day`` as sent; ``True`` for exactly one caller per day."""
-    stmt = insert(settings).values(key=KEY, value=day.isoformat())
-    claimed = (
-        await repos.conn.execute(
-            stmt.on_conflict_do_update(
-                index_elements=[settings.c.key],
-                set_={"value": stmt.excluded.value, "updated_at": sa.func.now()},
-                where=settings.c.value != stmt.excluded.value,
-            ).returning(settings.c.key)
-        )
-    ).one_or_none()
-    return claimed is not None
+    return await repos.settings.claim_value(KEY, day.isoformat())
 
 
 async def digest_text(repos: Repositories, day: date) -> str:
     """Yesterday's numbers (UTC): jobs by outcome and failure class, leads received."""
     start = datetime.combine(day - timedelta(days=1), time(), UTC)
     end = start + timedelta(days=1)
-    in_day = (jobs.c.created_at >= start, jobs.c.created_at < end)
-    by_status: dict[str, int] = dict(
-        (
-            await repos.conn.execute(
-                sa.select(jobs.c.status, sa.func.count()).where(*in_day).group_by(jobs.c.status)
-            )
-        ).all()
-    )
-    failures: dict[str | None, int] = dict(
-        (
-            await repos.conn.execute(
-                sa.select(jobs.c.error_class, sa.func.count())
-                .where(*in_day, jobs.c.status == "failed")
-                .group_by(jobs.c.error_class)
-            )
-        ).all()
-    )
-    lead_count = (
-        await repos.conn.execute(
-            sa.select(sa.func.count()).where(leads.c.created_at >= start, leads.c.created_at < end)
-        )
-    ).scalar_one()
+    counts = await repos.jobs.counts_created_between(start, end)
+    lead_count = await repos.leads.count_created_between(start, end)
+    by_status, failures = counts.by_status, counts.failed_by_class
     total = sum(by_status.values())
+    delivered, failed = by_status.get(JobStatus.DELIVERED, 0), by_status.get(JobStatus.FAILED, 0)
     lines = [
         f"Daily digest for {start.date().isoformat()} (UTC)",
-        f"Photos: {total}, delivered: {by_status.get('delivered', 0)}, failed: {by_status.get('failed', 0)}",
+        f"Photos: {total}, delivered: {delivered}, failed: {failed}",
     ]
     if failures:
         lines.append(

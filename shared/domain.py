@@ -4,8 +4,34 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from enum import StrEnum
 from typing import Any
 from uuid import UUID
+
+
+class JobStatus(StrEnum):
+    """Where a job is in its life (DESIGN.md §3 "Job state machine"); stored as text in ``jobs.status``.
+
+    The allowed moves between them are :data:`shared.repositories.jobs.ALLOWED`.
+    """
+
+    QUEUED = "queued"
+    PROCESSING = "processing"
+    RENDERED = "rendered"
+    DELIVERING = "delivering"
+    DELIVERED = "delivered"
+    FAILED = "failed"
+
+
+#: Not final yet: the deadline sweep may still fail these (DESIGN.md §6).
+ACTIVE_JOB_STATUSES: tuple[JobStatus, ...] = (
+    JobStatus.QUEUED,
+    JobStatus.PROCESSING,
+    JobStatus.RENDERED,
+    JobStatus.DELIVERING,
+)
+#: Final: only an admin retry (``failed → queued``) moves a job out of these.
+FINAL_JOB_STATUSES: tuple[JobStatus, ...] = (JobStatus.DELIVERED, JobStatus.FAILED)
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,7 +63,7 @@ class Job:
     session_id: UUID
     capture_id: str
     outfit_id: str
-    status: str
+    status: JobStatus
     attempts: int
     free_requeues: int
     owner: str | None
@@ -54,6 +80,15 @@ class Job:
     selfie_deleted_at: datetime | None
     created_at: datetime
     updated_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class JobCounts:
+    """How many jobs (created in some period) are in each status, and the failed ones by error class
+    (``None``: no class recorded)."""
+
+    by_status: dict[JobStatus, int]
+    failed_by_class: dict[str | None, int]
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,6 +12,8 @@ tell "retry later" from "permanent" without knowing which library failed.
     ├── UploadRejected               a kiosk upload is unusable: 4xx with a machine-readable `code`
     ├── NotFound                     a row the caller named does not exist
     ├── Conflict                     a state change lost its race or is not allowed from this state
+    ├── UndeclaredTransition         code asked for a job transition the state machine does not declare
+    │                                (shared.repositories.jobs.ALLOWED): a bug, never retried
     ├── JobError                     generation failed; `error_class` decides what happens (DESIGN.md §5)
     │   ├── PermanentJobError        failed at once, guest told (photo missing, unknown outfit, no face)
     │   │   ├── JobCostExceeded      JOB_MAX_COST_USD reached before a call: failed, no retry
@@ -86,6 +88,11 @@ class UploadRejected(StickerBoothError):
 
 class NotFound(StickerBoothError):
     """The named row does not exist (HTTP 404)."""
+
+
+class UndeclaredTransition(StickerBoothError):
+    """A job transition that :data:`shared.repositories.jobs.ALLOWED` does not declare was asked for; raised
+    before any SQL runs (DESIGN.md §3 "Job state machine")."""
 
 
 class Conflict(StickerBoothError):

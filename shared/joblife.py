@@ -1,4 +1,19 @@
-"""Job lifecycle steps shared by the worker and delivery: failing a job and telling the guest once."""
+"""The job use cases several services share: fail a job and tell the guest, republish the queue, retry.
+
+Where does a job become ``failed``? Always here, in :func:`fail_job` (the one caller of
+:meth:`shared.repositories.jobs.JobRepository.fail`), which also queues the guest's single failure text and
+the admin alert. Its callers are the reasons:
+
+* the worker (:mod:`worker.outcomes`): a permanent error (photo missing, unknown outfit, no face,
+  ``JOB_COST_LIMIT``, content refused), a charged failure that reaches ``MAX_ATTEMPTS``, or a crashed
+  owner on its last attempt (DESIGN.md §5);
+* delivery (:mod:`delivery.deadlines`): the 15-minute deadline of any active job (DESIGN.md §6);
+* delivery (:mod:`delivery.packs`): Telegram refused the sticker set, or the link failed ``LINK_ATTEMPTS``
+  times.
+
+The state machine itself (which moves are allowed, the SQL of each) is
+:mod:`shared.repositories.jobs`; the only way out of ``failed`` is :func:`retry_failed_job`.
+"""
 
 from __future__ import annotations
 
@@ -7,13 +22,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from uuid import UUID
 
-import sqlalchemy as sa
 import structlog
 
 from shared import metrics, streams
 from shared.alerts import queue_alert
-from shared.db.tables import jobs
-from shared.domain import Job
+from shared.domain import Job, JobStatus
 from shared.errors import ErrorClass
 from shared.logging import redact
 from shared.messages import JobQueued
@@ -50,7 +63,7 @@ async def fail_job(
     error_class: ErrorClass,
     error: str,
     owner: str | None = None,
-    from_statuses: Iterable[str] = ("processing",),
+    from_statuses: Iterable[JobStatus] = (JobStatus.PROCESSING,),
     guest_text: str = "failed",
     where_created_at: datetime | None = None,
 ) -> FailedJob | None:
@@ -71,14 +84,13 @@ async def fail_job(
         The failed job with the commands to dispatch, or ``None`` when it had already moved.
     """
     clean = redact(error)
-    failed = await repos.jobs.transition(
+    failed = await repos.jobs.fail(
         job.id,
-        from_statuses=tuple(from_statuses),
-        to_status="failed",
+        from_statuses=from_statuses,
+        error_class=error_class,
+        error=clean,
         owner=owner,
-        note=f"{error_class}: {clean[:200]}",
-        values={"error_class": str(error_class), "error": clean[:2000], "owner": None},
-        where=() if where_created_at is None else (jobs.c.created_at == where_created_at,),
+        created_at=where_created_at,
     )
     if failed is None:
         return None
@@ -106,11 +118,11 @@ async def republish_queued(db: Database, publisher: Publisher, *, limit: int = 1
     """Publish a ``stk:jobs`` hint for every ``queued`` job now (after a pause ends: paused workers acked
     hints without claiming). Returns how many hints were published."""
     async with db.transaction() as repos:
-        queued = await repos.jobs.in_status("queued", limit=limit)
+        queued = await repos.jobs.in_status(JobStatus.QUEUED, limit=limit)
     published = [j.id for j in queued if await publisher.try_publish(streams.JOBS, JobQueued(job_id=j.id))]
     if published:
         async with db.transaction() as repos:
-            await repos.jobs.mark_dispatched(published, "queued")
+            await repos.jobs.mark_dispatched(published, JobStatus.QUEUED)
     return len(published)
 
 
@@ -122,21 +134,4 @@ async def retry_failed_job(repos: Repositories, job_id: UUID, *, note: str) -> J
     """
     if not await repos.blobs.ids_for_job(job_id, "selfie"):
         return None
-    return await repos.jobs.transition(
-        job_id,
-        from_statuses=("failed",),
-        to_status="queued",
-        note=note,
-        values={
-            "created_at": sa.func.now(),
-            "attempts": 0,
-            "free_requeues": 0,
-            "not_before": None,
-            "dispatched_at": None,
-            "owner": None,
-            "error_class": None,
-            "error": None,
-            "delay_notice_sent_at": None,
-            "failure_notice_sent_at": None,
-        },
-    )
+    return await repos.jobs.retry_failed(job_id, note=note)

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 
 import asyncpg
 import sqlalchemy.exc
+from sqlalchemy.engine import URL, make_url
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
 from shared.errors import DatabaseUnavailable
@@ -40,6 +42,47 @@ def async_url(url: str) -> str:
 def plain_url(url: str) -> str:
     """Return ``url`` as plain ``postgresql://`` (for asyncpg.connect and command-line tools)."""
     return "postgresql://" + async_url(url)[len("postgresql+asyncpg://") :]
+
+
+@dataclass(frozen=True)
+class ClientTarget:
+    """A database as Postgres' client tools (``pg_dump``, ``pg_restore``, ``psql``) take it.
+
+    ``conninfo``: a libpq URI without the password; ``password``: for ``PGPASSWORD`` (``None`` when the
+    URL has none); ``database``: its name; ``display``: the URL with the password masked, for logs.
+    """
+
+    conninfo: str
+    password: str | None
+    database: str
+    display: str
+
+
+def client_target(url: str) -> ClientTarget:
+    """Split ``url`` (any accepted form) for libpq, so the password can travel in the environment.
+
+    Raises:
+        ValueError: not a Postgres URL, or it names no database.
+    """
+    parsed = make_url(plain_url(url))
+    if not parsed.database:
+        raise ValueError("the URL names no database")
+    without_password = URL.create(
+        parsed.drivername, parsed.username, None, parsed.host, parsed.port, parsed.database, parsed.query
+    )
+    return ClientTarget(
+        conninfo=without_password.render_as_string(hide_password=False),
+        password=None if parsed.password is None else str(parsed.password),
+        database=parsed.database,
+        display=parsed.render_as_string(hide_password=True),
+    )
+
+
+def table_names() -> list[str]:
+    """The names of the tables :mod:`shared.db.tables` defines, in dependency order."""
+    from shared.db.tables import metadata
+
+    return [table.name for table in metadata.sorted_tables]
 
 
 def create_engine(url: str, *, pool_size: int = 5, connect_timeout_s: float = 5.0) -> AsyncEngine:

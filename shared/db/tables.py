@@ -14,9 +14,11 @@ from __future__ import annotations
 import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import JSONB, UUID
 
+from shared.domain import JobStatus
+
 metadata = sa.MetaData()
 
-JOB_STATUSES = ("queued", "processing", "rendered", "delivering", "delivered", "failed")
+JOB_STATUSES = tuple(s.value for s in JobStatus)  # the ck_jobs_status CHECK: no schema change
 LEAD_STATUSES = ("new", "taken", "done", "spam")
 LEAD_CARD_STATES = ("pending", "sending", "unsure", "checking", "posted")
 LEAD_NOTICE_STATES = (*LEAD_CARD_STATES, "failed")

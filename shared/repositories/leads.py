@@ -112,6 +112,11 @@ class LeadRepository:
         first = (await self.conn.execute(sa.select(leads).where(leads.c.id == repeat.lead_id))).one()
         return LeadSubmission(lead=_lead(first), created=False, repeat=_repeat(repeat))
 
+    async def count_created_between(self, start: datetime, end: datetime) -> int:
+        """How many leads arrived in ``[start, end)`` (repeats not counted; the daily digest)."""
+        query = sa.select(sa.func.count()).where(leads.c.created_at >= start, leads.c.created_at < end)
+        return int((await self.conn.execute(query)).scalar_one())
+
     async def get(self, lead_id: int) -> Lead | None:
         row = (await self.conn.execute(sa.select(leads).where(leads.c.id == lead_id))).one_or_none()
         return _lead(row) if row else None

@@ -31,5 +31,19 @@ class SettingsRepository:
             )
         )
 
+    async def claim_value(self, key: str, value: Any) -> bool:
+        """Store ``value`` under ``key`` unless it is already the stored value: ``True`` for exactly one of
+        any number of concurrent callers with the same ``value`` (one conditional upsert), ``False`` for
+        the others and for every later one (e.g. the digest's day, :mod:`shared.digest`)."""
+        stmt = insert(settings).values(key=key, value=value)
+        claimed = await self.conn.execute(
+            stmt.on_conflict_do_update(
+                index_elements=[settings.c.key],
+                set_={"value": stmt.excluded.value, "updated_at": sa.func.now()},
+                where=settings.c.value != stmt.excluded.value,
+            ).returning(settings.c.key)
+        )
+        return claimed.one_or_none() is not None
+
     async def delete(self, key: str) -> None:
         await self.conn.execute(sa.delete(settings).where(settings.c.key == key))

@@ -8,11 +8,14 @@ from uuid import UUID
 
 import httpx
 import pytest
+import sqlalchemy as sa
 from playwright.sync_api import Page, expect
 
 from devstack.journey import start_session
 from devstack.processes import Stack
 from shared.db import create_engine
+from shared.db.tables import jobs
+from shared.domain import JobStatus
 from shared.repositories import Database
 from tests.browser.kiosk_helpers import ADMIN_TOKEN, PHOTOS, screenshot
 
@@ -36,13 +39,9 @@ def failed_job(stack: Stack, *, user_id: int) -> str:
                 selfie = (PHOTOS / "face-older-man-white-hair.jpg").read_bytes()
                 await repos.blobs.put(kind="selfie", data=selfie, content_type="image/jpeg", job_id=job.id)
                 await repos.jobs.claim(job.id, owner="browser-test")
-                await repos.jobs.transition(
-                    job.id,
-                    from_statuses=("processing",),
-                    to_status="failed",
-                    note="no valid sheet",
-                    values={"error_class": "invalid", "attempts": 2},
-                )
+                failing = {"error_class": "invalid", "error": "no valid sheet"}
+                await repos.jobs.fail(job.id, from_statuses=(JobStatus.PROCESSING,), **failing)
+                await repos.conn.execute(sa.update(jobs).where(jobs.c.id == job.id).values(attempts=2))
             return str(job.id)
         finally:
             await db.dispose()

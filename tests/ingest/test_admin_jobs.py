@@ -7,11 +7,13 @@ from collections.abc import AsyncIterator
 import httpx
 import pytest
 import redis.asyncio as aioredis
+import sqlalchemy as sa
 
 from ingest.main import create_app
 from ingest.settings import IngestSettings
 from shared import streams
-from shared.domain import Job
+from shared.db.tables import jobs
+from shared.domain import Job, JobStatus
 from shared.repositories import Database
 from shared.streams import Publisher
 
@@ -39,12 +41,12 @@ async def failed_job(db: Database, *, with_selfie: bool = True, error_class: str
         if with_selfie:
             await repos.blobs.put(kind="selfie", data=b"jpeg", content_type="image/jpeg", job_id=job.id)
         await repos.jobs.claim(job.id, owner="w")
-        failed = await repos.jobs.transition(
-            job.id,
-            from_statuses=("processing",),
-            to_status="failed",
-            values={"error_class": error_class, "attempts": 2},
+        failed = await repos.jobs.fail(
+            job.id, from_statuses=(JobStatus.PROCESSING,), error_class=error_class, error="test failure"
         )
+        assert failed is not None
+        await repos.conn.execute(sa.update(jobs).where(jobs.c.id == job.id).values(attempts=2))
+        failed = await repos.jobs.get(job.id)
     assert failed is not None
     return failed
 
@@ -100,8 +102,8 @@ async def test_a_job_whose_selfie_the_providers_refused_is_not_retryable_but_sho
         other = await repos.jobs.insert_queued(session_id=session.id, capture_id="c", outfit_id="chef")
         await repos.blobs.put(kind="selfie", data=b"jpeg", content_type="image/jpeg", job_id=other.id)
         await repos.jobs.claim(other.id, owner="w")
-        await repos.jobs.transition(
-            other.id, from_statuses=("processing",), to_status="failed", values={"error_class": "invalid"}
+        await repos.jobs.fail(
+            other.id, from_statuses=(JobStatus.PROCESSING,), error_class="invalid", error="no valid sheet"
         )
     listed = {j["id"]: j for j in (await client.get("/admin/jobs", headers=AUTH)).json()["jobs"]}
     assert (listed[str(refused.id)]["error_class"], listed[str(refused.id)]["retryable"]) == (

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
+import logging
 import os
 import random
 import re
@@ -26,6 +27,7 @@ from pathlib import Path
 import asyncpg
 import pytest
 import sqlalchemy as sa
+import structlog
 
 from devstack.infra import Infra, drop_database, recreate_database
 from shared import backup
@@ -312,6 +314,17 @@ def test_a_dump_of_an_unmigrated_database_is_refused(scratch: str, tmp_path: Pat
     assert names(tmp_path) == [".lock"]
 
 
+@pytest.fixture
+def logging_restored() -> Iterator[None]:
+    """``backup.main`` configures logging onto the test's captured stderr, which pytest closes after the
+    test: put structlog and the root handlers back so later tests do not log into a closed file."""
+    handlers = logging.getLogger().handlers[:]
+    yield
+    structlog.reset_defaults()
+    logging.getLogger().handlers[:] = handlers
+
+
+@pytest.mark.usefixtures("logging_restored")
 def test_a_failed_dump_exits_1_logs_the_stage_without_the_password_and_keeps_old_generations(
     database_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -6,8 +6,10 @@ import asyncio
 from datetime import timedelta
 
 import pytest
+import sqlalchemy as sa
 
-from shared.domain import Job
+from shared.db.tables import jobs
+from shared.domain import Job, JobStatus
 from shared.repositories import Database
 
 pytestmark = pytest.mark.integration
@@ -39,12 +41,10 @@ async def test_two_workers_claiming_one_job_produce_one_winner(db: Database) -> 
 async def test_a_transition_from_the_wrong_state_changes_nothing(db: Database) -> None:
     _token, job = await new_job(db)
     async with db.transaction() as repos:
-        assert (
-            await repos.jobs.transition(job.id, from_statuses=("processing",), to_status="rendered") is None
-        )
+        assert await repos.jobs.mark_rendered(job.id, owner="w", stickers=12) is None
         current = await repos.jobs.get(job.id)
         events = await repos.jobs.events(job.id)
-    assert current is not None and current.status == "queued"
+    assert current is not None and current.status is JobStatus.QUEUED
     assert len(events) == 1
 
 
@@ -53,7 +53,8 @@ async def test_a_job_that_is_not_due_yet_cannot_be_claimed(db: Database) -> None
 
     _token, job = await new_job(db)
     async with db.transaction() as repos:
-        await repos.jobs.update_fields(job.id, {"not_before": datetime.now(UTC) + timedelta(minutes=1)})
+        later = datetime.now(UTC) + timedelta(minutes=1)
+        await repos.conn.execute(sa.update(jobs).where(jobs.c.id == job.id).values(not_before=later))
         assert await repos.jobs.claim(job.id, owner="w") is None
 
 

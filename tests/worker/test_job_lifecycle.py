@@ -98,7 +98,7 @@ async def test_a_charged_failure_requeues_with_a_durable_delay_then_fails_at_max
     await gen.process(job.id)  # not due yet: nothing happens
     assert (await job_now(db, job)).attempts == 1
     async with db.transaction() as repos:
-        await repos.jobs.update_fields(job.id, {"not_before": sa.func.now()})
+        await repos.conn.execute(sa.update(jobs).where(jobs.c.id == job.id).values(not_before=sa.func.now()))
     await gen.process(job.id)
     final = await job_now(db, job)
     assert (final.status, final.error_class) == ("failed", "internal")
@@ -187,7 +187,7 @@ async def test_a_job_whose_owner_died_is_requeued_with_an_attempt_consumed_then_
     job = await queued_job(db)
     for expected_status in ("queued", "failed"):  # MAX_ATTEMPTS = 2: the second crash reaches the cap
         async with db.transaction() as repos:
-            await repos.jobs.update_fields(job.id, {"not_before": None})
+            await repos.conn.execute(sa.update(jobs).where(jobs.c.id == job.id).values(not_before=None))
             assert await repos.jobs.claim(job.id, owner="dead-worker")
             await repos.conn.execute(
                 sa.update(jobs)

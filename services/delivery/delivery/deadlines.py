@@ -16,16 +16,14 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from uuid import UUID
 
-import sqlalchemy as sa
 import structlog
 
 from shared import metrics
-from shared.db.tables import jobs
+from shared.domain import ACTIVE_JOB_STATUSES, JobStatus
 from shared.errors import ErrorClass
 from shared.joblife import fail_job
 from shared.outbox import add_command, dispatch_commands
 from shared.repositories import Database
-from shared.repositories.jobs import ACTIVE_STATUSES
 from shared.streams import Publisher
 from shared.texts import text
 
@@ -62,7 +60,7 @@ async def enforce_deadlines(
                 job,
                 error_class=ErrorClass.DEADLINE,
                 error=f"no link within {deadline_s:.0f}s of the photo",
-                from_statuses=ACTIVE_STATUSES,
+                from_statuses=ACTIVE_JOB_STATUSES,
                 where_created_at=job.created_at,
             )
         if done:
@@ -75,15 +73,7 @@ async def enforce_deadlines(
         if job.created_at <= deadline_cutoff:
             continue
         async with db.transaction() as repos:
-            claimed = await repos.jobs.update_fields(
-                job.id,
-                {"delay_notice_sent_at": sa.func.now()},
-                where=(
-                    jobs.c.delay_notice_sent_at.is_(None),
-                    jobs.c.status.in_(ACTIVE_STATUSES),
-                    jobs.c.created_at == job.created_at,
-                ),
-            )
+            claimed = await repos.jobs.claim_delay_notice(job.id, created_at=job.created_at)
             ctx = await repos.jobs.get_context(job.id) if claimed else None
             if ctx is not None and ctx.tg_chat_id is not None:
                 command_id = delay_notice_command_id(job.id, job.created_at)
@@ -104,11 +94,11 @@ async def enforce_deadlines(
 
 #: The guest's job texts that are sent again after a 429 (``tg_commands`` id patterns, SQL ``LIKE``), each
 #: with the job statuses in which it still makes sense (``None``: always; the failure text must arrive).
-GUEST_TEXTS: dict[str, frozenset[str] | None] = {
+GUEST_TEXTS: dict[str, frozenset[JobStatus] | None] = {
     "job:%:failure_text:%": None,
-    "job:%:still_working:%": frozenset(ACTIVE_STATUSES),
-    "job:%:generating%": frozenset({"queued", "processing"}),  # ingest's "Generating…"
-    "job:%:unavailable:%": frozenset({"queued"}),  # the worker's "your photo is saved" during a pause
+    "job:%:still_working:%": frozenset(ACTIVE_JOB_STATUSES),
+    "job:%:generating%": frozenset({JobStatus.QUEUED, JobStatus.PROCESSING}),  # ingest's "Generating…"
+    "job:%:unavailable:%": frozenset({JobStatus.QUEUED}),  # the worker's "your photo is saved" in a pause
 }
 #: Admin alerts and the daily digest (:mod:`shared.alerts`, :mod:`shared.digest`): always sent again; this
 #: sweeper runs in every deployment, so it carries them too.
@@ -154,7 +144,7 @@ async def resend_flooded_texts(
     return len(commands)
 
 
-def _wanted_in(command_id: str) -> frozenset[str] | None:
+def _wanted_in(command_id: str) -> frozenset[JobStatus] | None:
     """The job statuses in which a flooded guest text is still sent; ``None``: always (admin texts too)."""
     if not command_id.startswith("job:"):
         return None

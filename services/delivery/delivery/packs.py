@@ -27,13 +27,11 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 from uuid import UUID
 
-import sqlalchemy as sa
 import structlog
 
 from delivery.settings import DeliverySettings
 from shared import metrics
-from shared.db.tables import jobs
-from shared.domain import Job, JobContext, TelegramCommandRecord
+from shared.domain import Job, JobContext, JobStatus, TelegramCommandRecord
 from shared.errors import ErrorClass
 from shared.joblife import fail_job
 from shared.messages import JobRendered, TelegramResult
@@ -109,7 +107,7 @@ class PackDelivery:
         prefix = f"job:{job_id}:create_set"
         async with self.db.transaction() as repos:
             ctx = await repos.jobs.get_context(job_id)
-            if ctx is None or ctx.job.status != "rendered" or ctx.tg_user_id is None:
+            if ctx is None or ctx.job.status != JobStatus.RENDERED or ctx.tg_user_id is None:
                 return
             attempts = await repos.tg_commands.with_prefix(prefix)
             live = [r for r in attempts if r.status != "failed"]
@@ -137,7 +135,7 @@ class PackDelivery:
                         ],
                     },
                 )
-            await repos.jobs.mark_dispatched([job_id], "rendered")
+            await repos.jobs.mark_dispatched([job_id], JobStatus.RENDERED)
         await dispatch_commands(self.db, self.publisher, [command_id])
 
     async def on_set_created(self, job_id: UUID, result: TelegramResult) -> None:
@@ -145,25 +143,19 @@ class PackDelivery:
         schedule the next attempt at the retry time instead."""
         wait = _flood_wait(result)
         if wait is not None:
-            await self._reschedule(job_id, "rendered", wait, step="create_set")
+            await self._reschedule(job_id, JobStatus.RENDERED, wait, step="create_set")
             return
         if not result.ok:
-            await self._fail(job_id, ("rendered",), f"createNewStickerSet: {result.error}")
+            await self._fail(job_id, JobStatus.RENDERED, f"createNewStickerSet: {result.error}")
             return
         name = sticker_set_name(job_id, self.settings.bot_username)
         now = datetime.now(UTC)
         async with self.db.transaction() as repos:
-            job = await repos.jobs.transition(
+            job = await repos.jobs.start_delivery(
                 job_id,
-                from_statuses=("rendered",),
-                to_status="delivering",
-                note=f"sticker set {name}",
-                values={
-                    "sticker_set_name": name,
-                    "set_created_at": now,
-                    "next_poll_at": now + timedelta(seconds=self.settings.pack_poll_fast_sec),
-                    "selfie_deleted_at": now,
-                },
+                sticker_set_name=name,
+                at=now,
+                first_poll_at=now + timedelta(seconds=self.settings.pack_poll_fast_sec),
             )
             if job is not None:  # erase the guest's photo and what was derived from it (DESIGN.md §12)
                 for kind in PERSONAL_BLOBS:
@@ -174,17 +166,12 @@ class PackDelivery:
     async def poll_due(self) -> int:
         """Sweeper step: issue ``get_sticker_set`` for ``delivering`` jobs whose next poll is due."""
         async with self.db.transaction() as repos:
-            due = [j for j in await repos.jobs.in_status("delivering", limit=500) if _poll_due(j)]
+            due = [j for j in await repos.jobs.in_status(JobStatus.DELIVERING, limit=500) if _poll_due(j)]
         issued: list[str] = []
         for job in due:
             command_id = f"job:{job.id}:poll:{job.polls + 1}"
             async with self.db.transaction() as repos:
-                claimed = await repos.jobs.update_fields(
-                    job.id,
-                    {"polls": job.polls + 1, "next_poll_at": self._next_poll_at(job)},
-                    where=(jobs.c.status == "delivering", jobs.c.polls == job.polls),
-                )
-                if claimed:
+                if await repos.jobs.claim_poll(job, next_poll_at=self._next_poll_at(job)):
                     await add_command(
                         repos,
                         command_id,
@@ -201,14 +188,14 @@ class PackDelivery:
         poll waits for the retry time."""
         wait = _flood_wait(result)
         if wait is not None:
-            await self._reschedule(job_id, "delivering", wait, step="poll")
+            await self._reschedule(job_id, JobStatus.DELIVERING, wait, step="poll")
             return
         if not result.ok or not isinstance(result.result, dict):
             log.info("PACK_NOT_READY", job_id=str(job_id), error=str(result.error))
             return
         async with self.db.transaction() as repos:
             ctx = await repos.jobs.get_context(job_id)
-            if ctx is None or ctx.job.status != "delivering" or ctx.job.sticker_set_name is None:
+            if ctx is None or ctx.job.status != JobStatus.DELIVERING or ctx.job.sticker_set_name is None:
                 return
             expected = len(await repos.blobs.ids_for_job(job_id, "sticker"))
             have = int(result.result.get("sticker_count", 0))
@@ -227,7 +214,7 @@ class PackDelivery:
         """
         wait = _flood_wait(result)
         if wait is not None:  # not an attempt: the poll at the retry time queues the next send
-            await self._reschedule(job_id, "delivering", wait, step="link")
+            await self._reschedule(job_id, JobStatus.DELIVERING, wait, step="link")
             return
         unknown = result.error is not None and result.error.error_code == 0
         if not result.ok and not unknown:
@@ -236,13 +223,7 @@ class PackDelivery:
         if unknown:
             log.warning("LINK_OUTCOME_UNKNOWN", job_id=str(job_id))
         async with self.db.transaction() as repos:
-            job = await repos.jobs.transition(
-                job_id,
-                from_statuses=("delivering",),
-                to_status="delivered",
-                note="link sent",
-                values={"link_sent_at": datetime.now(UTC)},
-            )
+            job = await repos.jobs.mark_delivered(job_id, link_sent_at=datetime.now(UTC))
         if job is not None:
             metrics.JOBS.labels(outcome="delivered", error_class="").inc()
             latency = (datetime.now(UTC) - job.created_at).total_seconds()
@@ -255,7 +236,7 @@ class PackDelivery:
         async with self.db.transaction() as repos:
             due = [
                 j
-                for j in await repos.jobs.in_status("rendered", limit=500)
+                for j in await repos.jobs.in_status(JobStatus.RENDERED, limit=500)
                 if j.next_poll_at is not None and j.next_poll_at <= now
             ]
         for job in due:
@@ -266,7 +247,7 @@ class PackDelivery:
         """Outbox reconciler: request sets for ``rendered`` jobs whose hint is missing or old."""
         async with self.db.transaction() as repos:
             due = await repos.jobs.due_for_dispatch(
-                "rendered",
+                JobStatus.RENDERED,
                 grace=timedelta(seconds=self.settings.reconcile_grace_sec),
                 republish_after=timedelta(seconds=self.settings.republish_after_sec),
                 limit=100,
@@ -316,24 +297,19 @@ class PackDelivery:
             ]
             if len(failed) < self.settings.link_attempts:
                 retry_at = datetime.now(UTC) + timedelta(seconds=self.settings.link_retry_delay_sec)
-                await repos.jobs.update_fields(
-                    job_id, {"next_poll_at": retry_at}, where=(jobs.c.status == "delivering",)
-                )
+                await repos.jobs.schedule_poll(job_id, at=retry_at)
                 log.warning(
                     "LINK_SEND_FAILED", job_id=str(job_id), attempt=len(failed), error=str(result.error)
                 )
                 return
-        await self._fail(job_id, ("delivering",), f"link message failed {len(failed)} times: {result.error}")
+        error = f"link message failed {len(failed)} times: {result.error}"
+        await self._fail(job_id, JobStatus.DELIVERING, error)
 
-    async def _reschedule(self, job_id: UUID, status: str, wait_s: float, *, step: str) -> None:
+    async def _reschedule(self, job_id: UUID, status: JobStatus, wait_s: float, *, step: str) -> None:
         """Flood control: the job's next step (``next_poll_at``) is not before now + ``wait_s``."""
         retry_at = datetime.now(UTC) + timedelta(seconds=wait_s)
         async with self.db.transaction() as repos:
-            moved = await repos.jobs.update_fields(
-                job_id,
-                {"next_poll_at": sa.func.greatest(sa.func.coalesce(jobs.c.next_poll_at, retry_at), retry_at)},
-                where=(jobs.c.status == status,),
-            )
+            moved = await repos.jobs.defer_next_step(job_id, status=status, until=retry_at)
         if moved:
             metrics.DELIVERY_FLOOD_WAITS.labels(step=step).inc()
             log.warning("DELIVERY_FLOOD_WAIT", job_id=str(job_id), step=step, retry_at=retry_at.isoformat())
@@ -345,11 +321,11 @@ class PackDelivery:
         step = self.settings.pack_poll_fast_sec if fast else self.settings.pack_poll_slow_sec
         return now + timedelta(seconds=step)
 
-    async def _fail(self, job_id: UUID, from_statuses: tuple[str, ...], error: str) -> None:
+    async def _fail(self, job_id: UUID, from_status: JobStatus, error: str) -> None:
         async with self.db.transaction() as repos:
             job = await repos.jobs.get(job_id)
             failed = job and await fail_job(
-                repos, job, error_class=ErrorClass.INTERNAL, error=error, from_statuses=from_statuses
+                repos, job, error_class=ErrorClass.INTERNAL, error=error, from_statuses=(from_status,)
             )
         if failed:
             await dispatch_commands(self.db, self.publisher, failed.commands)

@@ -20,7 +20,7 @@ from PIL import Image
 from ingest.context import IngestContext
 from ingest.photo import normalize_photo
 from shared import streams
-from shared.domain import Job, KioskSession
+from shared.domain import Job, JobStatus, KioskSession
 from shared.errors import Conflict, NotFound, UploadRejected
 from shared.imaging.faces import detect_faces
 from shared.messages import JobQueued
@@ -154,7 +154,7 @@ async def accept_photo(ctx: IngestContext, session_id: UUID, capture_id: str, da
     log.info("JOB_QUEUED", job_id=str(job.id), session_id=str(session_id), outfit=job.outfit_id)
     if await ctx.publisher.try_publish(streams.JOBS, JobQueued(job_id=job.id)):
         async with ctx.db.transaction() as repos:
-            await repos.jobs.mark_dispatched([job.id], "queued")
+            await repos.jobs.mark_dispatched([job.id], JobStatus.QUEUED)
     await dispatch_commands(ctx.db, ctx.publisher, [command_id])
     return PhotoAccepted(job, created=True)
 

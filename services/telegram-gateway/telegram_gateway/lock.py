@@ -13,10 +13,9 @@ from __future__ import annotations
 
 import asyncio
 
-import asyncpg
 import structlog
 
-from shared.db import plain_url
+from shared.db.advisory import LOCK_CONNECTION_ERRORS, SessionLock
 from shared.streams import Backoff, sleep_or_stop
 
 log = structlog.get_logger(__name__)
@@ -24,50 +23,12 @@ log = structlog.get_logger(__name__)
 GATEWAY_LOCK_KEY = 0x5B_0002
 
 
-class GatewayLock:
-    """Holds ``pg_try_advisory_lock(GATEWAY_LOCK_KEY)`` on a dedicated connection."""
+class GatewayLock(SessionLock):
+    """Holds ``pg_try_advisory_lock(GATEWAY_LOCK_KEY)`` on a dedicated connection
+    (:class:`shared.db.advisory.SessionLock`)."""
 
     def __init__(self, database_url: str) -> None:
-        self._url = plain_url(database_url)
-        self._conn: asyncpg.Connection | None = None
-
-    async def acquire(self) -> bool:
-        """Try to take the lock; ``False`` when another gateway holds it.
-
-        Raises:
-            OSError | asyncpg.PostgresError: Postgres cannot be reached.
-        """
-        conn = await asyncpg.connect(self._url, timeout=10)
-        try:
-            taken = bool(await conn.fetchval("SELECT pg_try_advisory_lock($1)", GATEWAY_LOCK_KEY, timeout=10))
-        except BaseException:
-            conn.terminate()
-            raise
-        if not taken:
-            await conn.close()
-            return False
-        self._conn = conn
-        return True
-
-    async def still_held(self) -> bool:
-        """``False`` when the lock's connection died (Postgres restarted): the lock may be someone else's."""
-        if self._conn is None or self._conn.is_closed():
-            return False
-        try:
-            await self._conn.fetchval("SELECT 1", timeout=5)
-        except (OSError, asyncpg.PostgresError, TimeoutError):
-            return False
-        return True
-
-    async def release(self) -> None:
-        """Close the lock's connection (which frees the lock); a broken one is dropped without a word."""
-        conn, self._conn = self._conn, None
-        if conn is None or conn.is_closed():
-            return
-        try:
-            await conn.close(timeout=5)
-        except (OSError, asyncpg.PostgresError, TimeoutError):
-            conn.terminate()
+        super().__init__(database_url, GATEWAY_LOCK_KEY)
 
 
 async def keep_lock(
@@ -98,7 +59,7 @@ async def keep_lock(
         while not stop.is_set():
             try:
                 taken = await lock.acquire()
-            except (OSError, asyncpg.PostgresError, TimeoutError) as exc:
+            except LOCK_CONNECTION_ERRORS as exc:
                 delay = backoff.next_delay()
                 log.warning("GATEWAY_LOCK_RETAKE_FAILED", error=type(exc).__name__, retry_s=round(delay, 1))
                 await sleep_or_stop(stop, delay)

@@ -17,7 +17,7 @@ from uuid import UUID
 import structlog
 
 from shared import metrics, streams
-from shared.domain import Job
+from shared.domain import Job, JobStatus
 from shared.errors import ErrorClass, JobError, PermanentJobError, ProviderUnavailable
 from shared.maintenance import current_pause
 from shared.messages import JobQueued, JobRendered
@@ -135,14 +135,7 @@ class Generator:
                     position=position,
                     meta={"emoji": sticker.emoji, "width": sticker.width, "height": sticker.height},
                 )
-            rendered = await repos.jobs.transition(
-                job.id,
-                from_statuses=("processing",),
-                to_status="rendered",
-                owner=self.owner,
-                note=f"{len(pack.stickers)} stickers",
-                values={"owner": None, "dispatched_at": None, "error_class": None, "error": None},
-            )
+            rendered = await repos.jobs.mark_rendered(job.id, owner=self.owner, stickers=len(pack.stickers))
             if rendered is None:
                 # Lost the job meanwhile (recovered as crashed, or failed by a deadline): keep nothing.
                 await repos.conn.rollback()
@@ -153,7 +146,7 @@ class Generator:
         metrics.JOBS.labels(outcome="rendered", error_class="").inc()
         if await self.publisher.try_publish(streams.DELIVERY, JobRendered(job_id=job.id)):
             async with self.db.transaction() as repos:
-                await repos.jobs.mark_dispatched([job.id], "rendered")
+                await repos.jobs.mark_dispatched([job.id], JobStatus.RENDERED)
 
     async def _heartbeat(self, job_id: UUID) -> None:
         while True:

@@ -12,13 +12,11 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 
-import sqlalchemy as sa
 import structlog
 
 from shared import maintenance, metrics
 from shared.alerts import queue_alert
-from shared.db.tables import jobs
-from shared.domain import Job
+from shared.domain import Job, JobStatus
 from shared.errors import ContentRefused, ErrorClass, JobError, NoFaceError, ProviderUnavailable
 from shared.joblife import fail_job, failure_command_id
 from shared.logging import redact
@@ -43,38 +41,31 @@ async def retry_or_fail(
     error: str,
     max_attempts: int,
     retry_delay_s: float,
-) -> str:
+) -> JobStatus | None:
     """Consume an attempt: back to ``queued`` after ``retry_delay_s``, or ``failed`` at ``max_attempts``.
 
-    Returns the job's new status (``queued``/``failed``), or ``""`` when it was no longer ours.
+    Returns the job's new status, or ``None`` when it was no longer ours.
     """
     attempts = job.attempts + 1
     commands: list[str] = []
+    status: JobStatus | None = None
     async with db.transaction() as repos:
         if attempts >= max_attempts:
             failed = await fail_job(repos, job, error_class=error_class, error=error, owner=owner)
-            status = "failed" if failed else ""
+            status = failed.job.status if failed else None
             commands = failed.commands if failed else []  # the guest's failure text, the admin alert
         else:
-            requeued = await repos.jobs.transition(
+            requeued = await repos.jobs.requeue_for_retry(
                 job.id,
-                from_statuses=("processing",),
-                to_status="queued",
                 owner=owner,
-                note=f"retry after {error_class}",
-                values={
-                    "attempts": attempts,
-                    "owner": None,
-                    "error_class": str(error_class),
-                    "error": redact(error)[:2000],
-                    "not_before": datetime.now(UTC) + timedelta(seconds=retry_delay_s),
-                    "dispatched_at": None,
-                },
+                error_class=error_class,
+                error=redact(error),
+                not_before=datetime.now(UTC) + timedelta(seconds=retry_delay_s),
             )
-            status = "queued" if requeued else ""
-    if status == "failed":
+            status = requeued.status if requeued else None
+    if status == JobStatus.FAILED:
         await dispatch_commands(db, publisher, commands)
-    elif status == "queued":
+    elif status == JobStatus.QUEUED:
         metrics.JOBS.labels(outcome="retried", error_class=str(error_class)).inc()
         log.warning("JOB_RETRY", job_id=str(job.id), attempt=attempts, error_class=str(error_class))
     return status
@@ -104,19 +95,7 @@ async def requeue_on_shutdown(db: Database, job: Job, *, owner: str, free_requeu
     """
     free = job.free_requeues < free_requeues
     async with db.transaction() as repos:
-        await repos.jobs.transition(
-            job.id,
-            from_statuses=("processing",),
-            to_status="queued",
-            owner=owner,
-            note="requeued on shutdown",
-            values={
-                "owner": None,
-                "dispatched_at": None,
-                "free_requeues": jobs.c.free_requeues + 1 if free else jobs.c.free_requeues,
-                "attempts": jobs.c.attempts if free else jobs.c.attempts + 1,
-            },
-        )
+        await repos.jobs.requeue_after_shutdown(job.id, owner=owner, free=free)
     log.warning("JOB_REQUEUED_ON_SHUTDOWN", job_id=str(job.id), free=free)
 
 
@@ -134,7 +113,6 @@ async def recover_crashed(
         stale = await repos.jobs.stale_processing(heartbeat_before=cutoff)
     recovered = 0
     for job in stale:
-        same_heartbeat = (jobs.c.heartbeat_at == job.heartbeat_at,)
         failed_ids: list[str] = []
         async with db.transaction() as repos:
             if job.attempts + 1 >= max_attempts:
@@ -147,20 +125,7 @@ async def recover_crashed(
                 ):
                     failed_ids.append(failure_command_id(job))
                     recovered += 1
-            elif await repos.jobs.transition(
-                job.id,
-                from_statuses=("processing",),
-                to_status="queued",
-                note=f"crashed: owner {job.owner} died",
-                where=same_heartbeat,
-                values={
-                    "attempts": job.attempts + 1,
-                    "owner": None,
-                    "error_class": str(ErrorClass.CRASHED),
-                    "not_before": sa.func.now(),
-                    "dispatched_at": None,
-                },
-            ):
+            elif await repos.jobs.requeue_crashed(job):
                 recovered += 1
                 log.warning("JOB_CRASHED_REQUEUED", job_id=str(job.id), owner=job.owner)
         await dispatch_commands(db, publisher, failed_ids)
@@ -211,19 +176,7 @@ async def pause_and_refund(
     now = datetime.now(UTC)
     commands: list[str] = []
     async with db.transaction() as repos:
-        refunded = await repos.jobs.transition(
-            job.id,
-            from_statuses=("processing",),
-            to_status="queued",
-            owner=owner,
-            note=f"refunded: {error_class}",
-            values={
-                "owner": None,
-                "dispatched_at": None,
-                "not_before": None,
-                "error_class": str(error_class),
-            },
-        )
+        refunded = await repos.jobs.requeue_refunded(job.id, owner=owner, error_class=error_class)
         streak = 0
         if error_class is ErrorClass.OUTAGE:
             streak = int((await repos.settings.get(OUTAGE_STREAK_KEY)) or 0) + 1

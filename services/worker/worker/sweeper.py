@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 import structlog
 
 from shared import maintenance, metrics, streams
+from shared.domain import JobStatus
 from shared.joblife import republish_queued
 from shared.maintenance import current_pause, export_gauges
 from shared.messages import JobQueued
@@ -35,17 +36,17 @@ async def sweep_once(db: Database, publisher: Publisher, settings: WorkerSetting
         return
     async with db.transaction() as repos:
         due = await repos.jobs.due_for_dispatch(
-            "queued",
+            JobStatus.QUEUED,
             grace=timedelta(seconds=settings.reconcile_grace_sec),
             republish_after=timedelta(seconds=settings.republish_after_sec),
             limit=200,
         )
-        metrics.JOB_QUEUE_DEPTH.set((await repos.jobs.count_by_status()).get("queued", 0))
+        metrics.JOB_QUEUE_DEPTH.set((await repos.jobs.count_by_status()).get(JobStatus.QUEUED, 0))
     published = [j.id for j in due if await publisher.try_publish(streams.JOBS, JobQueued(job_id=j.id))]
     if published:
         log.info("JOBS_REPUBLISHED", count=len(published))
         async with db.transaction() as repos:
-            await repos.jobs.mark_dispatched(published, "queued")
+            await repos.jobs.mark_dispatched(published, JobStatus.QUEUED)
 
 
 async def resume_expired_pause(db: Database, publisher: Publisher) -> bool:

@@ -10,7 +10,7 @@ which the admin page follows.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 from uuid import UUID
 
 from fastapi import APIRouter, Depends, Query
@@ -19,17 +19,16 @@ from ingest.api.admin_leads import admin_required
 from ingest.api.errors import ApiError
 from ingest.context import Ctx
 from shared import maintenance
-from shared.domain import Job
+from shared.domain import Job, JobStatus
 from shared.errors import ErrorClass
 from shared.joblife import republish_queued, retry_failed_job
 
 router = APIRouter(dependencies=[Depends(admin_required)])
-JobStatus = Literal["queued", "processing", "rendered", "delivering", "delivered", "failed"]
 
 
 def _retryable(job: Job) -> bool:
     return (
-        job.status == "failed"
+        job.status == JobStatus.FAILED
         and job.selfie_deleted_at is None
         and job.error_class != str(ErrorClass.CONTENT)
     )

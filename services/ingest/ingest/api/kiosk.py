@@ -16,7 +16,7 @@ from ingest.api.errors import ApiError, ErrorBody
 from ingest.api.text import SingleLine
 from ingest.context import Ctx
 from ingest.multipart import MultipartReader
-from shared.domain import Job, KioskSession
+from shared.domain import Job, JobStatus, KioskSession
 from shared.errors import UploadRejected
 from shared.maintenance import current_pause
 from shared.outfits import thumbnail_png
@@ -40,13 +40,14 @@ async def _maintenance_guard(ctx: Ctx) -> None:
         raise ApiError(503, "maintenance", "The booth is paused for maintenance.")
 
 
-_KIOSK_STATUS = {
-    "queued": "generating",
-    "processing": "generating",
-    "rendered": "generating",
-    "delivering": "delivering",
-    "delivered": "delivered",
-    "failed": "failed",
+#: What the kiosk shows for a job's status (the kiosk API's ``status`` values, DESIGN.md §4).
+_KIOSK_STATUS: dict[JobStatus, str] = {
+    JobStatus.QUEUED: "generating",
+    JobStatus.PROCESSING: "generating",
+    JobStatus.RENDERED: "generating",
+    JobStatus.DELIVERING: "delivering",
+    JobStatus.DELIVERED: "delivered",
+    JobStatus.FAILED: "failed",
 }
 
 
