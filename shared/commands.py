@@ -124,14 +124,16 @@ class CreateStickerSet(_Command):
     started (:mod:`telegram_gateway.sticker_sets`). Repeatable: names are deterministic per job.
 
     Telegram allows 1-50 stickers at creation and ``name`` of at most 64 characters ending in
-    ``_by_<bot username>`` (core.telegram.org/bots/api#createnewstickerset).
+    ``_by_<bot username>`` (core.telegram.org/bots/api#createnewstickerset). Those limits are Telegram's to
+    enforce (its refusal becomes the command's failed result), not this model's: a producer never fails
+    to record a command over them.
     """
 
     method: Literal["create_sticker_set"] = "create_sticker_set"
     user_id: int
-    name: str = Field(max_length=64)
-    title: str = Field(max_length=64)
-    stickers: tuple[StickerRef, ...] = Field(min_length=1, max_length=50)
+    name: str
+    title: str
+    stickers: tuple[StickerRef, ...]
 
 
 class GetStickerSet(_Command):
@@ -157,10 +159,10 @@ class FindBotMessage(_Command):
     method: Literal["find_bot_message"] = "find_bot_message"
     chat_id: int
     reply_markup: InlineKeyboard
-    after_message_id: int = Field(default=0, ge=0)
+    after_message_id: int = 0
     skip_message_ids: tuple[int, ...] = ()
-    max_probes: int = Field(default=30, ge=1)
-    end_gap: int = Field(default=3, ge=1)
+    max_probes: int = 30
+    end_gap: int = 3
 
 
 Command = Annotated[

@@ -101,7 +101,12 @@ def test_the_stored_shape_is_what_the_gateway_has_always_read() -> None:
         ("send_message", {"chat_id": "not a number", "text": "x"}, "chat_id"),
         ("send_message", {"chat_id": 1, "text": "x", "colour": "red"}, "colour"),
         ("send_message", {"v": 2, "chat_id": 1, "text": "x"}, "v"),
-        ("create_sticker_set", {"user_id": 1, "name": "n", "title": "t", "stickers": []}, "stickers"),
+        ("create_sticker_set", {"user_id": 1, "name": "n", "title": "t"}, "stickers"),
+        (
+            "create_sticker_set",
+            {"user_id": 1, "name": "n", "title": "t", "stickers": [{"emoji": "😀"}]},
+            "blob_id",
+        ),
     ],
 )
 def test_an_unknown_method_or_a_bad_field_is_a_validation_error_naming_it(
