@@ -9,13 +9,14 @@ Redis or the gateway is down is sent when they are back.
 
 from __future__ import annotations
 
-import hashlib
 import time
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
 
 import structlog
 
+from shared import command_ids
+from shared.commands import SendAdminMessage
 from shared.outbox import add_command, dispatch_commands
 from shared.repositories import Database, Repositories
 from shared.streams import Publisher
@@ -35,8 +36,8 @@ async def queue_alert(
         return None
     minutes = int(cooldown.total_seconds() // 60)
     body = text if not suppressed else f"{text}\n(+{suppressed} similar in the last {minutes} min)"
-    command_id = f"alert:{hashlib.sha1(key.encode()).hexdigest()[:16]}:{time.time_ns()}"
-    await add_command(repos, command_id, method="send_admin_message", params={"text": body})
+    command_id = command_ids.alert(key, time.time_ns())
+    await add_command(repos, command_id, SendAdminMessage(text=body))
     log.warning("ADMIN_ALERT", key=key, text=text, suppressed=suppressed)
     return command_id
 

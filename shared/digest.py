@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from datetime import UTC, date, datetime, time, timedelta
 
+from shared import command_ids
+from shared.commands import SendAdminMessage
 from shared.domain import JobStatus
 from shared.outbox import add_command, dispatch_commands
 from shared.repositories import Database, Repositories
@@ -46,11 +48,11 @@ async def send_digest_if_due(db: Database, publisher: Publisher, *, now: datetim
     if now.hour < hour_utc:
         return False
     day = now.date()
-    command_id = f"digest:{day.isoformat()}"
+    command_id = command_ids.digest(day)
     async with db.transaction() as repos:
         if not await claim_day(repos, day):
             return False
         body = await digest_text(repos, day)
-        await add_command(repos, command_id, method="send_admin_message", params={"text": body})
+        await add_command(repos, command_id, SendAdminMessage(text=body))
     await dispatch_commands(db, publisher, [command_id])
     return True

@@ -24,16 +24,15 @@ from uuid import UUID
 
 import structlog
 
-from shared import metrics, streams
+from shared import command_ids, metrics, streams
 from shared.alerts import queue_alert
 from shared.domain import Job, JobStatus
 from shared.errors import ErrorClass
 from shared.logging import redact
 from shared.messages import JobQueued
-from shared.outbox import add_command
+from shared.outbox import tell_guest
 from shared.repositories import Database, Repositories
 from shared.streams import Publisher
-from shared.texts import text
 
 log = structlog.get_logger(__name__)
 
@@ -53,7 +52,7 @@ def failure_command_id(job: Job) -> str:
     A run is identified by ``created_at``, which an admin retry resets, so a retried job that fails again
     tells the guest again.
     """
-    return f"job:{job.id}:failure_text:{int(job.created_at.timestamp())}"
+    return command_ids.failure_text(job.id, job.created_at)
 
 
 async def fail_job(
@@ -98,12 +97,7 @@ async def fail_job(
     ctx = await repos.jobs.get_context(job.id)
     if ctx is not None and ctx.tg_chat_id is not None:
         commands.append(failure_command_id(failed))
-        await add_command(
-            repos,
-            commands[-1],
-            method="send_message",
-            params={"chat_id": ctx.tg_chat_id, "text": text(guest_text, ctx.language)},
-        )
+        await tell_guest(repos, commands[-1], ctx.tg_chat_id, guest_text, ctx.language)
     alert = await queue_alert(
         repos, key="job_failed", text=f"Job {job.id} FAILED ({error_class}): {clean[:300]}"
     )

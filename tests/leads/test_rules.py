@@ -8,8 +8,8 @@ import pytest
 
 from leads.backoff import Backoff
 from leads.cards import Button, card_markup, card_text, parse_button
-from leads.command_ids import PostCommand, find_command_id, parse_command_id, send_command_id
 from leads.settings import LeadsSettings
+from shared.command_ids import PostCommandId, PostEditId, find_post, parse, send_post
 from shared.domain import Lead
 
 pytestmark = pytest.mark.unit
@@ -31,11 +31,12 @@ def test_backoff_settings_use_the_spec_names() -> None:
 
 
 def test_command_ids_name_the_post_and_the_attempt() -> None:
-    assert parse_command_id(send_command_id("card", 12, 3)) == PostCommand("card", 12, "send", 3)
-    assert parse_command_id(send_command_id("notice", 4, 1)) == PostCommand("notice", 4, "send", 1)
-    assert parse_command_id(find_command_id("card", 12, 2)) == PostCommand("card", 12, "find", 2)
-    for other in ("lead:12:card", "lead:12:edit:1", "repeat:4:card:1", "cbq:123", "alert:x:1"):
-        assert parse_command_id(other) is None
+    assert parse(send_post("card", 12, 3)) == PostCommandId("card", 12, "send", 3)
+    assert parse(send_post("notice", 4, 1)) == PostCommandId("notice", 4, "send", 1)
+    assert parse(find_post("card", 12, 2)) == PostCommandId("card", 12, "find", 2)
+    assert parse("lead:12:edit:1") == PostEditId("card", 12, 1)
+    for other in ("lead:12:card", "repeat:4:card:1", "lead:4:notice:1", "alert:x:1"):
+        assert parse(other) is None
 
 
 def test_only_our_callback_data_parses() -> None:

@@ -9,6 +9,7 @@ import pytest
 import sqlalchemy as sa
 
 from shared.alerts import queue_alert
+from shared.commands import SendAdminMessage, load
 from shared.db.tables import alerts
 from shared.repositories import Database
 
@@ -37,5 +38,6 @@ async def test_suppressed_repeats_are_mentioned_by_the_next_alert(db: Database) 
     async with db.transaction() as repos:
         record = await repos.tg_commands.get(command_id)
     assert record is not None
-    assert record.method == "send_admin_message"
-    assert record.params == {"text": "Job 1 FAILED\n(+2 similar in the last 10 min)"}
+    assert load(record.method, record.params) == SendAdminMessage(
+        text="Job 1 FAILED\n(+2 similar in the last 10 min)"
+    )

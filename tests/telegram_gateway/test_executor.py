@@ -133,6 +133,35 @@ async def test_a_permanent_telegram_error_is_stored_and_answered(
     assert record is not None and record.status == "failed"
 
 
+@pytest.mark.parametrize(
+    ("method", "params", "reason"),
+    [
+        ("send_sticker", {"chat_id": GUEST}, "invalid gateway command 'send_sticker'"),
+        ("send_message", {"chat_id": GUEST}, "send_message.text: Field required"),
+        ("send_message", {"v": 2, "chat_id": GUEST, "text": "hi"}, "send_message.v"),
+    ],
+)
+async def test_a_row_that_is_not_a_valid_command_fails_with_the_reason_and_is_never_sent(
+    executor: CommandExecutor,
+    db: Database,
+    redis: aioredis.Redis,
+    sim_url: str,
+    method: str,
+    params: dict[str, Any],
+    reason: str,
+) -> None:
+    await add(db, "cmd:bad", method, params)
+    await executor.execute("cmd:bad")
+    await executor.execute("cmd:bad")  # a redelivery repeats the stored failure, it does not loop
+    first, second = await results(redis)
+    assert not first.ok and first.error is not None and first.error.error_code == 400
+    assert reason in first.error.description and second == first
+    async with db.transaction() as repos:
+        record = await repos.tg_commands.get("cmd:bad")
+    assert record is not None and record.status == "failed" and record.tries == 1
+    assert await bot_messages(sim_url, GUEST) == []
+
+
 async def test_flood_control_not_waited_out_is_a_429_result_for_the_producer_and_nothing_is_sent(
     executor: CommandExecutor, db: Database, redis: aioredis.Redis, sim_url: str
 ) -> None:

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from telegram import Bot
 
+from shared.commands import FindBotMessage
 from telegram_gateway.message_probe import find_bot_message
 from tests.simulators.tgsim_helpers import RunningSim, serve, sim_config
 
@@ -34,7 +35,7 @@ async def bot(sim: RunningSim) -> AsyncIterator[Bot]:
 
 
 async def search(bot: Bot, **params: Any) -> dict[str, Any]:
-    return await find_bot_message(bot, {"chat_id": CHAT, "reply_markup": CARD, **params})
+    return await find_bot_message(bot, FindBotMessage(chat_id=CHAT, reply_markup=CARD, **params))
 
 
 async def test_the_card_is_found_by_its_keyboard_and_left_unchanged(sim: RunningSim, bot: Bot) -> None:

@@ -14,24 +14,20 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
-from uuid import UUID
 
 import structlog
 
-from shared import metrics
+from shared import command_ids, metrics
+from shared.command_ids import JobCommandId, JobStep
+from shared.commands import load
 from shared.domain import ACTIVE_JOB_STATUSES, JobStatus
 from shared.errors import ErrorClass
 from shared.joblife import fail_job
-from shared.outbox import add_command, dispatch_commands
+from shared.outbox import add_command, dispatch_commands, tell_guest
 from shared.repositories import Database
 from shared.streams import Publisher
-from shared.texts import text
 
 log = structlog.get_logger(__name__)
-
-
-def delay_notice_command_id(job_id: object, created_at: datetime) -> str:
-    return f"job:{job_id}:still_working:{int(created_at.timestamp())}"
 
 
 async def enforce_deadlines(
@@ -76,13 +72,8 @@ async def enforce_deadlines(
             claimed = await repos.jobs.claim_delay_notice(job.id, created_at=job.created_at)
             ctx = await repos.jobs.get_context(job.id) if claimed else None
             if ctx is not None and ctx.tg_chat_id is not None:
-                command_id = delay_notice_command_id(job.id, job.created_at)
-                await add_command(
-                    repos,
-                    command_id,
-                    method="send_message",
-                    params={"chat_id": ctx.tg_chat_id, "text": text("still_working", ctx.language)},
-                )
+                command_id = command_ids.delay_notice(job.id, job.created_at)
+                await tell_guest(repos, command_id, ctx.tg_chat_id, "still_working", ctx.language)
                 commands.append(command_id)
                 noticed += 1
                 metrics.DEADLINE_MISSES.labels(kind="delay_notice").inc()
@@ -92,17 +83,17 @@ async def enforce_deadlines(
     return failed, noticed
 
 
-#: The guest's job texts that are sent again after a 429 (``tg_commands`` id patterns, SQL ``LIKE``), each
-#: with the job statuses in which it still makes sense (``None``: always; the failure text must arrive).
-GUEST_TEXTS: dict[str, frozenset[JobStatus] | None] = {
-    "job:%:failure_text:%": None,
-    "job:%:still_working:%": frozenset(ACTIVE_JOB_STATUSES),
-    "job:%:generating%": frozenset({JobStatus.QUEUED, JobStatus.PROCESSING}),  # ingest's "Generating…"
-    "job:%:unavailable:%": frozenset({JobStatus.QUEUED}),  # the worker's "your photo is saved" in a pause
+#: The guest's job texts that are sent again after a 429 (steps of :mod:`shared.command_ids`), each with the
+#: job statuses in which it still makes sense (``None``: always; the failure text must arrive).
+GUEST_TEXTS: dict[JobStep, frozenset[JobStatus] | None] = {
+    "failure_text": None,
+    "still_working": frozenset(ACTIVE_JOB_STATUSES),
+    "generating": frozenset({JobStatus.QUEUED, JobStatus.PROCESSING}),  # ingest's "Generating…"
+    "unavailable": frozenset({JobStatus.QUEUED}),  # the worker's "your photo is saved" during a pause
 }
 #: Admin alerts and the daily digest (:mod:`shared.alerts`, :mod:`shared.digest`): always sent again; this
 #: sweeper runs in every deployment, so it carries them too.
-ADMIN_TEXTS = ("alert:%", "digest:%")
+ADMIN_TEXTS = command_ids.ADMIN_PATTERNS
 #: A flood-controlled text is no longer worth sending after this long.
 RESEND_WITHIN = timedelta(days=1)
 
@@ -122,31 +113,25 @@ async def resend_flooded_texts(
     commands: list[str] = []
     async with db.transaction() as repos:
         flooded = await repos.tg_commands.flooded_due(
-            patterns=[*GUEST_TEXTS, *ADMIN_TEXTS], newer_than=RESEND_WITHIN, limit=200
+            patterns=[*map(command_ids.job_pattern, GUEST_TEXTS), *ADMIN_TEXTS],
+            newer_than=RESEND_WITHIN,
+            limit=200,
         )
         for record in flooded:
-            statuses = _wanted_in(record.command_id)
-            if statuses is not None:
-                job = await repos.jobs.get(UUID(record.command_id.split(":")[1]))
+            parsed = command_ids.parse(record.command_id)
+            statuses = GUEST_TEXTS.get(parsed.step) if isinstance(parsed, JobCommandId) else None
+            if isinstance(parsed, JobCommandId) and statuses is not None:
+                job = await repos.jobs.get(parsed.job_id)
                 if job is None or job.status not in statuses:
                     continue
-                notice = ":still_working:" in record.command_id
+                notice = parsed.step == "still_working"
                 if notice and job.created_at <= now - timedelta(seconds=deadline_s):
                     continue
-            command_id = f"{record.command_id}:again"
-            if await add_command(
-                repos, command_id, method=record.method, params=record.params, reply_to=record.reply_to
-            ):
+            command_id = command_ids.resend(record.command_id)
+            command = load(record.method, record.params)
+            if await add_command(repos, command_id, command, reply_to=record.reply_to):
                 commands.append(command_id)
     if commands:
         log.warning("FLOODED_TEXTS_RESENT", count=len(commands))
     await dispatch_commands(db, publisher, commands)
     return len(commands)
-
-
-def _wanted_in(command_id: str) -> frozenset[JobStatus] | None:
-    """The job statuses in which a flooded guest text is still sent; ``None``: always (admin texts too)."""
-    if not command_id.startswith("job:"):
-        return None
-    kind = command_id.split(":")[2]
-    return next((v for k, v in GUEST_TEXTS.items() if k.split(":")[2].rstrip("%") == kind), None)

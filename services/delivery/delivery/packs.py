@@ -22,7 +22,6 @@ deadline text).
 
 from __future__ import annotations
 
-import re
 from datetime import UTC, datetime, timedelta
 from typing import Any
 from uuid import UUID
@@ -30,22 +29,23 @@ from uuid import UUID
 import structlog
 
 from delivery.settings import DeliverySettings
-from shared import metrics
+from shared import command_ids, metrics
+from shared.command_ids import JobCommandId
+from shared.commands import CreateStickerSet, GetStickerSet, StickerRef
 from shared.domain import Job, JobContext, JobStatus, TelegramCommandRecord
 from shared.errors import ErrorClass
 from shared.joblife import fail_job
 from shared.messages import JobRendered, TelegramResult
-from shared.outbox import add_command, dispatch_commands
+from shared.outbox import add_command, dispatch_commands, tell_guest
 from shared.repositories import Database, Repositories
 from shared.streams import Publisher
-from shared.texts import PACK_TITLE, language_of, text
+from shared.texts import PACK_TITLE, language_of
 
 log = structlog.get_logger(__name__)
 SERVICE = "delivery"
 #: Blobs that are the guest's face: the selfie and the worker's artefacts derived from it.
 PERSONAL_BLOBS = ("selfie", "anchor", "passport")
 FLOOD = 429
-_COMMAND_ID = re.compile(r"^job:(?P<job>[0-9a-f-]{36}):(?P<kind>create_set|poll|link)(?::(?P<n>\d+))?$")
 
 
 def sticker_set_name(job_id: UUID, bot_username: str) -> str:
@@ -84,17 +84,15 @@ class PackDelivery:
         """``tg:results:delivery``: advance the job by the outcome of one of its commands."""
         if not isinstance(message, TelegramResult):
             return
-        match = _COMMAND_ID.match(message.command_id)
-        if match is None:
-            log.warning("DELIVERY_UNKNOWN_RESULT", command_id=message.command_id)
-            return
-        job_id = UUID(match["job"])
-        if match["kind"] == "create_set":
-            await self.on_set_created(job_id, message)
-        elif match["kind"] == "poll":
-            await self.on_poll(job_id, message)
-        else:
-            await self.on_link_sent(job_id, message)
+        match command_ids.parse(message.command_id):
+            case JobCommandId(job_id=job_id, step="create_set"):
+                await self.on_set_created(job_id, message)
+            case JobCommandId(job_id=job_id, step="poll"):
+                await self.on_poll(job_id, message)
+            case JobCommandId(job_id=job_id, step="link"):
+                await self.on_link_sent(job_id, message)
+            case _:
+                log.warning("DELIVERY_UNKNOWN_RESULT", command_id=message.command_id)
 
     # --- steps --------------------------------------------------------------------------------------
 
@@ -104,7 +102,7 @@ class PackDelivery:
         After an attempt that got a 429, the next one (``job:<id>:create_set:<n>``) is queued only once its
         ``retry_after`` has passed; after any other failure none is (the job has failed).
         """
-        prefix = f"job:{job_id}:create_set"
+        prefix = command_ids.create_set(job_id)
         async with self.db.transaction() as repos:
             ctx = await repos.jobs.get_context(job_id)
             if ctx is None or ctx.job.status != JobStatus.RENDERED or ctx.tg_user_id is None:
@@ -118,23 +116,16 @@ class PackDelivery:
                     retry_at = _flood_retry_at(attempts[-1])
                     if retry_at is None or retry_at > datetime.now(UTC):
                         return
-                command_id = prefix if not attempts else f"{prefix}:{len(attempts) + 1}"
-                stickers = await repos.blobs.for_job(job_id, "sticker")
+                command_id = command_ids.create_set(job_id, len(attempts) + 1)
+                blobs = await repos.blobs.for_job(job_id, "sticker")
                 lang = language_of(ctx.language)
-                await add_command(
-                    repos,
-                    command_id,
-                    method="create_sticker_set",
-                    reply_to=SERVICE,
-                    params={
-                        "user_id": ctx.tg_user_id,
-                        "name": sticker_set_name(job_id, self.settings.bot_username),
-                        "title": PACK_TITLE[lang],
-                        "stickers": [
-                            {"blob_id": str(b.id), "emoji": b.meta.get("emoji", "🙂")} for b in stickers
-                        ],
-                    },
+                create = CreateStickerSet(
+                    user_id=ctx.tg_user_id,
+                    name=sticker_set_name(job_id, self.settings.bot_username),
+                    title=PACK_TITLE[lang],
+                    stickers=tuple(StickerRef(blob_id=b.id, emoji=b.meta.get("emoji", "🙂")) for b in blobs),
                 )
+                await add_command(repos, command_id, create, reply_to=SERVICE)
             await repos.jobs.mark_dispatched([job_id], JobStatus.RENDERED)
         await dispatch_commands(self.db, self.publisher, [command_id])
 
@@ -169,16 +160,12 @@ class PackDelivery:
             due = [j for j in await repos.jobs.in_status(JobStatus.DELIVERING, limit=500) if _poll_due(j)]
         issued: list[str] = []
         for job in due:
-            command_id = f"job:{job.id}:poll:{job.polls + 1}"
+            command_id = command_ids.poll(job.id, job.polls + 1)
             async with self.db.transaction() as repos:
                 if await repos.jobs.claim_poll(job, next_poll_at=self._next_poll_at(job)):
-                    await add_command(
-                        repos,
-                        command_id,
-                        method="get_sticker_set",
-                        reply_to=SERVICE,
-                        params={"name": job.sticker_set_name},
-                    )
+                    assert job.sticker_set_name is not None  # set when the job became delivering
+                    get = GetStickerSet(name=job.sticker_set_name)
+                    await add_command(repos, command_id, get, reply_to=SERVICE)
                     issued.append(command_id)
         await dispatch_commands(self.db, self.publisher, issued)
         return len(issued)
@@ -266,23 +253,17 @@ class PackDelivery:
         ``job:<id>:link:2``, ``job:<id>:link:3``.
         """
         job = ctx.job
-        attempts = await repos.tg_commands.with_prefix(f"job:{job.id}:link")
+        attempts = await repos.tg_commands.with_prefix(command_ids.link(job.id))
         live = [r for r in attempts if r.status != "failed"]
         if live:
             return live[-1].command_id
         if len([r for r in attempts if _flood_retry_at(r) is None]) >= self.settings.link_attempts:
             return None
-        command_id = f"job:{job.id}:link" if not attempts else f"job:{job.id}:link:{len(attempts) + 1}"
-        assert job.sticker_set_name is not None
-        await add_command(
-            repos,
-            command_id,
-            method="send_message",
-            reply_to=SERVICE,
-            params={
-                "chat_id": ctx.tg_chat_id,
-                "text": text("pack_ready", ctx.language, link=pack_link(job.sticker_set_name)),
-            },
+        command_id = command_ids.link(job.id, len(attempts) + 1)
+        assert job.sticker_set_name is not None and ctx.tg_chat_id is not None  # bound with tg_user_id
+        link = pack_link(job.sticker_set_name)
+        await tell_guest(
+            repos, command_id, ctx.tg_chat_id, "pack_ready", ctx.language, reply_to=SERVICE, link=link
         )
         return command_id
 
@@ -292,7 +273,7 @@ class PackDelivery:
         async with self.db.transaction() as repos:
             failed = [
                 r
-                for r in await repos.tg_commands.with_prefix(f"job:{job_id}:link")
+                for r in await repos.tg_commands.with_prefix(command_ids.link(job_id))
                 if r.status == "failed" and _flood_retry_at(r) is None
             ]
             if len(failed) < self.settings.link_attempts:

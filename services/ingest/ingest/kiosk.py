@@ -19,13 +19,12 @@ from PIL import Image
 
 from ingest.context import IngestContext
 from ingest.photo import normalize_photo
-from shared import streams
+from shared import command_ids, streams
 from shared.domain import Job, JobStatus, KioskSession
 from shared.errors import Conflict, NotFound, UploadRejected
 from shared.imaging.faces import detect_faces
 from shared.messages import JobQueued
-from shared.outbox import add_command, dispatch_commands
-from shared.texts import text
+from shared.outbox import dispatch_commands, tell_guest
 
 log = structlog.get_logger(__name__)
 
@@ -144,13 +143,8 @@ async def accept_photo(ctx: IngestContext, session_id: UUID, capture_id: str, da
         )
         await repos.blobs.put(kind="selfie", data=jpeg, content_type="image/jpeg", job_id=job.id)
         await repos.sessions.count_capture(session_id)
-        command_id = f"job:{job.id}:generating"
-        await add_command(
-            repos,
-            command_id,
-            method="send_message",
-            params={"chat_id": session_now.tg_chat_id, "text": text("generating", session_now.language)},
-        )
+        command_id = command_ids.generating_notice(job.id)
+        await tell_guest(repos, command_id, session_now.tg_chat_id, "generating", session_now.language)
     log.info("JOB_QUEUED", job_id=str(job.id), session_id=str(session_id), outfit=job.outfit_id)
     if await ctx.publisher.try_publish(streams.JOBS, JobQueued(job_id=job.id)):
         async with ctx.db.transaction() as repos:

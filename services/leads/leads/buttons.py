@@ -29,7 +29,9 @@ from leads.cards import (
     parse_button,
     presser,
 )
-from shared import metrics
+from shared import command_ids, metrics
+from shared.command_ids import PostEditId
+from shared.commands import AnswerCallbackQuery, EditMessageText, load
 from shared.messages import LeadButtonPressed, LeadsChatMessage
 from shared.outbox import add_command, dispatch_commands
 from shared.repositories import Database, Repositories
@@ -48,7 +50,7 @@ _DONE_TEXT = {
 
 #: Edits of posts (``tg_commands`` id patterns, SQL ``LIKE``) sent again after a 429: ``lead:<id>:edit:<v>``
 #: and ``repeat:<id>:seen`` (and their resends, ``…:again``).
-FLOODED_EDITS = ("lead:%:edit:%", "repeat:%:seen%")
+FLOODED_EDITS = command_ids.POST_EDIT_PATTERNS
 
 
 class ButtonHandler:
@@ -88,13 +90,9 @@ class ButtonHandler:
                 answer = await self._press_card(repos, pressed, button, commands)
             else:
                 answer = await self._press_notice(repos, pressed, button, commands)
-            answer_id = f"cbq:{pressed.callback_query_id}"
-            if await add_command(
-                repos,
-                answer_id,
-                method="answer_callback_query",
-                params={"callback_query_id": pressed.callback_query_id, "text": answer},
-            ):
+            answer_id = command_ids.callback_answer(pressed.callback_query_id)
+            reply = AnswerCallbackQuery(callback_query_id=pressed.callback_query_id, text=answer)
+            if await add_command(repos, answer_id, reply):
                 commands.insert(0, answer_id)
         await dispatch_commands(self.db, self.publisher, commands)
 
@@ -109,15 +107,16 @@ class ButtonHandler:
                 patterns=FLOODED_EDITS, newer_than=timedelta(days=1), limit=100
             )
             for record in flooded:
-                parts = record.command_id.split(":")
-                if parts[0] == "lead":
-                    lead = await repos.leads.get(int(parts[1]))
-                    if lead is None or lead.status_version != int(parts[3]):
+                parsed = command_ids.parse(record.command_id)
+                if isinstance(parsed, PostEditId) and parsed.kind == CARD:
+                    lead = await repos.leads.get(parsed.post_id)
+                    if lead is None or lead.status_version != parsed.status_version:
                         continue
-                command_id = f"{record.command_id}:again"
-                if await add_command(repos, command_id, method=record.method, params=record.params):
+                edit = load(record.method, record.params)
+                command_id = command_ids.resend(record.command_id)
+                if isinstance(edit, EditMessageText) and await add_command(repos, command_id, edit):
                     commands.append(command_id)
-                    await repos.lead_posts.spend_token(int(record.params["chat_id"]))
+                    await repos.lead_posts.spend_token(edit.chat_id)
         if commands:
             log.warning("LEAD_EDITS_RESENT", count=len(commands))
         await dispatch_commands(self.db, self.publisher, commands)
@@ -148,15 +147,15 @@ class ButtonHandler:
         metrics.LEADS.labels(event=changed.status).inc()
         log.info("LEAD_STATUS", lead_id=lead.id, status=changed.status, by_id=pressed.user_id)
         if pressed.chat_id is not None and pressed.message_id is not None:
-            edit_id = f"lead:{lead.id}:edit:{changed.status_version}"
-            params: dict[str, Any] = {
-                "chat_id": pressed.chat_id,
-                "message_id": pressed.message_id,
-                "text": card_text(changed),
-                "parse_mode": "HTML",
-                "reply_markup": card_markup(changed),
-            }
-            if await add_command(repos, edit_id, method="edit_message_text", params=params):
+            edit_id = command_ids.lead_card_edit(lead.id, changed.status_version)
+            edit = EditMessageText(
+                chat_id=pressed.chat_id,
+                message_id=pressed.message_id,
+                text=card_text(changed),
+                parse_mode="HTML",
+                reply_markup=card_markup(changed),
+            )
+            if await add_command(repos, edit_id, edit):
                 commands.append(edit_id)
                 await repos.lead_posts.spend_token(pressed.chat_id)
         return _DONE_TEXT[button.action].format(id=lead.id)
@@ -171,15 +170,15 @@ class ButtonHandler:
             return ORPHAN
         await self._prove_posted(repos, NOTICE, repeat.id, pressed)
         if pressed.chat_id is not None and pressed.message_id is not None:
-            edit_id = f"repeat:{repeat.id}:seen"
+            edit_id = command_ids.repeat_notice_seen(repeat.id)
             who = presser(pressed.user_name, pressed.username)
-            params = {
-                "chat_id": pressed.chat_id,
-                "message_id": pressed.message_id,
-                "text": notice_text(repeat, lead, seen_by=who),
-                "parse_mode": "HTML",
-            }
-            if await add_command(repos, edit_id, method="edit_message_text", params=params):
+            edit = EditMessageText(
+                chat_id=pressed.chat_id,
+                message_id=pressed.message_id,
+                text=notice_text(repeat, lead, seen_by=who),
+                parse_mode="HTML",
+            )
+            if await add_command(repos, edit_id, edit):
                 commands.append(edit_id)
                 await repos.lead_posts.spend_token(pressed.chat_id)
         return "Noted, thank you."

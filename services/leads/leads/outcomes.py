@@ -30,9 +30,9 @@ from typing import Any
 import structlog
 
 from leads.backoff import Backoff
-from leads.command_ids import PostCommand, parse_command_id
 from shared import metrics
 from shared.alerts import queue_alert
+from shared.command_ids import PostCommandId, parse
 from shared.domain import LeadPost
 from shared.messages import TelegramResult
 from shared.outbox import dispatch_commands
@@ -91,8 +91,8 @@ class OutcomeHandler:
 
     async def apply(self, result: TelegramResult) -> None:
         """Move the post named by ``result.command_id`` (see the module's tables). Safe to repeat."""
-        command = parse_command_id(result.command_id)
-        if command is None:
+        command = parse(result.command_id)
+        if not isinstance(command, PostCommandId) or command.resends:
             if not result.ok:
                 log.warning("LEADS_COMMAND_FAILED", command_id=result.command_id, error=str(result.error))
             return
@@ -113,7 +113,7 @@ class OutcomeHandler:
     async def _apply_send(
         self,
         repos: Repositories,
-        command: PostCommand,
+        command: PostCommandId,
         post: LeadPost,
         result: TelegramResult,
         alerts: list[str],
@@ -171,7 +171,7 @@ class OutcomeHandler:
     async def _apply_find(
         self,
         repos: Repositories,
-        command: PostCommand,
+        command: PostCommandId,
         post: LeadPost,
         result: TelegramResult,
         alerts: list[str],

@@ -23,14 +23,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime
-from typing import Any
 
 import structlog
 
 from leads.cards import card_markup, card_text, notice_markup, notice_text
-from leads.command_ids import find_command_id, send_command_id
 from leads.outcomes import OutcomeHandler, PublishPolicy
 from shared import metrics
+from shared.command_ids import find_post, send_post
+from shared.commands import FindBotMessage, SendMessage, load
 from shared.domain import LeadChat, LeadPost
 from shared.messages import TelegramErrorInfo, TelegramResult
 from shared.outbox import add_command, dispatch_commands
@@ -117,72 +117,68 @@ class LeadPublisher:
         return issued
 
     async def _send(self, repos: Repositories, post: LeadPost, chat: LeadChat, now: datetime) -> str | None:
-        params = await self._message(repos, post)
-        if params is None:
+        message = await self._message(repos, post)
+        if message is None:
             return None
         moved = await repos.lead_posts.start_send(post, now=now, probe_after=chat.last_message_id)
         if moved is None:
             return None
-        command_id = send_command_id(post.kind, post.id, moved.attempts)
-        await add_command(repos, command_id, method="send_message", params=params, reply_to=SERVICE)
+        command_id = send_post(post.kind, post.id, moved.attempts)
+        await add_command(repos, command_id, message, reply_to=SERVICE)
         log.info("LEAD_POST_SENDING", kind=post.kind, post_id=post.id, attempt=moved.attempts)
         return command_id
 
-    async def _message(self, repos: Repositories, post: LeadPost) -> dict[str, Any] | None:
+    async def _message(self, repos: Repositories, post: LeadPost) -> SendMessage | None:
         lead = await repos.leads.get(post.lead_id)
         if lead is None:
             return None
         if post.kind == CARD:
-            return {
-                "chat_id": self.policy.chat_id,
-                "text": card_text(lead),
-                "parse_mode": "HTML",
-                "reply_markup": card_markup(lead),
-            }
+            return SendMessage(
+                chat_id=self.policy.chat_id,
+                text=card_text(lead),
+                parse_mode="HTML",
+                reply_markup=card_markup(lead),
+            )
         repeat = await repos.leads.get_repeat(post.id)
         if repeat is None or lead.card_message_id is None:
             return None
-        return {
-            "chat_id": lead.card_chat_id or self.policy.chat_id,
-            "text": notice_text(repeat, lead),
-            "parse_mode": "HTML",
-            "reply_markup": notice_markup(repeat),
-            "reply_to_message_id": lead.card_message_id,
-        }
+        return SendMessage(
+            chat_id=lead.card_chat_id or self.policy.chat_id,
+            text=notice_text(repeat, lead),
+            parse_mode="HTML",
+            reply_markup=notice_markup(repeat),
+            reply_to_message_id=lead.card_message_id,
+        )
 
     async def _search(self, repos: Repositories, post: LeadPost, now: datetime) -> list[str]:
         """``unsure → checking``: ask the gateway to look for the message the last send may have posted."""
-        sent = await repos.tg_commands.get(send_command_id(post.kind, post.id, post.attempts))
+        record = await repos.tg_commands.get(send_post(post.kind, post.id, post.attempts))
         moved = await repos.lead_posts.start_probe(post, now=now)
         if moved is None:
             return []
-        if sent is None or not sent.params.get("reply_markup"):
+        sent = load(record.method, record.params) if record is not None else None
+        if not isinstance(sent, SendMessage) or not sent.reply_markup:
             await repos.lead_posts.probe_absent(post.kind, post.id, moved.probes, now=now)
             return []
         after = post.probe_after or 0
-        command_id = find_command_id(post.kind, post.id, moved.probes)
-        await add_command(
-            repos,
-            command_id,
-            method="find_bot_message",
-            reply_to=SERVICE,
-            params={
-                "chat_id": sent.params["chat_id"],
-                "reply_markup": sent.params["reply_markup"],
-                "after_message_id": after,
-                "skip_message_ids": await repos.lead_posts.posted_ids_after(after),
-                "max_probes": self.policy.probe_max,
-            },
+        command_id = find_post(post.kind, post.id, moved.probes)
+        search = FindBotMessage(
+            chat_id=sent.chat_id,
+            reply_markup=sent.reply_markup,
+            after_message_id=after,
+            skip_message_ids=tuple(await repos.lead_posts.posted_ids_after(after)),
+            max_probes=self.policy.probe_max,
         )
+        await add_command(repos, command_id, search, reply_to=SERVICE)
         log.info("LEAD_POST_SEARCHING", kind=post.kind, post_id=post.id, after_message_id=after)
         return [command_id]
 
     async def _stored_outcome(self, repos: Repositories, post: LeadPost) -> TelegramResult | None:
         """The outcome stored in ``tg_commands`` for the post's current command, if it is final."""
         if post.state == "sending":
-            command_id = send_command_id(post.kind, post.id, post.attempts)
+            command_id = send_post(post.kind, post.id, post.attempts)
         elif post.state == "checking":
-            command_id = find_command_id(post.kind, post.id, post.probes)
+            command_id = find_post(post.kind, post.id, post.probes)
         else:
             return None
         record = await repos.tg_commands.get(command_id)

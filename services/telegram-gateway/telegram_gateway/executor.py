@@ -15,6 +15,11 @@ stored 429 and at most once stays intact.
 While a call runs, its ``sending`` row is heart-beaten every ``sending_stale_s / 3`` seconds and the
 command id is held in this process, so a call that waits in the limiter longer than ``SENDING_STALE_SEC``
 is never taken for a dead gateway's call (marked "outcome unknown") and then sent anyway.
+
+What the gateway accepts is :mod:`shared.commands`: each row is validated into its model before the call
+and dispatched on the model's class. A row that does not validate (an unknown method, a newer version, a
+missing or malformed field) is finished ``failed`` with ``error_code`` 400 and the validation errors as
+its description: it is never called, and never retried.
 """
 
 from __future__ import annotations
@@ -22,12 +27,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import math
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from datetime import timedelta
-from typing import Any
+from typing import Any, assert_never
 
 import httpx
 import structlog
+from pydantic import ValidationError
 from telegram import Bot, InlineKeyboardMarkup
 from telegram.error import (
     BadRequest,
@@ -40,6 +46,20 @@ from telegram.error import (
 )
 
 from shared import metrics, streams
+from shared.commands import (
+    AnswerCallbackQuery,
+    Command,
+    CreateStickerSet,
+    DeleteStickerSet,
+    EditMessageReplyMarkup,
+    EditMessageText,
+    FindBotMessage,
+    GetStickerSet,
+    InlineKeyboard,
+    SendAdminMessage,
+    SendMessage,
+    load,
+)
 from shared.domain import TelegramCommandRecord
 from shared.messages import TelegramCommand, TelegramErrorInfo, TelegramResult
 from shared.repositories import Database
@@ -69,6 +89,7 @@ REPEATABLE = frozenset(
 #: httpx failures proving that a request never left this process: nothing can have been delivered.
 _NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
 UNKNOWN_OUTCOME = 0
+INVALID = 400
 FLOOD = 429
 
 
@@ -100,17 +121,6 @@ class CommandExecutor:
         self.publisher = publisher
         self.sending_stale_s = sending_stale_s
         self._in_flight: set[str] = set()
-        self._methods: dict[str, Callable[[dict[str, Any]], Awaitable[Any]]] = {
-            "send_message": self._send_message,
-            "send_admin_message": self._send_admin_message,
-            "edit_message_text": self._edit_message_text,
-            "edit_message_reply_markup": self._edit_message_reply_markup,
-            "answer_callback_query": self._answer_callback_query,
-            "create_sticker_set": self._create_sticker_set,
-            "get_sticker_set": self._get_sticker_set,
-            "delete_sticker_set": self._delete_sticker_set,
-            "find_bot_message": lambda p: find_bot_message(self.bot, p),
-        }
 
     async def handle(self, message: Any) -> None:
         """Stream handler for ``tg:outbox``."""
@@ -173,12 +183,15 @@ class CommandExecutor:
                 log.warning("OUTBOX_HEARTBEAT_FAILED", command_id=command_id, error=type(exc).__name__)
 
     async def _run(self, record: TelegramCommandRecord) -> None:
-        method = self._methods.get(record.method)
+        try:
+            command = load(record.method, record.params)
+        except ValidationError as exc:
+            metrics.TELEGRAM_CALLS.labels(method=record.method, outcome="error").inc()
+            await self._finish(record, ok=False, error=_invalid(record.method, exc))
+            return
         ok, result, error = False, None, None
         try:
-            if method is None:
-                raise BadRequest(f"unknown gateway command {record.method!r}")
-            result = await method(record.params)
+            result = await self._call(command)
             ok = True
         except RetryAfter as exc:
             metrics.TELEGRAM_CALLS.labels(method=record.method, outcome="retry_after").inc()
@@ -251,62 +264,83 @@ class CommandExecutor:
 
     # --- the commands -------------------------------------------------------------------------------
 
-    async def _send_message(self, p: dict[str, Any]) -> Any:
+    async def _call(self, command: Command) -> Any:
+        """Make the Bot API call(s) for ``command``; returns the JSON-safe result stored with the row.
+
+        ``create_sticker_set`` has the fallback for a set too big for one request and resumes a set an
+        earlier run started (:mod:`telegram_gateway.sticker_sets`); ``find_bot_message`` searches the
+        chat (:mod:`telegram_gateway.message_probe`).
+        """
+        match command:
+            case SendMessage():
+                return await self._send_message(command)
+            case SendAdminMessage():
+                return await self._send_admin_message(command)
+            case EditMessageText():
+                result = await self.bot.edit_message_text(
+                    chat_id=command.chat_id,
+                    message_id=command.message_id,
+                    text=command.text,
+                    reply_markup=_markup(command.reply_markup),
+                    parse_mode=command.parse_mode,
+                )
+                return result if isinstance(result, bool) else result.to_dict()
+            case EditMessageReplyMarkup():
+                result = await self.bot.edit_message_reply_markup(
+                    chat_id=command.chat_id,
+                    message_id=command.message_id,
+                    reply_markup=_markup(command.reply_markup),
+                )
+                return result if isinstance(result, bool) else result.to_dict()
+            case AnswerCallbackQuery():
+                return await self.bot.answer_callback_query(command.callback_query_id, text=command.text)
+            case CreateStickerSet():
+                return await create_sticker_set(self.bot, self.db, command)
+            case GetStickerSet():
+                sticker_set = await self.bot.get_sticker_set(command.name)
+                return {
+                    "name": sticker_set.name,
+                    "title": sticker_set.title,
+                    "sticker_count": len(sticker_set.stickers),
+                }
+            case DeleteStickerSet():
+                return await self.bot.delete_sticker_set(command.name)
+            case FindBotMessage():
+                return await find_bot_message(self.bot, command)
+            case _:
+                assert_never(command)
+
+    async def _send_message(self, command: SendMessage) -> Any:
         message = await self.bot.send_message(
-            chat_id=p["chat_id"],
-            text=p["text"],
-            reply_markup=_markup(p.get("reply_markup")),
-            reply_to_message_id=p.get("reply_to_message_id"),
-            parse_mode=p.get("parse_mode"),
-            disable_web_page_preview=p.get("disable_web_page_preview"),
+            chat_id=command.chat_id,
+            text=command.text,
+            reply_markup=_markup(command.reply_markup),
+            reply_to_message_id=command.reply_to_message_id,
+            parse_mode=command.parse_mode,
+            disable_web_page_preview=command.disable_web_page_preview,
         )
         return message.to_dict()
 
-    async def _send_admin_message(self, p: dict[str, Any]) -> Any:
+    async def _send_admin_message(self, command: SendAdminMessage) -> Any:
         """An admin alert (:mod:`shared.alerts`) to ``ADMIN_CHAT_ID``; without one it is only logged."""
         if self.admin_chat_id is None:
-            log.warning("ADMIN_ALERT_NOT_SENT", reason="ADMIN_CHAT_ID is not set", text=p["text"])
+            log.warning("ADMIN_ALERT_NOT_SENT", reason="ADMIN_CHAT_ID is not set", text=command.text)
             return {"sent": False}
-        return await self._send_message({"chat_id": self.admin_chat_id, "text": p["text"]})
-
-    async def _edit_message_text(self, p: dict[str, Any]) -> Any:
-        result = await self.bot.edit_message_text(
-            chat_id=p["chat_id"],
-            message_id=p["message_id"],
-            text=p["text"],
-            reply_markup=_markup(p.get("reply_markup")),
-            parse_mode=p.get("parse_mode"),
-        )
-        return result if isinstance(result, bool) else result.to_dict()
-
-    async def _edit_message_reply_markup(self, p: dict[str, Any]) -> Any:
-        result = await self.bot.edit_message_reply_markup(
-            chat_id=p["chat_id"], message_id=p["message_id"], reply_markup=_markup(p.get("reply_markup"))
-        )
-        return result if isinstance(result, bool) else result.to_dict()
-
-    async def _answer_callback_query(self, p: dict[str, Any]) -> Any:
-        return await self.bot.answer_callback_query(p["callback_query_id"], text=p.get("text"))
-
-    async def _create_sticker_set(self, p: dict[str, Any]) -> Any:
-        """``createNewStickerSet``, with the fallback for a set too big for one request and resumption of
-        a set an earlier run started (:mod:`telegram_gateway.sticker_sets`)."""
-        return await create_sticker_set(self.bot, self.db, p)
-
-    async def _get_sticker_set(self, p: dict[str, Any]) -> Any:
-        sticker_set = await self.bot.get_sticker_set(p["name"])
-        return {
-            "name": sticker_set.name,
-            "title": sticker_set.title,
-            "sticker_count": len(sticker_set.stickers),
-        }
-
-    async def _delete_sticker_set(self, p: dict[str, Any]) -> Any:
-        return await self.bot.delete_sticker_set(p["name"])
+        return await self._send_message(SendMessage(chat_id=self.admin_chat_id, text=command.text))
 
 
 def _unknown(why: str) -> TelegramErrorInfo:
     return TelegramErrorInfo(error_code=UNKNOWN_OUTCOME, description=f"outcome unknown ({why}); not repeated")
+
+
+def _invalid(method: str, exc: ValidationError) -> TelegramErrorInfo:
+    """The failed result of a row that is not a valid command: which fields are wrong and why."""
+    problems = "; ".join(
+        f"{'.'.join(str(p) for p in e['loc']) or 'command'}: {e['msg']}"
+        for e in exc.errors(include_url=False, include_input=False)
+    )
+    description = f"invalid gateway command {method!r}: {problems}"
+    return TelegramErrorInfo(error_code=INVALID, description=description)
 
 
 def _may_have_arrived(exc: NetworkError) -> bool:
@@ -320,7 +354,7 @@ def _may_have_arrived(exc: NetworkError) -> bool:
     return True
 
 
-def _markup(data: dict[str, Any] | None) -> InlineKeyboardMarkup | None:
+def _markup(data: InlineKeyboard | None) -> InlineKeyboardMarkup | None:
     return InlineKeyboardMarkup.de_json(data, None) if data else None
 
 

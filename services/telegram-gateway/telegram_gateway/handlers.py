@@ -13,10 +13,10 @@ import structlog
 from telegram import Update
 from telegram.ext import Application, CommandHandler, ContextTypes, MessageHandler, filters
 
+from shared import command_ids
 from shared.errors import DatabaseUnavailable
-from shared.outbox import add_command
+from shared.outbox import tell_guest
 from shared.repositories import Database
-from shared.texts import text
 from telegram_gateway.executor import CommandExecutor
 
 log = structlog.get_logger(__name__)
@@ -45,7 +45,7 @@ class GuestHandlers:
             return
         lang = user.language_code
         if not context.args:
-            await self._reply(update, text("hello", lang))
+            await self._reply(update, "hello", lang)
             return
         token = context.args[0][:64]
         command_id = reply_command_id(update)
@@ -54,10 +54,8 @@ class GuestHandlers:
                 session = await repos.sessions.bind_telegram(
                     token, user_id=user.id, chat_id=chat.id, name=user.first_name, language=lang
                 )
-                answer = text("linked" if session is not None else "unknown_token", lang)
-                await add_command(
-                    repos, command_id, method="send_message", params={"chat_id": chat.id, "text": answer}
-                )
+                answer = "linked" if session is not None else "unknown_token"
+                await tell_guest(repos, command_id, chat.id, answer, lang)
         except DatabaseUnavailable:
             log.warning("BIND_DB_UNAVAILABLE")
             await message.reply_text(TRY_AGAIN["en"])
@@ -71,10 +69,11 @@ class GuestHandlers:
     async def reply_hello(self, update: Update, _context: ContextTypes.DEFAULT_TYPE) -> None:
         """Any other private message: explain how to get a pack."""
         lang = update.effective_user.language_code if update.effective_user else None
-        await self._reply(update, text("hello", lang))
+        await self._reply(update, "hello", lang)
 
-    async def _reply(self, update: Update, answer: str) -> None:
-        """Answer ``update`` in its chat once (``update:<update_id>``), however often it is delivered.
+    async def _reply(self, update: Update, text_key: str, language: str | None) -> None:
+        """Answer ``update`` in its chat once (``update:<update_id>``), however often it is delivered,
+        with the guest text ``text_key`` (:mod:`shared.texts`) in ``language``.
 
         Raises:
             DatabaseUnavailable: the reply could not be recorded (nothing was sent).
@@ -83,18 +82,13 @@ class GuestHandlers:
             return
         command_id = reply_command_id(update)
         async with self.db.transaction() as repos:
-            await add_command(
-                repos,
-                command_id,
-                method="send_message",
-                params={"chat_id": update.effective_chat.id, "text": answer},
-            )
+            await tell_guest(repos, command_id, update.effective_chat.id, text_key, language)
         await self.executor.execute(command_id)
 
 
 def reply_command_id(update: Update) -> str:
     """The idempotency key of the gateway's one reply to an update: ``update:<update_id>``."""
-    return f"update:{update.update_id}"
+    return command_ids.update_reply(update.update_id)
 
 
 async def log_error(update: object, context: ContextTypes.DEFAULT_TYPE) -> None:

@@ -23,6 +23,8 @@ import structlog
 from telegram import Bot, InlineKeyboardMarkup
 from telegram.error import BadRequest
 
+from shared.commands import FindBotMessage
+
 log = structlog.get_logger(__name__)
 
 NOT_MODIFIED = "message is not modified"
@@ -30,14 +32,13 @@ NOT_FOUND = "message to edit not found"
 NOT_OURS = "message can't be edited"
 
 
-async def find_bot_message(bot: Bot, params: dict[str, Any]) -> dict[str, Any]:
+async def find_bot_message(bot: Bot, command: FindBotMessage) -> dict[str, Any]:
     """Gateway command ``find_bot_message``: search ``chat_id`` for the bot message with ``reply_markup``.
 
-    Params: ``chat_id``; ``reply_markup`` (the inline keyboard JSON the message was sent with: it is what
-    identifies the message, so it is required);
-    ``after_message_id`` (int, the search starts above it); ``skip_message_ids`` (ids known to be other
-    messages); ``max_probes`` (Bot API calls allowed, default 30); ``end_gap`` (consecutive missing ids
-    that mean "end of chat", default 3).
+    ``command``: ``chat_id``; ``reply_markup`` (the inline keyboard JSON the message was sent with: it is
+    what identifies the message, so it is required); ``after_message_id`` (the search starts above it);
+    ``skip_message_ids`` (ids known to be other messages); ``max_probes`` (Bot API calls allowed, default
+    30); ``end_gap`` (consecutive missing ids that mean "end of chat", default 3).
 
     Returns:
         ``{"chat_id", "message_id": int | None, "conclusive": bool, "probes": int}``: ``message_id`` is
@@ -46,12 +47,11 @@ async def find_bot_message(bot: Bot, params: dict[str, Any]) -> dict[str, Any]:
     Raises:
         telegram.error.TelegramError: any other answer (chat not found, bot removed, flood control).
     """
-    chat_id = params["chat_id"]
-    markup = InlineKeyboardMarkup.de_json(params["reply_markup"], None)
-    skip = {int(i) for i in params.get("skip_message_ids") or []}
-    max_probes = int(params.get("max_probes", 30))
-    end_gap = int(params.get("end_gap", 3))
-    message_id = int(params.get("after_message_id") or 0)
+    chat_id = command.chat_id
+    markup = InlineKeyboardMarkup.de_json(command.reply_markup, None)
+    skip = set(command.skip_message_ids)
+    max_probes, end_gap = command.max_probes, command.end_gap
+    message_id = command.after_message_id
     probes = missing = 0
     while probes < max_probes:
         message_id += 1

@@ -35,12 +35,12 @@ set isn't changed"), #uploadstickerfile; REFERENCE.md "Telegram: sticker sets".
 from __future__ import annotations
 
 from typing import Any
-from uuid import UUID
 
 import structlog
 from telegram import Bot, InputSticker
 from telegram.error import BadRequest, NetworkError, RetryAfter, TelegramError, TimedOut
 
+from shared.commands import CreateStickerSet
 from shared.repositories import Database
 
 __all__ = ["OCCUPIED", "SetNotReadable", "StickerTooLarge", "create_sticker_set", "first_batches"]
@@ -71,12 +71,12 @@ def first_batches(count: int) -> list[int]:
     return sizes
 
 
-async def create_sticker_set(bot: Bot, db: Database, params: dict[str, Any]) -> dict[str, Any]:
+async def create_sticker_set(bot: Bot, db: Database, command: CreateStickerSet) -> dict[str, Any]:
     """Create the set with all its stickers once, or finish one an earlier run started (module docstring).
 
     Args:
-        params: ``user_id``, ``name``, ``title``, ``stickers``: ``[{"blob_id": uuid, "emoji": "😀"}]`` in
-            the set's order (the blobs are PNG/WEBP bytes of at most 512 KB each).
+        command: the set's owner, name, title and stickers in the set's order (the blobs are PNG/WEBP
+            bytes of at most 512 KB each).
 
     Returns:
         ``{"name", "created", "sticker_count"}``: ``created`` is whether this run created the set,
@@ -91,13 +91,13 @@ async def create_sticker_set(bot: Bot, db: Database, params: dict[str, Any]) -> 
             run resumes where Telegram's set stands.
     """
     async with db.transaction() as repos:
-        blobs = [await repos.blobs.get(UUID(s["blob_id"])) for s in params["stickers"]]
+        blobs = [await repos.blobs.get(s.blob_id) for s in command.stickers]
     stickers: list[tuple[bytes, str]] = []
-    for blob, sticker in zip(blobs, params["stickers"], strict=True):
+    for blob, sticker in zip(blobs, command.stickers, strict=True):
         if blob is None:
             raise BadRequest("sticker blobs are missing")
-        stickers.append((blob.data, sticker["emoji"]))
-    user_id, name = params["user_id"], params["name"]
+        stickers.append((blob.data, sticker.emoji))
+    user_id, name = command.user_id, command.name
 
     created, have = False, 0
     for size in first_batches(len(stickers)):
@@ -105,7 +105,7 @@ async def create_sticker_set(bot: Bot, db: Database, params: dict[str, Any]) -> 
             await bot.create_new_sticker_set(
                 user_id=user_id,
                 name=name,
-                title=params["title"],
+                title=command.title,
                 stickers=[_input(data, emoji) for data, emoji in stickers[:size]],
             )
         except BadRequest as exc:

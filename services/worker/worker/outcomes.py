@@ -14,16 +14,15 @@ from datetime import UTC, datetime, timedelta
 
 import structlog
 
-from shared import maintenance, metrics
+from shared import command_ids, maintenance, metrics
 from shared.alerts import queue_alert
 from shared.domain import Job, JobStatus
 from shared.errors import ContentRefused, ErrorClass, JobError, NoFaceError, ProviderUnavailable
 from shared.joblife import fail_job, failure_command_id
 from shared.logging import redact
-from shared.outbox import add_command, dispatch_commands
+from shared.outbox import dispatch_commands, tell_guest
 from shared.repositories import Database
 from shared.streams import Publisher
-from shared.texts import text
 
 log = structlog.get_logger(__name__)
 
@@ -187,13 +186,8 @@ async def pause_and_refund(
         )
         ctx = await repos.jobs.get_context(job.id) if refunded else None
         if ctx is not None and ctx.tg_chat_id is not None:
-            command_id = f"job:{job.id}:unavailable:{int(job.created_at.timestamp())}"
-            if await add_command(
-                repos,
-                command_id,
-                method="send_message",
-                params={"chat_id": ctx.tg_chat_id, "text": text("unavailable", ctx.language)},
-            ):
+            command_id = command_ids.unavailable_notice(job.id, job.created_at)
+            if await tell_guest(repos, command_id, ctx.tg_chat_id, "unavailable", ctx.language):
                 commands.append(command_id)
         if new_episode:
             alert = await queue_alert(repos, key=f"pause:{error_class}", text=PAUSE_TEXT[error_class])
