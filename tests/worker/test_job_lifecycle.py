@@ -21,8 +21,9 @@ from shared.outfits import Outfit, load_catalog
 from shared.repositories import Database
 from shared.streams import Publisher
 from worker.generation import Generator
+from worker.imaging.finish import Sticker
 from worker.outcomes import recover_crashed, requeue_on_shutdown
-from worker.pipeline import Pack, Sticker
+from worker.render import Pack
 from worker.settings import WorkerSettings
 from worker.sweeper import resume_expired_pause, sweep_once
 

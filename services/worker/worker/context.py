@@ -23,7 +23,7 @@ from shared import metrics
 from shared.outfits import Outfit
 from shared.repositories import Database
 from worker.cost import Alerter, CostLedger
-from worker.pipeline.cut import SheetCut, cut_sheet
+from worker.imaging.cut import SheetCut, cut_sheet
 from worker.providers.chain import ProviderChain
 from worker.settings import PipelineSettings
 

@@ -14,18 +14,14 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import numpy.typing as npt
 
+from shared.imaging.lab import Lab, delta_e, hair_mask, mean_lab, skin_mask
 from worker.context import RenderContext
-from worker.pipeline.skin import (
-    Lab,
+from worker.imaging.skin import (
     ShiftReport,
     capped_shift,
-    delta_e,
-    hair_mask,
-    mean_lab,
     normalise_skin,
     remove_green_spill,
     shift_region,
-    skin_mask,
 )
 from worker.steps.slots import Slot
 

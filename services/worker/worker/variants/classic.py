@@ -11,8 +11,8 @@ Failures become single-figure regenerations in both.
 
 from __future__ import annotations
 
+from shared.imaging.lab import hex_to_lab
 from worker.context import NoValidSheet, RenderContext, gather_or_cancel
-from worker.pipeline.skin import hex_to_lab
 from worker.providers.answers import Passport
 from worker.providers.base import InputImage
 from worker.providers.images import encode_drawing
