@@ -40,7 +40,7 @@ from worker.providers.images import decode_output
 __all__ = ["main", "post_process", "run"]
 
 DEFAULT_PHOTO = (
-    Path(__file__).resolve().parents[3].parent / "shared" / "fixtures" / "photos" / "astronaut-portrait.png"
+    Path(__file__).resolve().parents[1].parent / "shared" / "fixtures" / "photos" / "astronaut-portrait.png"
 )
 
 

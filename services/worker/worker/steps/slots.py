@@ -16,7 +16,7 @@ import numpy as np
 import numpy.typing as npt
 
 from cartoon.poses import POSES, Pose
-from worker.context import RenderContext
+from worker.context import RenderReport
 from worker.imaging.finish import MIN_COVERAGE, Sticker, StickerQA, finish_sticker
 from worker.steps.sheets import SheetResult
 
@@ -74,7 +74,7 @@ def _finish_all(slots: Sequence[Slot]) -> None:
         _finish(slot)
 
 
-async def finish_slots(ctx: RenderContext, slots: Sequence[Slot]) -> None:
+async def finish_slots(ctx: RenderReport, slots: Sequence[Slot]) -> None:
     """Outline and export every slot with a figure and no sticker yet (in a thread); log each sticker's
     QA numbers (``STICKER_QA``) and mark slivers (coverage under 8 %) ``small``."""
     todo = [slot for slot in slots if slot.figure is not None and slot.sticker is None]
