@@ -24,7 +24,6 @@ __all__ = [
     "delta_e_many",
     "hair_mask",
     "hex_to_lab",
-    "lab_to_hex",
     "lab_to_rgb",
     "mean_lab",
     "rgb_to_lab",
@@ -60,12 +59,6 @@ def hex_to_lab(value: str) -> Lab:
     """``#RRGGBB`` in Lab."""
     text = value.lstrip("#")
     return colour_lab((int(text[0:2], 16), int(text[2:4], 16), int(text[4:6], 16)))
-
-
-def lab_to_hex(lab: Lab) -> str:
-    """A Lab colour as ``#RRGGBB``."""
-    r, g, b = (int(v) for v in lab_to_rgb(np.asarray(lab, np.float64)[None, :])[0])
-    return f"#{r:02X}{g:02X}{b:02X}"
 
 
 def delta_e(a: Lab, b: Lab) -> float:
