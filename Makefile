@@ -34,7 +34,7 @@ install: $(STAMP) $(PROMTOOL)  ## build .venv with the pinned dependencies (and 
 check: install  ## ruff (lint + format check), mypy and the import rules (lint-imports, pyproject [tool.importlinter])
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
-	$(VENV)/bin/mypy shared services simulators devstack
+	$(VENV)/bin/mypy shared cartoon services simulators devstack
 	$(VENV)/bin/lint-imports --no-cache
 
 format: install  ## apply ruff's fixes and formatting
@@ -61,11 +61,11 @@ up: install  ## start the whole stack locally and keep it running
 	$(PY) -m devstack up
 
 render: install  ## a pack from a photo without the services: PHOTO=… OUTFIT=chef VARIANT=consistency OUT=out/render
-	$(PY) -m worker.render_cli --photo "$(or $(PHOTO),../shared/fixtures/photos/astronaut-portrait.png)" \
+	$(PY) -m devstack.render --photo "$(or $(PHOTO),../shared/fixtures/photos/astronaut-portrait.png)" \
 		--outfit "$(or $(OUTFIT),chef)" --variant "$(or $(VARIANT),consistency)" --out "$(or $(OUT),out/render)"
 
 bench: install  ## post-processing CPU time per 12-sticker pack next to the floor (decode sheets + encode PNGs)
-	$(PY) -m worker.bench
+	$(PY) -m devstack.bench
 
 deploy-check: install  ## lint Dockerfiles, validate compose.yaml, render k8s
 	$(PY) -m pytest tests/deploy $(PYTEST_ARGS)

@@ -96,7 +96,7 @@ def get_outfit(outfit_id: str) -> Outfit:
 def thumbnail_png(outfit_id: str) -> bytes | None:
     """The outfit's kiosk thumbnail (256×256 RGBA PNG, the figure without a face), or ``None``.
 
-    Pre-rendered from the ``local`` provider's drawing (``python -m worker.pipeline.thumbnails``) and shipped
+    Pre-rendered from the ``local`` provider's drawing (``python -m devstack.thumbnails``) and shipped
     as package data, so the ingest image needs no rendering code.
     """
     path = resources.files("shared") / "outfits" / "thumbnails" / f"{outfit_id}.png"

@@ -12,16 +12,15 @@ from typing import Any
 
 from aiohttp import web
 
+from cartoon.grammar import ImageRole
 from shared.outfits import load_catalog
 from simulators.ai.config import AiSimConfig
 from simulators.ai.control import ControlApi
-from simulators.ai.drawing import draw_image, vision_answer
+from simulators.ai.drawing import draw_image, read_image_prompt, vision_answer
 from simulators.ai.gemini import GeminiApi
 from simulators.ai.handling import Call
 from simulators.ai.openai_api import OpenAIApi
 from simulators.ai.state import CallRecord, SimState
-from worker.providers.base import ImageRole, ProviderCallError
-from worker.providers.prompts import parse_image_prompt
 
 __all__ = ["MAX_REQUEST_BYTES", "STATE_KEY", "create_app"]
 
@@ -42,7 +41,7 @@ def create_app(config: AiSimConfig) -> web.Application:
     async def serve(call: Call, record: CallRecord) -> bytes | dict[str, Any]:
         images: list[tuple[ImageRole, bytes]] = [("selfie", data) for data in call.images]
         if call.call == "image":
-            parsed = parse_image_prompt(call.prompt)  # ValueError: not one of our prompts (400)
+            parsed = read_image_prompt(call.prompt)  # RejectedRequest: the provider's 400
             sheet = parsed.spec.cols * parsed.spec.rows > 1
             imperfections = state.take_imperfections() if sheet else []
             png, _ = await asyncio.to_thread(draw_image, call.prompt, images, catalog, imperfections)
@@ -51,10 +50,7 @@ def create_app(config: AiSimConfig) -> web.Application:
             if imperfections:
                 record.outcome = "imperfect:" + ",".join(imperfections)
             return png
-        try:
-            kind, answer = await asyncio.to_thread(vision_answer, call.prompt, images)
-        except ProviderCallError as exc:
-            raise ValueError(exc.message) from exc
+        kind, answer = await asyncio.to_thread(vision_answer, call.prompt, images)
         record.kind = kind
         scripted = (
             state.take_qa()

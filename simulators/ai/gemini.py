@@ -4,6 +4,10 @@ The API key comes in ``x-goog-api-key`` (or ``?key=``). ``generationConfig.respo
 ``IMAGE`` makes an image call (``imageConfig.aspectRatio`` / ``imageSize``), otherwise a vision call
 answering JSON text. Answers are ``GenerateContentResponse`` JSON (``candidates[].content.parts[]`` with
 ``inlineData`` or ``text``, ``finishReason``, ``usageMetadata``).
+
+Refused with 400 ``INVALID_ARGUMENT``, as the API does: no ``contents``; inline data over 20 MB per request
+(REFERENCE.md "Gemini"); an ``imageConfig.aspectRatio`` or ``imageSize`` outside the documented values
+(``ImageConfig`` in googleapis/js-genai: 1:1, 2:3, 3:2, 3:4, 4:3, 4:5, 5:4, 9:16, 16:9, 21:9; 1K, 2K, 4K).
 """
 
 from __future__ import annotations
@@ -15,13 +19,16 @@ from typing import Any
 
 from aiohttp import web
 
-from simulators.ai.handling import NOT_AN_IMAGE, Call, Served, serve_call
+from simulators.ai.handling import NOT_AN_IMAGE, Call, RejectedRequest, Served, serve_call
 from simulators.ai.state import SimState
-from simulators.ai.wire import gemini_error
+from simulators.ai.wire import gemini_error, gemini_invalid
 
 __all__ = ["GeminiApi"]
 
 _IMAGE_TOKENS = {"1K": 1290, "2K": 1290, "4K": 2000}
+_ASPECT_RATIOS = ("1:1", "2:3", "3:2", "3:4", "4:3", "4:5", "5:4", "9:16", "16:9", "21:9")
+#: Inline data per request (bytes): "about 20 MB", 20 MiB as the API counts it.
+MAX_INLINE_BYTES = 20 * 1024 * 1024
 #: The content kinds Gemini answers with a candidate's ``finishReason`` and no content (``safety`` and
 #: ``content_policy`` are ``IMAGE_SAFETY`` on an image call; on a vision call, a blocked prompt).
 _FINISH_REASON = {
@@ -51,6 +58,25 @@ def _image_parts(body: dict[str, Any]) -> tuple[str, list[bytes]]:
             if blob and blob.get("data"):
                 images.append(_b64(str(blob["data"])))
     return "\n".join(texts), images
+
+
+def _rejection(
+    body: dict[str, Any], images: list[bytes], image_config: dict[str, Any]
+) -> RejectedRequest | None:
+    """What the API would refuse in this request, if anything."""
+    if not body.get("contents"):
+        return RejectedRequest("* GenerateContentRequest.contents: contents is not specified")
+    if sum(len(data) for data in images) > MAX_INLINE_BYTES:
+        return RejectedRequest(f"Request payload size exceeds the limit: {MAX_INLINE_BYTES} bytes.")
+    aspect = image_config.get("aspectRatio")
+    if aspect is not None and aspect not in _ASPECT_RATIOS:
+        return RejectedRequest(
+            f"Unsupported aspect ratio {aspect!r}; supported: {', '.join(_ASPECT_RATIOS)}."
+        )
+    size = image_config.get("imageSize")
+    if size is not None and size not in _IMAGE_TOKENS:
+        return RejectedRequest(f"Unsupported image size {size!r}; supported: {', '.join(_IMAGE_TOKENS)}.")
+    return None
 
 
 def _response(
@@ -105,9 +131,16 @@ class GeminiApi:
             size=image_config.get("imageSize"),
             aspect=image_config.get("aspectRatio"),
             authorised=self._accepts(key),
+            rejection=_rejection(body, images, image_config if is_image else {}),
         )
         return await serve_call(
-            request, self._state, call, self._serve, render=self._render, error=gemini_error
+            request,
+            self._state,
+            call,
+            self._serve,
+            render=self._render,
+            error=gemini_error,
+            invalid=gemini_invalid,
         )
 
     @staticmethod

@@ -1,5 +1,6 @@
-"""One call through the simulator, whatever the provider: check the key, apply latency and the queued
-fault, else draw or answer; every call is logged (``GET /sim/calls``)."""
+"""One call through the simulator, whatever the provider: check the key, refuse a request the provider
+would refuse (its documented 400, :class:`RejectedRequest`), apply latency and the queued fault, else
+draw or answer; every call is logged (``GET /sim/calls``)."""
 
 from __future__ import annotations
 
@@ -11,10 +12,19 @@ from typing import Any
 
 from aiohttp import web
 
+from cartoon.grammar import parse_image_prompt, parse_vision_prompt
 from simulators.ai.state import CONTENT_KINDS, CallRecord, SimState
-from worker.providers.prompts import parse_image_prompt, parse_vision_prompt
 
-__all__ = ["NOT_AN_IMAGE", "Call", "ErrorShape", "Renderer", "Served", "serve_call"]
+__all__ = [
+    "NOT_AN_IMAGE",
+    "Call",
+    "ErrorShape",
+    "InvalidShape",
+    "RejectedRequest",
+    "Renderer",
+    "Served",
+    "serve_call",
+]
 
 #: The bytes of ``not_image``: a PNG signature and the start of an IHDR chunk, cut off (what a proxy that
 #: truncated the answer, or a model that emitted a broken file, hands back).
@@ -30,6 +40,21 @@ Renderer = Callable[["Call", str, bytes | dict[str, Any] | None], web.StreamResp
 ErrorShape = Callable[[str, str, float | None], tuple[int, dict[str, Any], dict[str, str]]]
 
 
+class RejectedRequest(Exception):
+    """A request the provider answers with its 400 (a missing or unsupported field, a prompt the simulated
+    model cannot read): ``message`` is the provider's text, ``param`` the offending field, when named."""
+
+    def __init__(self, message: str, *, param: str | None = None, code: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.param = param
+        self.code = code
+
+
+#: A :class:`RejectedRequest` → (HTTP status, JSON body, headers) in the provider's wire shape.
+InvalidShape = Callable[[RejectedRequest], tuple[int, dict[str, Any], dict[str, str]]]
+
+
 @dataclass
 class Call:
     """A call as received: provider, model, ``image`` or ``vision``, the prompt and the images."""
@@ -42,6 +67,7 @@ class Call:
     size: str | None = None
     aspect: str | None = None
     authorised: bool = True
+    rejection: RejectedRequest | None = None
 
 
 #: Draws an image (PNG bytes) or answers a vision call (JSON object) for a call, filling in the record.
@@ -68,8 +94,11 @@ async def serve_call(
     *,
     render: Renderer,
     error: ErrorShape,
+    invalid: InvalidShape,
 ) -> web.StreamResponse:
-    """Answer one call (see the module docstring)."""
+    """Answer one call (see the module docstring): the key first, then ``call.rejection`` (the wire
+    checks of the provider's route), then the fault, then ``serve`` (which raises
+    :class:`RejectedRequest` for a prompt it cannot read)."""
     record = state.log(
         CallRecord(
             at=state.now(),
@@ -86,6 +115,8 @@ async def serve_call(
         record.outcome = "auth"
         status, body, headers = error("auth", call.model, None)
         return web.json_response(body, status=status, headers=headers)
+    if call.rejection is not None:
+        return _rejected(record, call.rejection, invalid)
     record.kind = _request_kind(call)
     fault = state.take_fault(call.provider, call.call, record.kind)
     if state.latency_s:
@@ -108,9 +139,12 @@ async def serve_call(
             return web.json_response(body, status=status, headers=headers)
     try:
         payload = await serve(call, record)
-    except ValueError as exc:
-        record.outcome = "invalid_argument"
-        return web.json_response(
-            {"error": {"code": 400, "message": str(exc), "status": "INVALID_ARGUMENT"}}, status=400
-        )
+    except RejectedRequest as exc:
+        return _rejected(record, exc, invalid)
     return render(call, "ok", payload)
+
+
+def _rejected(record: CallRecord, rejection: RejectedRequest, invalid: InvalidShape) -> web.StreamResponse:
+    record.outcome = "invalid_argument"
+    status, body, headers = invalid(rejection)
+    return web.json_response(body, status=status, headers=headers)

@@ -4,6 +4,10 @@
 
 The API key comes as ``Authorization: Bearer <key>``. Image answers are ``ImagesResponse`` JSON
 (``data[].b64_json``, ``size``, ``quality``, ``usage``); vision answers are ``Response`` objects.
+
+Refused with 400 ``invalid_request_error``, as the API does: an image call without ``prompt``, an edit
+without ``image``, a ``quality`` other than low, medium, high, auto (openai-python ``images.edit`` /
+``images.generate`` parameters); a ``responses`` call without ``model``.
 """
 
 from __future__ import annotations
@@ -16,13 +20,37 @@ from typing import Any
 
 from aiohttp import web
 
-from simulators.ai.handling import NOT_AN_IMAGE, Call, Served, serve_call
+from simulators.ai.handling import NOT_AN_IMAGE, Call, RejectedRequest, Served, serve_call
 from simulators.ai.state import CONTENT_KINDS, SimState
-from simulators.ai.wire import openai_error
+from simulators.ai.wire import openai_error, openai_invalid
 
 __all__ = ["OpenAIApi"]
 
 _ASPECT = {"1024x1024": "1:1", "1536x1024": "3:2", "1024x1536": "2:3"}
+_QUALITIES = ("low", "medium", "high", "auto")
+
+
+def _missing(param: str) -> RejectedRequest:
+    return RejectedRequest(
+        f"Missing required parameter: '{param}'.", param=param, code="missing_required_parameter"
+    )
+
+
+def _image_rejection(fields: dict[str, Any], images: list[bytes], *, edit: bool) -> RejectedRequest | None:
+    """What the image API refuses: no prompt, an edit without an image, a quality it does not know."""
+    if not str(fields.get("prompt") or ""):
+        return _missing("prompt")
+    if edit and not images:
+        return _missing("image")
+    quality = str(fields.get("quality", "auto"))
+    if quality not in _QUALITIES:
+        supported = "', '".join(_QUALITIES[:-1])
+        return RejectedRequest(
+            f"Invalid value: '{quality}'. Supported values are: '{supported}', and 'auto'.",
+            param="quality",
+            code="invalid_value",
+        )
+    return None
 
 
 def _bearer(request: web.Request) -> str | None:
@@ -58,14 +86,14 @@ class OpenAIApi:
             for name, field in form.items()
             if name.startswith("image") and isinstance(field, web.FileField)
         ]
-        return await self._image(request, dict(form), images)
+        return await self._image(request, dict(form), images, edit=True)
 
     async def images_generate(self, request: web.Request) -> web.StreamResponse:
         """``images.generate``: JSON with the prompt and no images."""
-        return await self._image(request, await request.json(), [])
+        return await self._image(request, await request.json(), [], edit=False)
 
     async def _image(
-        self, request: web.Request, fields: dict[str, Any], images: list[bytes]
+        self, request: web.Request, fields: dict[str, Any], images: list[bytes], *, edit: bool
     ) -> web.StreamResponse:
         size = str(fields.get("size", "1024x1024"))
         quality = str(fields.get("quality", "auto"))
@@ -78,6 +106,7 @@ class OpenAIApi:
             size="2K" if quality == "high" else "1K",
             aspect=_ASPECT.get(size, "1:1"),
             authorised=self._accepts(_bearer(request)),
+            rejection=_image_rejection(fields, images, edit=edit),
         )
 
         def render(call: Call, kind: str, payload: bytes | dict[str, Any] | None) -> web.Response:
@@ -106,7 +135,9 @@ class OpenAIApi:
                 }
             )
 
-        return await serve_call(request, self._state, call, self._serve, render=render, error=openai_error)
+        return await serve_call(
+            request, self._state, call, self._serve, render=render, error=openai_error, invalid=openai_invalid
+        )
 
     async def responses(self, request: web.Request) -> web.StreamResponse:
         """``responses.create`` with text and ``input_image`` parts; answers JSON as ``output_text``."""
@@ -123,11 +154,12 @@ class OpenAIApi:
                         images.append(data)
         call = Call(
             provider="openai",
-            model=str(body.get("model", "gpt-5-mini")),
+            model=str(body.get("model", "")),
             call="vision",
             prompt="\n".join(texts),
             images=images,
             authorised=self._accepts(_bearer(request)),
+            rejection=None if body.get("model") else _missing("model"),
         )
 
         def render(call: Call, kind: str, payload: bytes | dict[str, Any] | None) -> web.Response:
@@ -167,4 +199,6 @@ class OpenAIApi:
                 }
             )
 
-        return await serve_call(request, self._state, call, self._serve, render=render, error=openai_error)
+        return await serve_call(
+            request, self._state, call, self._serve, render=render, error=openai_error, invalid=openai_invalid
+        )

@@ -4,15 +4,17 @@ Gemini: ``{"error": {"code", "message", "status", "details": [...]}}`` (google.r
 ``google.rpc.QuotaFailure`` (``quotaId`` ``…PerMinute…`` / ``…PerDay…``), ``google.rpc.RetryInfo``
 (``retryDelay`` ``"26s"``) and ``google.rpc.ErrorInfo`` (``reason`` ``API_KEY_INVALID``).
 OpenAI: ``{"error": {"message", "type", "param", "code"}}`` with ``retry-after`` / ``x-ratelimit-*`` headers.
+A refused request is Gemini's 400 ``INVALID_ARGUMENT`` and OpenAI's 400 ``invalid_request_error``.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from simulators.ai.handling import RejectedRequest
 from simulators.ai.state import CONTENT_KINDS
 
-__all__ = ["gemini_error", "openai_error"]
+__all__ = ["gemini_error", "gemini_invalid", "openai_error", "openai_invalid"]
 
 _QUOTA_METRIC = "generativelanguage.googleapis.com/generate_content_requests"
 _HELP = {
@@ -196,3 +198,13 @@ def openai_error(
         ),
         _retry_header(retry_after_s),
     )
+
+
+def gemini_invalid(rejection: RejectedRequest) -> tuple[int, dict[str, Any], dict[str, str]]:
+    """Gemini's answer to a refused request: 400 ``INVALID_ARGUMENT`` (google.rpc.Status)."""
+    return 400, _gemini(400, "INVALID_ARGUMENT", rejection.message), {}
+
+
+def openai_invalid(rejection: RejectedRequest) -> tuple[int, dict[str, Any], dict[str, str]]:
+    """OpenAI's answer to a refused request: 400 ``invalid_request_error`` naming the ``param``."""
+    return 400, _openai(rejection.message, "invalid_request_error", rejection.code, rejection.param), {}

@@ -126,3 +126,13 @@ def test_dockerfile_has_no_syntax_directive(dockerfile: Path) -> None:
         if re.match(r"#\s*syntax\s*=", line, re.IGNORECASE)
     ]
     assert not directives
+
+
+def test_the_worker_and_simulator_images_ship_the_cartoon_library_and_no_dev_tools() -> None:
+    worker = [args for keyword, args in final_stage(SERVICE_DOCKERFILES["worker"]) if keyword == "COPY"]
+    assert "cartoon/ /app/cartoon/" in worker
+    simulators = [args for keyword, args in final_stage(SIMULATOR_DOCKERFILE) if keyword == "COPY"]
+    assert "cartoon/ /app/cartoon/" in simulators
+    assert not any(c.startswith("services/") for c in simulators), "the simulators import no service"
+    for copies in (worker, simulators):
+        assert not any(c.startswith("devstack") for c in copies), "dev tools stay out of the images"

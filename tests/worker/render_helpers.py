@@ -11,15 +11,14 @@ from typing import Any
 
 from PIL import Image
 
+from devstack.render import VARIANTS
 from shared.outfits import get_outfit
 from tests.simulators.ai.helpers import RunningAiSim, photo
 from worker.context import MemoryArtefacts, RenderContext
 from worker.cost import CostLedger, MemoryUsageStore
-from worker.pipeline import Pack
 from worker.providers.base import Provider
 from worker.providers.chain import ChainPolicy, ProviderChain
-from worker.render import render_job
-from worker.render_cli import VARIANTS
+from worker.render import Pack, render_job
 from worker.settings import PipelineSettings
 
 

@@ -1,6 +1,6 @@
 """A job's life in the worker on real Postgres/Redis: render, retry with a durable delay, permanent
 failure, crash recovery, pauses, shutdown requeue. The renderer is injected (the real one is tested in
-tests/worker/pipeline and end to end)."""
+tests/worker/imaging and end to end)."""
 
 from __future__ import annotations
 
@@ -21,8 +21,9 @@ from shared.outfits import Outfit, load_catalog
 from shared.repositories import Database
 from shared.streams import Publisher
 from worker.generation import Generator
+from worker.imaging.finish import Sticker
 from worker.outcomes import recover_crashed, requeue_on_shutdown
-from worker.pipeline import Pack, Sticker
+from worker.render import Pack
 from worker.settings import WorkerSettings
 from worker.sweeper import resume_expired_pause, sweep_once
 

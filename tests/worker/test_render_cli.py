@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from worker.pipeline.poses import POSES
-from worker.render_cli import VARIANTS, cli
+from cartoon.poses import POSES
+from devstack.render import VARIANTS, cli
 
 pytestmark = pytest.mark.integration
 

@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
+from cartoon.poses import POSES
 from shared.errors import ContentRefused, ErrorClass, RetryableJobError
 from tests.simulators.ai.helpers import RunningAiSim
 from worker.context import MemoryArtefacts
-from worker.pipeline.poses import POSES
 
 from .render_helpers import Rendered, render, sticker_sizes
 

@@ -23,7 +23,7 @@ from shared import metrics
 from shared.outfits import Outfit
 from shared.repositories import Database
 from worker.cost import Alerter, CostLedger
-from worker.pipeline.cut import SheetCut, cut_sheet
+from worker.imaging.cut import SheetCut, cut_sheet
 from worker.providers.chain import ProviderChain
 from worker.settings import PipelineSettings
 
@@ -33,6 +33,7 @@ __all__ = [
     "MemoryArtefacts",
     "NoValidSheet",
     "RenderContext",
+    "RenderReport",
     "gather_or_cancel",
 ]
 
@@ -102,6 +103,23 @@ class MemoryArtefacts:
 
     async def put(self, kind: str, data: bytes, content_type: str) -> None:
         self.items[kind] = data
+
+
+class RenderReport(Protocol):
+    """The part of a render that steps without provider calls need: report events, time stages, run
+    CPU-bound image code off the event loop (:class:`RenderContext` is one)."""
+
+    def event(self, marker: str, *, level: str = "info", **fields: Any) -> None:
+        """Log ``marker`` and keep it for the report."""
+        ...
+
+    def stage(self, name: str) -> contextlib.AbstractAsyncContextManager[None]:
+        """Time a stage."""
+        ...
+
+    async def cpu(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run ``fn(*args)`` in a thread."""
+        ...
 
 
 @dataclass

@@ -25,7 +25,7 @@ from shared.outfits import Outfit
 from shared.repositories import Database
 from shared.streams import Publisher
 from worker import outcomes
-from worker.pipeline import Pack
+from worker.render import Pack
 from worker.settings import WorkerSettings
 
 log = structlog.get_logger(__name__)

@@ -7,8 +7,9 @@ over ``CONSISTENCY_MODE``: 1 runs the consistency path (the legacy path when no 
 ``FIGURE_FALLBACK_ENABLED`` (log ``FIGURE_FALLBACK_TO_COMPOSITE`` and a calm admin notice), else the
 attempt fails (``invalid``).
 
-:class:`PipelineRenderer` is what the worker's :class:`worker.generation.Generator` calls per job; the CLI
-builds a :class:`worker.context.RenderContext` itself and calls :func:`render_job`.
+:class:`PipelineRenderer` is what the worker's :class:`worker.generation.Generator` calls per job; the
+dev render CLI (``devstack.render``) builds a :class:`worker.context.RenderContext` itself and calls
+:func:`render_job`.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Literal
 
@@ -27,7 +29,7 @@ from shared.outfits import Outfit
 from shared.repositories import Database
 from worker.context import DbArtefacts, NoValidSheet, RenderContext
 from worker.cost import Alerter, CostLedger, DbUsageStore, UsageStore, warn_image_rpd
-from worker.pipeline import Pack
+from worker.imaging.finish import Sticker
 from worker.providers.answers import Passport
 from worker.providers.base import InputImage
 from worker.providers.chain import ProviderChain
@@ -41,10 +43,18 @@ from worker.variants.composite import render_composite
 from worker.variants.consistency import render_consistency
 from worker.variants.legacy import render_legacy
 
-__all__ = ["PipelineRenderer", "RenderMode", "render_job", "resolve_mode", "startup_fields"]
+__all__ = ["Pack", "PipelineRenderer", "RenderMode", "render_job", "resolve_mode", "startup_fields"]
 
 log = structlog.get_logger(__name__)
 RenderMode = Literal["consistency", "classic", "hybrid", "legacy", "composite"]
+
+
+@dataclass(frozen=True, slots=True)
+class Pack:
+    """The 12 stickers of a job, in pose order, and the seconds spent per stage of :func:`render_job`."""
+
+    stickers: list[Sticker]
+    timings: dict[str, float] = field(default_factory=dict)
 
 
 def resolve_mode(settings: PipelineSettings) -> RenderMode:

@@ -16,7 +16,7 @@ from shared.outfits import get_outfit
 from simulators.ai import AiSimConfig
 from simulators.ai.handling import NOT_AN_IMAGE
 from simulators.ai.state import CONTENT_KINDS
-from worker.pipeline.cut import cut_sheet
+from worker.imaging.cut import cut_sheet
 from worker.providers.answers import PASSPORT_SCHEMA
 from worker.providers.base import (
     DrawSpec,

@@ -3,7 +3,7 @@ exception every provider adapter raises.
 
 Each request carries both the prompt an AI model reads and a :class:`DrawSpec`, the same content in a
 structured form, which the offline ``local`` provider draws directly (the AI provider simulator rebuilds
-it from the prompt, as a model would read it: :func:`worker.providers.prompts.parse_image_prompt`).
+it from the prompt, as a model would read it: :func:`cartoon.grammar.parse_image_prompt`).
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
+from cartoon.grammar import DrawSpec, ImageKind, ImageRole
 from shared.errors import ErrorClass
 from shared.logging import redact
 
@@ -20,6 +21,7 @@ __all__ = [
     "DrawSpec",
     "ImageKind",
     "ImageRequest",
+    "ImageRole",
     "InputImage",
     "Provider",
     "ProviderCallError",
@@ -28,11 +30,9 @@ __all__ = [
     "json_object",
 ]
 
-ImageKind = Literal["anchor", "sheet", "heads", "figure"]
 VisionKind = Literal["passport", "verify", "sheet_qa", "pack_qa"]
 ImageSize = Literal["1K", "2K"]
 Aspect = Literal["1:1", "3:2", "2:3"]
-ImageRole = Literal["selfie", "face", "anchor", "reference", "contact"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,25 +49,6 @@ class InputImage:
     data: bytes
     mime: str
     role: ImageRole
-
-
-@dataclass(frozen=True, slots=True)
-class DrawSpec:
-    """What an image request asks to be drawn, structured.
-
-    Attributes:
-        outfit_id: the outfit of every figure.
-        poses: pose names (:data:`worker.pipeline.poses.POSES`), one per grid cell in reading order;
-            ``""`` leaves a cell empty.
-        cols, rows: the grid (1 × 1 for an anchor or a single figure).
-        heads_only: draw heads without bodies (composite head sheets).
-    """
-
-    outfit_id: str
-    poses: tuple[str, ...]
-    cols: int = 1
-    rows: int = 1
-    heads_only: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,21 +10,27 @@ numbered lines ``N. [pose] description``; references are ``Image N: <role text>`
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from cartoon.grammar import (
+    VISION_TASKS,
+    DrawSpec,
+    ImageKind,
+    ImageRole,
+    figure_line,
+    grid_text,
+    image_line,
+    outfit_line,
+    task_line,
+)
 from shared.outfits import Outfit
 from worker.providers.answers import Passport
-from worker.providers.base import DrawSpec, ImageKind, ImageRole
 
 __all__ = [
     "POSE_TEXT",
     "ColourLock",
-    "ParsedImagePrompt",
     "image_prompt",
-    "parse_image_prompt",
-    "parse_vision_prompt",
     "vision_prompt",
 ]
 
@@ -34,7 +40,7 @@ STYLE_TEXT = {
         "flat cel shading, bright saturated colours"
     ),
 }
-#: What each pose of :data:`worker.pipeline.poses.POSES` shows, for the model.
+#: What each pose of :data:`cartoon.poses.POSES` shows, for the model.
 POSE_TEXT = {
     "neutral": "standing straight, facing forward, arms relaxed at the sides, a friendly smile",
     "waving": "waving hello with one hand raised high, a happy smile",
@@ -49,19 +55,6 @@ POSE_TEXT = {
     "sleeping": "sleeping while standing, eyes closed, head tilted, 'Zzz'",
     "love": "in love, heart-shaped eyes, small hearts around",
     "victory": "victory pose with a peace sign, holding the outfit's signature prop",
-}
-ROLE_TEXT: dict[ImageRole, str] = {
-    "anchor": "the anchor portrait: copy this exact character (face, hair, skin, outfit)",
-    "selfie": "the guest's selfie",
-    "face": "a close crop of the guest's face",
-    "reference": "an earlier sheet of the same character, for consistency",
-    "contact": "a contact sheet",
-}
-_TASK = {
-    "sheet": "STICKER SHEET",
-    "heads": "HEAD SHEET",
-    "anchor": "ANCHOR PORTRAIT",
-    "figure": "SINGLE FIGURE",
 }
 _BACKGROUND = (
     "Background: one flat, pure chroma-key green #00FF00 everywhere behind the figures: no gradient, no "
@@ -151,14 +144,11 @@ def image_prompt(
         hard_locks: add the consistency path's ``HARD LOCKS`` block.
         colour_lock: add hybrid's ``COLOR LOCK`` block.
     """
-    count = sum(1 for pose in spec.poses if pose)
-    noun = "heads" if kind == "heads" else "figures"
     lines = [
-        f"{_TASK[kind]}: {count} {noun} in a grid of {spec.cols} columns x {spec.rows} rows, "
-        f"one {aspect} image.",
+        task_line(kind, spec, aspect),
         f"Style: {STYLE_TEXT.get(art_style, art_style)}.",
         _character(passport),
-        f"Outfit [{outfit.id}]: {outfit.prompt}.",
+        outfit_line(outfit.id, outfit.prompt),
     ]
     if kind == "heads":
         lines.append(
@@ -170,70 +160,17 @@ def image_prompt(
     else:
         lines.append("Figures, in reading order (left to right, top to bottom):")
     for number, pose in enumerate(spec.poses, start=1):
-        lines.append(
-            f"{number}. [{pose}] {POSE_TEXT.get(pose, pose)}" if pose else f"{number}. [] leave empty"
-        )
+        lines.append(figure_line(number, pose, POSE_TEXT.get(pose, pose)))
     lines.append(_LAYOUT)
     lines.append(_BACKGROUND)
     if roles:
         lines.append("References:")
-        lines += [f"Image {n}: {ROLE_TEXT[role]}." for n, role in enumerate(roles, start=1)]
+        lines += [image_line(n, role) for n, role in enumerate(roles, start=1)]
     if hard_locks:
         lines.append(_hard_locks(passport))
     if colour_lock is not None:
         lines.append(_colour_lock(colour_lock))
     return "\n".join(lines)
-
-
-@dataclass(frozen=True, slots=True)
-class ParsedImagePrompt:
-    """An image prompt read back: the task, the draw spec and the roles of the attached images."""
-
-    kind: ImageKind
-    spec: DrawSpec
-    roles: tuple[ImageRole, ...]
-
-
-_GRID = re.compile(r"a grid of (\d+) columns x (\d+) rows")
-_OUTFIT = re.compile(r"^Outfit \[([a-z0-9_]+)\]", re.MULTILINE)
-_FIGURE = re.compile(r"^(\d+)\. \[([a-z_]*)\]", re.MULTILINE)
-_IMAGE = re.compile(r"^Image (\d+): (.+?)\.$", re.MULTILINE)
-
-
-def parse_image_prompt(text: str) -> ParsedImagePrompt:
-    """Read an image prompt built by :func:`image_prompt` back into its parts.
-
-    Raises:
-        ValueError: the text is not such a prompt.
-    """
-    first = text.split("\n", 1)[0]
-    kind = next((k for k, task in _TASK.items() if first.startswith(task + ":")), None)
-    grid = _GRID.search(first)
-    outfit = _OUTFIT.search(text)
-    if kind is None or grid is None or outfit is None:
-        raise ValueError("not a sticker image prompt")
-    figures = sorted((int(n), pose) for n, pose in _FIGURE.findall(text))
-    by_text = {text_: role for role, text_ in ROLE_TEXT.items()}
-    roles = tuple(by_text[t] for _n, t in sorted(_IMAGE.findall(text)) if t in by_text)
-    return ParsedImagePrompt(
-        kind=kind,  # type: ignore[arg-type]
-        spec=DrawSpec(
-            outfit_id=outfit.group(1),
-            poses=tuple(pose for _n, pose in figures),
-            cols=int(grid.group(1)),
-            rows=int(grid.group(2)),
-            heads_only=kind == "heads",
-        ),
-        roles=roles,
-    )
-
-
-_VISION_TASKS = {
-    "passport": "APPEARANCE PASSPORT",
-    "verify": "ANCHOR CHECK",
-    "sheet_qa": "SHEET QA",
-    "pack_qa": "PACK QA",
-}
 
 
 def vision_prompt(kind: str, *, reference: str = "", count: int = 0, grid: tuple[int, int] = (4, 3)) -> str:
@@ -245,7 +182,7 @@ def vision_prompt(kind: str, *, reference: str = "", count: int = 0, grid: tuple
         count: for QA, how many stickers the contact sheets show.
         grid: for QA, the contact sheets' (columns, rows).
     """
-    task = _VISION_TASKS[kind]
+    task = VISION_TASKS[kind]
     if kind == "passport":
         return (
             f"{task}: describe the person in Image 1 for a cartoon artist. Answer with JSON only: "
@@ -262,27 +199,8 @@ def vision_prompt(kind: str, *, reference: str = "", count: int = 0, grid: tuple
     cols, rows = grid
     return (
         f"{task}: Image 1 is {reference}. The next images are contact sheets of {count} cartoon stickers "
-        f"in a grid of {cols} columns x {rows} rows, numbered from 1 in reading order across the sheets. "
+        f"in {grid_text(cols, rows)}, numbered from 1 in reading order across the sheets. "
         "Which stickers do not look like the same person as Image 1? Judge hair length, hair colour, skin "
         "tone, face shape and facial hair only; ignore pose, expression, props and style. Answer with JSON "
         "only: outliers, a list of {index, reasons}; an empty list when all match."
-    )
-
-
-def parse_vision_prompt(text: str) -> tuple[str, tuple[int, int], int]:
-    """(kind, contact grid (cols, rows), sticker count) of a prompt built by :func:`vision_prompt`.
-
-    Raises:
-        ValueError: the text is not such a prompt.
-    """
-    first = text.split(":", 1)[0]
-    kind = next((k for k, task in _VISION_TASKS.items() if first == task), None)
-    if kind is None:
-        raise ValueError("not a sticker vision prompt")
-    grid = _GRID.search(text)
-    count = re.search(r"contact sheets of (\d+) cartoon stickers", text)
-    return (
-        kind,
-        (int(grid.group(1)), int(grid.group(2))) if grid else (4, 3),
-        int(count.group(1)) if count else 0,
     )

@@ -13,14 +13,15 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from cartoon.offline import encode_png
 from shared.errors import ProviderUnavailable, RetryableJobError
+from shared.imaging.lab import Lab, delta_e, hex_to_lab, mean_lab, skin_mask
 from worker.context import RenderContext
-from worker.pipeline.cut import cut_sheet
-from worker.pipeline.skin import Lab, capped_shift, delta_e, hex_to_lab, mean_lab, shift_region, skin_mask
+from worker.imaging.cut import cut_sheet
+from worker.imaging.skin import capped_shift, shift_region
 from worker.providers.answers import ANCHOR_CHECK_SCHEMA, AnchorCheck, Passport, parse_answer
 from worker.providers.base import InputImage, ProviderCallError, VisionRequest
 from worker.providers.images import decode_output, encode_drawing
-from worker.providers.offline import encode_png
 from worker.providers.prompts import vision_prompt
 from worker.steps.sheets import draw_single
 

@@ -14,18 +14,14 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import numpy.typing as npt
 
-from worker.context import RenderContext
-from worker.pipeline.skin import (
-    Lab,
+from shared.imaging.lab import Lab, delta_e, hair_mask, mean_lab, skin_mask
+from worker.context import RenderReport
+from worker.imaging.skin import (
     ShiftReport,
     capped_shift,
-    delta_e,
-    hair_mask,
-    mean_lab,
     normalise_skin,
     remove_green_spill,
     shift_region,
-    skin_mask,
 )
 from worker.steps.slots import Slot
 
@@ -43,19 +39,28 @@ def _normalise(
     ]
 
 
-async def normalise_pack_skin(ctx: RenderContext, slots: Sequence[Slot], reference: Lab) -> None:
-    """Consistency's skin normalisation to the anchor's skin ``reference`` (Lab); logs
-    ``SKIN_NORMALISED`` per shifted figure."""
-    s = ctx.settings
+async def normalise_pack_skin(
+    ctx: RenderReport,
+    slots: Sequence[Slot],
+    reference: Lab,
+    *,
+    threshold_de: float,
+    strength: float,
+    max_de: float,
+) -> None:
+    """Consistency's skin normalisation to the anchor's skin ``reference`` (Lab): figures further than
+    ``threshold_de`` (ΔE2000, ``CONSISTENCY_SKIN_DE_MAX``) are moved ``strength`` of the way
+    (``CONSISTENCY_SKIN_STRENGTH``), at most ``max_de`` (``SKIN_NORM_MAX_DE``); logs ``SKIN_NORMALISED``
+    per shifted figure."""
     present = [slot for slot in slots if slot.figure is not None]
     async with ctx.stage("skin"):
         done = await ctx.cpu(
             _normalise,
             [slot.figure for slot in present],
             reference,
-            s.consistency_skin_de_max,
-            s.consistency_skin_strength,
-            s.skin_norm_max_de,
+            threshold_de,
+            strength,
+            max_de,
         )
     for slot, (figure, report) in zip(present, done, strict=True):
         if report is None or not report.applied_de:
@@ -107,10 +112,18 @@ def _hybrid(
 
 
 async def hybrid_colours(
-    ctx: RenderContext, slots: Sequence[Slot], selfie_skin: Lab | None, selfie_hair: Lab | None
+    ctx: RenderReport,
+    slots: Sequence[Slot],
+    selfie_skin: Lab | None,
+    selfie_hair: Lab | None,
+    *,
+    pull: float,
+    strength: float,
+    max_de: float,
 ) -> None:
-    """Hybrid: green spill removed, skin and hair moved to the pulled targets (``HYBRID_COLOUR``)."""
-    s = ctx.settings
+    """Hybrid: green spill removed, skin and hair moved to targets pulled ``pull`` of the way from the pack's
+    median to the selfie's colour (``HYBRID_SELFIE_PULL``), each shift ``strength`` of the way and at most
+    ``max_de`` ΔE2000 (``HYBRID_COLOUR`` per shift)."""
     present = [slot for slot in slots if slot.figure is not None]
     async with ctx.stage("colour"):
         figures, report = await ctx.cpu(
@@ -118,9 +131,9 @@ async def hybrid_colours(
             [slot.figure for slot in present],
             selfie_skin,
             selfie_hair,
-            s.hybrid_selfie_pull,
-            s.consistency_skin_strength,
-            s.skin_norm_max_de,
+            pull,
+            strength,
+            max_de,
         )
     for slot, figure in zip(present, figures, strict=True):
         slot.figure, slot.sticker = figure, None

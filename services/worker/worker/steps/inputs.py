@@ -9,8 +9,8 @@ import cv2
 import numpy as np
 import numpy.typing as npt
 
+from shared.imaging.decode import decode_rgb
 from shared.imaging.faces import detect_faces, largest_face
-from worker.pipeline.local_render import decode_rgb
 from worker.providers.answers import Passport
 from worker.providers.base import InputImage
 from worker.providers.images import encode_photo

@@ -13,7 +13,7 @@ import numpy.typing as npt
 
 from shared.errors import ProviderUnavailable, RetryableJobError
 from worker.context import RenderContext
-from worker.pipeline.contact import contact_sheet
+from worker.imaging.contact import contact_sheet
 from worker.providers.answers import QA_SCHEMA, QaAnswer, parse_answer
 from worker.providers.base import InputImage, VisionKind, VisionRequest
 from worker.providers.images import encode_drawing

@@ -17,11 +17,11 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from cartoon.poses import POSES
+from cartoon.sheets import sheet_layout
 from shared.errors import RetryableJobError
 from worker.context import RenderContext
-from worker.pipeline.cut import SheetCut
-from worker.pipeline.local_render import sheet_layout
-from worker.pipeline.poses import POSES
+from worker.imaging.cut import SheetCut
 from worker.providers.answers import Passport
 from worker.providers.base import Aspect, DrawSpec, ImageKind, ImageRequest, InputImage, ProviderCallError
 from worker.providers.prompts import ColourLock, image_prompt

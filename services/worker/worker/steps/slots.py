@@ -15,9 +15,9 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 
-from worker.context import RenderContext
-from worker.pipeline.finish import MIN_COVERAGE, Sticker, StickerQA, finish_sticker
-from worker.pipeline.poses import POSES, Pose
+from cartoon.poses import POSES, Pose
+from worker.context import RenderReport
+from worker.imaging.finish import MIN_COVERAGE, Sticker, StickerQA, finish_sticker
 from worker.steps.sheets import SheetResult
 
 __all__ = ["Defect", "Slot", "finish_slots", "slots_from_sheets", "stickers_of"]
@@ -30,7 +30,7 @@ class Slot:
     """One sticker of the pack.
 
     Attributes:
-        index: 0..11, the pose's place in :data:`worker.pipeline.poses.POSES`.
+        index: 0..11, the pose's place in :data:`cartoon.poses.POSES`.
         pose: the pose.
         figure: the cut figure (h×w×4 uint8 RGBA) or ``None`` (missing).
         defect: why it should be regenerated, if it should.
@@ -74,7 +74,7 @@ def _finish_all(slots: Sequence[Slot]) -> None:
         _finish(slot)
 
 
-async def finish_slots(ctx: RenderContext, slots: Sequence[Slot]) -> None:
+async def finish_slots(ctx: RenderReport, slots: Sequence[Slot]) -> None:
     """Outline and export every slot with a figure and no sticker yet (in a thread); log each sticker's
     QA numbers (``STICKER_QA``) and mark slivers (coverage under 8 %) ``small``."""
     todo = [slot for slot in slots if slot.figure is not None and slot.sticker is None]

@@ -11,8 +11,8 @@ Failures become single-figure regenerations in both.
 
 from __future__ import annotations
 
+from shared.imaging.lab import hex_to_lab
 from worker.context import NoValidSheet, RenderContext, gather_or_cancel
-from worker.pipeline.skin import hex_to_lab
 from worker.providers.answers import Passport
 from worker.providers.base import InputImage
 from worker.providers.images import encode_drawing
@@ -73,7 +73,15 @@ async def render_classic(
     if hybrid:
         skin = hex_to_lab(passport.skin_tone_hex) if passport else None
         hair = hex_to_lab(passport.hair_color_hex) if passport and passport.hair_color_hex else None
-        await hybrid_colours(ctx, slots, skin, hair)
+        await hybrid_colours(
+            ctx,
+            slots,
+            skin,
+            hair,
+            pull=ctx.settings.hybrid_selfie_pull,
+            strength=ctx.settings.consistency_skin_strength,
+            max_de=ctx.settings.skin_norm_max_de,
+        )
     await finish_slots(ctx, slots)
     if hybrid:
         judged = [slot for slot in slots if slot.outlined is not None]

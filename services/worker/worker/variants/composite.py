@@ -6,10 +6,10 @@ wins a tie). A cell without any usable head fails the attempt."""
 
 from __future__ import annotations
 
+from cartoon.composite import compose_head
+from cartoon.poses import POSES
 from shared.errors import ErrorClass, RetryableJobError
 from worker.context import RenderContext
-from worker.pipeline.composite import compose_head
-from worker.pipeline.poses import POSES
 from worker.providers.answers import Passport
 from worker.providers.base import InputImage, ProviderCallError
 from worker.providers.images import encode_drawing

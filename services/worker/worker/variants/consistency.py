@@ -50,7 +50,14 @@ async def render_consistency(
         )
     slots = slots_from_sheets(results)
     if anchor.skin is not None:
-        await normalise_pack_skin(ctx, slots, anchor.skin)
+        await normalise_pack_skin(
+            ctx,
+            slots,
+            anchor.skin,
+            threshold_de=s.consistency_skin_de_max,
+            strength=s.consistency_skin_strength,
+            max_de=s.skin_norm_max_de,
+        )
     await finish_slots(ctx, slots)
     judged = [slot for slot in slots if slot.outlined is not None]
     outliers = await identity_outliers(
