@@ -41,6 +41,7 @@ from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from shared.db import client_target, table_names
+from shared.errors import StickerBoothError
 from shared.logging import configure_logging
 
 #: The table Alembic keeps the schema revision in: a restore without it would not know its schema.
@@ -72,7 +73,7 @@ class BackupSettings(BaseSettings):
     log_format: str = Field("json", validation_alias="LOG_FORMAT")
 
 
-class BackupError(Exception):
+class BackupError(StickerBoothError):
     """A backup or restore step failed; ``stage`` names it (``url``, ``lock``, ``tools``, ``dump``,
     ``check``, ``exists``, ``restore``), ``detail`` says why without secrets."""
 

@@ -8,21 +8,39 @@ tell "retry later" from "permanent" without knowing which library failed.
     ├── ConfigError                  settings are missing or unsafe; the process must not start
     ├── UnavailableError             a dependency is down: retry later, change nothing
     │   ├── DatabaseUnavailable      Postgres cannot be reached (HTTP 503, consumers back off)
-    │   └── RedisUnavailable         Redis cannot be reached (rows stay pending for the reconciler)
+    │   ├── RedisUnavailable         Redis cannot be reached (rows stay pending for the reconciler)
+    │   ├── TelegramUnreachable      (telegram_gateway.executor) no answer from the Bot API: the
+    │   │                            command is pending again
+    │   └── SetNotReadable           (telegram_gateway.sticker_sets) a set's name is taken but the set
+    │                                does not read yet; also a PTB ``NetworkError``, so PTB retries it
     ├── UploadRejected               a kiosk upload is unusable: 4xx with a machine-readable `code`
+    ├── ApiError                     (ingest.api.errors) any other HTTP 4xx/5xx a route answers with
     ├── NotFound                     a row the caller named does not exist
     ├── Conflict                     a state change lost its race or is not allowed from this state
     ├── UndeclaredTransition         code asked for a job transition the state machine does not declare
     │                                (shared.repositories.jobs.ALLOWED): a bug, never retried
     ├── JobError                     generation failed; `error_class` decides what happens (DESIGN.md §5)
     │   ├── PermanentJobError        failed at once, guest told (photo missing, unknown outfit, no face)
+    │   │   ├── NoFaceError          no human face in the photo (text ``no_face``)
     │   │   ├── JobCostExceeded      JOB_MAX_COST_USD reached before a call: failed, no retry
     │   │   └── ContentRefused       every provider refused this selfie as content: failed, no retry,
     │   │                            the guest is asked for another photo
     │   ├── RetryableJobError        charged: an attempt is consumed, retried after RETRY_DELAY_SEC
+    │   │   └── NoValidSheet         (worker.context) a figure sheet was never valid in its attempts:
+    │   │                            composite fallback, else the attempt fails as ``invalid``
     │   └── ProviderUnavailable      no provider could serve (credit, auth, outage, budget): the queue
     │                                pauses and the job is refunded (attempt not consumed)
-    └── TelegramError                the Bot API answered `ok: false` (carries code, description, retry_after)
+    ├── ProviderCallError            (worker.providers.base) one provider call failed, classified by
+    │                                `error_class`; the provider chain turns it into a JobError
+    ├── BackupError                  (shared.backup) a backup or restore step failed: exit 1, older
+    │                                generations kept
+    ├── TelegramError                the Bot API answered `ok: false` (carries code, description, retry_after)
+    └── StickerTooLarge              (telegram_gateway.sticker_sets) one sticker alone is over Telegram's
+                                     request size (413); also a PTB ``BadRequest``: permanent
+
+A name with a module in brackets is defined there; the rest are here.
+``tests/shared/test_error_tree.py`` holds this drawing against the classes: every exception class the
+code defines descends from ``StickerBoothError`` and stands here under its real parent.
 """
 
 from __future__ import annotations

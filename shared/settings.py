@@ -7,8 +7,42 @@ Each service builds exactly one settings object in its ``main.py`` and passes it
 
 from __future__ import annotations
 
-from pydantic import Field, field_validator
+import sys
+from typing import TypeVar
+
+from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from shared.errors import ConfigError
+
+S = TypeVar("S", bound=BaseSettings)
+
+
+def load_settings(cls: type[S]) -> S:
+    """Build ``cls`` from the environment.
+
+    Raises:
+        ConfigError: a setting is missing or invalid; the message names each env variable and why, never
+            its value (it may be a secret).
+    """
+    try:
+        return cls()
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(part) for part in error['loc']) or '(settings)'}: {error['msg']}"
+            for error in exc.errors(include_input=False, include_url=False)
+        )
+        raise ConfigError(problems) from exc
+
+
+def settings_or_exit(cls: type[S], service: str) -> S:
+    """The service's settings, or exit with code 2 and one line on stderr naming what is wrong
+    (:class:`shared.errors.ConfigError`): a start-up error the orchestrator shows, not a traceback."""
+    try:
+        return load_settings(cls)
+    except ConfigError as exc:
+        print(f"{service}: invalid settings: {exc}", file=sys.stderr)
+        sys.exit(2)
 
 
 class ServiceSettings(BaseSettings):

@@ -25,7 +25,7 @@ from shared.messages import LeadButtonPressed, TelegramResult, decode
 from shared.repositories import Database
 from shared.repositories.lead_posts import CARD
 from shared.streams import Publisher
-from telegram_gateway.executor import CommandExecutor, TransientTelegramError
+from telegram_gateway.executor import CommandExecutor, TelegramUnreachable
 from telegram_gateway.flood import FloodLimiter
 from tests.simulators.tgsim_helpers import TOKEN, RunningSim, serve, sim_config
 
@@ -92,7 +92,7 @@ class Rig:
         for command_id in ids:
             try:
                 await self.executor.execute(command_id)
-            except TransientTelegramError:
+            except TelegramUnreachable:
                 self.handed_back.append(command_id)
         return ids
 

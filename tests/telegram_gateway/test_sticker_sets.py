@@ -24,7 +24,7 @@ from shared.repositories import Database
 from shared.streams import Publisher
 from simulators.telegram.app import create_app
 from simulators.telegram.config import SimConfig
-from telegram_gateway.executor import CommandExecutor, TransientTelegramError
+from telegram_gateway.executor import CommandExecutor, TelegramUnreachable
 from telegram_gateway.flood import FloodLimiter
 from telegram_gateway.sticker_sets import first_batches
 
@@ -160,7 +160,7 @@ async def execute_until_done(executor: CommandExecutor, command_id: str, *, runs
     for _ in range(runs):
         try:
             await executor.execute(command_id)
-        except TransientTelegramError:
+        except TelegramUnreachable:
             handed_back += 1
             continue
         return handed_back

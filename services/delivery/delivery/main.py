@@ -18,6 +18,7 @@ from shared import streams
 from shared.digest import send_digest_if_due
 from shared.logging import configure_logging
 from shared.runtime import Duty, Given, ServiceRuntime
+from shared.settings import settings_or_exit
 
 SHUTDOWN_GRACE_SEC = 5.0
 
@@ -68,6 +69,6 @@ async def run(settings: DeliverySettings, **given: Unpack[Given]) -> int:
 
 
 def main() -> None:
-    settings = DeliverySettings()
+    settings = settings_or_exit(DeliverySettings, SERVICE)
     configure_logging(service=SERVICE, level=settings.log_level, fmt=settings.log_format)
     sys.exit(asyncio.run(run(settings)))

@@ -22,6 +22,7 @@ from shared.db import create_engine
 from shared.logging import configure_logging
 from shared.outfits import load_catalog
 from shared.repositories import Database
+from shared.settings import settings_or_exit
 from shared.streams import Publisher, create_redis
 
 log = structlog.get_logger(__name__)
@@ -87,7 +88,7 @@ def create_app(
 
 
 def main() -> None:
-    settings = IngestSettings()
+    settings = settings_or_exit(IngestSettings, "ingest")
     configure_logging(service="ingest", level=settings.log_level, fmt=settings.log_format)
     app = create_app(settings)
     uvicorn.run(app, host=settings.host, port=settings.port, log_config=None, access_log=False)

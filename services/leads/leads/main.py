@@ -26,6 +26,7 @@ from shared import streams
 from shared.logging import configure_logging
 from shared.repositories import Database
 from shared.runtime import Duty, Given, ServiceRuntime
+from shared.settings import settings_or_exit
 from shared.streams import Publisher, StreamConsumer
 
 SHUTDOWN_GRACE_SEC = 5.0
@@ -129,6 +130,6 @@ async def run(settings: LeadsSettings, **given: Unpack[Given]) -> int:
 
 
 def main() -> None:
-    settings = LeadsSettings()
+    settings = settings_or_exit(LeadsSettings, SERVICE)
     configure_logging(service=SERVICE, level=settings.log_level, fmt=settings.log_format)
     sys.exit(asyncio.run(run(settings)))

@@ -61,6 +61,7 @@ from shared.commands import (
     load,
 )
 from shared.domain import TelegramCommandRecord
+from shared.errors import UnavailableError
 from shared.messages import TelegramCommand, TelegramErrorInfo, TelegramResult
 from shared.repositories import Database
 from shared.streams import Publisher
@@ -93,7 +94,7 @@ INVALID = 400
 FLOOD = 429
 
 
-class TransientTelegramError(Exception):
+class TelegramUnreachable(UnavailableError):
     """Telegram could not be reached; the command will be tried again."""
 
 
@@ -133,7 +134,7 @@ class CommandExecutor:
         """Execute the command once, or re-announce its stored outcome.
 
         Raises:
-            TransientTelegramError: try again later (the row is ``pending`` again).
+            TelegramUnreachable: try again later (the row is ``pending`` again).
             DatabaseUnavailable: Postgres is down; nothing was sent.
         """
         if self.held is not None:
@@ -212,13 +213,13 @@ class CommandExecutor:
             metrics.TELEGRAM_CALLS.labels(method=record.method, outcome="timed_out").inc()
             if record.method in REPEATABLE or not _may_have_arrived(exc):
                 await self._release(record.command_id)
-                raise TransientTelegramError("timed out") from exc
+                raise TelegramUnreachable("timed out") from exc
             error = _unknown("the request timed out after it was sent")
         except NetworkError as exc:
             metrics.TELEGRAM_CALLS.labels(method=record.method, outcome="network_error").inc()
             if record.method in REPEATABLE or not _may_have_arrived(exc):
                 await self._release(record.command_id)
-                raise TransientTelegramError(f"network: {type(exc).__name__}") from exc
+                raise TelegramUnreachable(f"network: {type(exc).__name__}") from exc
             error = _unknown("the connection broke after the request was sent")
         except TelegramError as exc:
             error = TelegramErrorInfo(error_code=_error_code(exc), description=exc.message)

@@ -24,6 +24,7 @@ from shared.logging import configure_logging
 from shared.messages import TelegramCommand
 from shared.repositories import Database
 from shared.runtime import Duty, Given, LongTask, ServiceRuntime
+from shared.settings import settings_or_exit
 from shared.streams import Publisher
 from telegram_gateway.admin import AdminHandlers
 from telegram_gateway.executor import CommandExecutor
@@ -163,6 +164,6 @@ def main() -> None:
     # python-telegram-bot 22: opt in to timedelta-valued ``retry_after`` (the next major's behaviour);
     # without it every flood-control answer raises a deprecation warning inside the rate limiter.
     os.environ.setdefault("PTB_TIMEDELTA", "1")
-    settings = GatewaySettings()
+    settings = settings_or_exit(GatewaySettings, SERVICE)
     configure_logging(service=SERVICE, level=settings.log_level, fmt=settings.log_format)
     sys.exit(asyncio.run(run(settings)))

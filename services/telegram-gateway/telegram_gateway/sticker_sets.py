@@ -41,6 +41,7 @@ from telegram import Bot, InputSticker
 from telegram.error import BadRequest, NetworkError, RetryAfter, TelegramError, TimedOut
 
 from shared.commands import CreateStickerSet
+from shared.errors import StickerBoothError, UnavailableError
 from shared.repositories import Database
 
 __all__ = ["OCCUPIED", "SetNotReadable", "StickerTooLarge", "create_sticker_set", "first_batches"]
@@ -54,11 +55,11 @@ _SET_INVALID = "stickerset_invalid"
 FLOOD_RECONCILES = 3
 
 
-class StickerTooLarge(BadRequest):
+class StickerTooLarge(BadRequest, StickerBoothError):
     """A request with a single sticker is still too large for Telegram (HTTP 413): permanent."""
 
 
-class SetNotReadable(NetworkError):
+class SetNotReadable(NetworkError, UnavailableError):
     """The name is occupied but ``getStickerSet`` does not find the set yet (Telegram: a set can read as
     invalid for a moment after creation, REFERENCE.md); a ``NetworkError``, so the command is tried again."""
 

@@ -20,6 +20,7 @@ import numpy.typing as npt
 import structlog
 
 from shared import metrics
+from shared.errors import ErrorClass, RetryableJobError
 from shared.outfits import Outfit
 from shared.repositories import Database
 from worker.cost import Alerter, CostLedger
@@ -56,9 +57,11 @@ async def gather_or_cancel(aws: Iterable[Awaitable[T]]) -> list[T]:
         raise
 
 
-class NoValidSheet(Exception):
+class NoValidSheet(RetryableJobError):
     """A figure path got no valid sheet within its attempts: the job falls back to composite
-    (``FIGURE_FALLBACK_ENABLED``) or the attempt fails (spec/002 "Which path runs")."""
+    (``FIGURE_FALLBACK_ENABLED``) or the attempt fails as ``invalid`` (spec/002 "Which path runs")."""
+
+    error_class = ErrorClass.INVALID
 
 
 class ArtefactCache(Protocol):

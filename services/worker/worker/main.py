@@ -16,7 +16,6 @@ from typing import Unpack
 
 import httpx
 import structlog
-from pydantic import ValidationError
 
 from shared import streams
 from shared.alerts import send_alert
@@ -24,6 +23,7 @@ from shared.logging import configure_logging
 from shared.outfits import load_catalog
 from shared.repositories import Database
 from shared.runtime import Duty, Given, ServiceRuntime
+from shared.settings import settings_or_exit
 from shared.streams import Publisher
 from worker.cost import Alerter
 from worker.generation import Generator
@@ -110,10 +110,7 @@ async def run(settings: WorkerSettings, **given: Unpack[Given]) -> int:
 
 
 def main() -> None:
-    try:
-        settings = WorkerSettings()
-    except ValidationError as exc:  # e.g. an empty STICKER_RENDER_MODE: a start-up error (spec/002)
-        print(f"worker: invalid settings: {exc}", file=sys.stderr)
-        sys.exit(2)
+    # e.g. an empty STICKER_RENDER_MODE is a start-up error (spec/002)
+    settings = settings_or_exit(WorkerSettings, SERVICE)
     configure_logging(service=SERVICE, level=settings.log_level, fmt=settings.log_format)
     sys.exit(asyncio.run(run(settings)))

@@ -38,12 +38,12 @@ from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ingest.api.text import INVALID_CHARACTERS
-from shared.errors import Conflict, DatabaseUnavailable, NotFound, UploadRejected
+from shared.errors import Conflict, DatabaseUnavailable, NotFound, StickerBoothError, UploadRejected
 
 log = structlog.get_logger(__name__)
 
 
-class ApiError(Exception):
+class ApiError(StickerBoothError):
     """An HTTP error with a code, raised by route handlers."""
 
     def __init__(self, status: int, code: str, message: str) -> None:

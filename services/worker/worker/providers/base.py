@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 from cartoon.grammar import DrawSpec, ImageKind, ImageRole
-from shared.errors import ErrorClass
+from shared.errors import ErrorClass, StickerBoothError
 from shared.logging import redact
 
 __all__ = [
@@ -100,7 +100,7 @@ class CallUsage:
     output_tokens: int = 0
 
 
-class ProviderCallError(Exception):
+class ProviderCallError(StickerBoothError):
     """A provider call failed; ``error_class`` is one of DESIGN.md §5 (the adapters classify the
     provider's wire shape, :mod:`worker.providers.classify`).
 
