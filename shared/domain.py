@@ -23,6 +23,21 @@ class JobStatus(StrEnum):
     FAILED = "failed"
 
 
+class CommandStatus(StrEnum):
+    """Where a ``tg_commands`` row is (the gateway's at-most-once outbox, DESIGN.md §4): ``pending`` →
+    ``sending`` (claimed; a crash here leaves the outcome unknown) → ``sent`` | ``failed``; a command that
+    was never sent goes back to ``pending``."""
+
+    PENDING = "pending"
+    SENDING = "sending"
+    SENT = "sent"
+    FAILED = "failed"
+
+
+#: A command in one of these has its outcome: the gateway never executes it again.
+FINAL_COMMAND_STATUSES = frozenset({CommandStatus.SENT, CommandStatus.FAILED})
+
+
 #: Not final yet: the deadline sweep may still fail these (DESIGN.md §6).
 ACTIVE_JOB_STATUSES: tuple[JobStatus, ...] = (
     JobStatus.QUEUED,
@@ -122,7 +137,7 @@ class TelegramCommandRecord:
     reply_to: str | None
     method: str
     params: dict[str, Any]
-    status: str
+    status: CommandStatus
     result: Any
     error: dict[str, Any] | None
     tries: int

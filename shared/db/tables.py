@@ -14,11 +14,12 @@ from __future__ import annotations
 import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import JSONB, UUID
 
-from shared.domain import JobStatus
+from shared.domain import CommandStatus, JobStatus
 
 metadata = sa.MetaData()
 
 JOB_STATUSES = tuple(s.value for s in JobStatus)  # the ck_jobs_status CHECK: no schema change
+COMMAND_STATUSES = tuple(s.value for s in CommandStatus)  # the ck_tg_commands_status CHECK
 LEAD_STATUSES = ("new", "taken", "done", "spam")
 LEAD_CARD_STATES = ("pending", "sending", "unsure", "checking", "posted")
 LEAD_NOTICE_STATES = (*LEAD_CARD_STATES, "failed")
@@ -120,7 +121,7 @@ tg_commands = sa.Table(
     sa.Column("dispatched_at", TZ),
     sa.Column("created_at", TZ, nullable=False, server_default=sa.func.now()),
     sa.Column("updated_at", TZ, nullable=False, server_default=sa.func.now()),
-    sa.CheckConstraint("status IN ('pending', 'sending', 'sent', 'failed')", name="ck_tg_commands_status"),
+    sa.CheckConstraint(f"status IN {COMMAND_STATUSES!r}", name="ck_tg_commands_status"),
 )
 sa.Index("ix_tg_commands_status_updated", tg_commands.c.status, tg_commands.c.updated_at)
 

@@ -16,7 +16,7 @@ from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from shared.db.tables import tg_commands
-from shared.domain import TelegramCommandRecord
+from shared.domain import CommandStatus, TelegramCommandRecord
 
 
 def _record(row: Any) -> TelegramCommandRecord:
@@ -26,7 +26,7 @@ def _record(row: Any) -> TelegramCommandRecord:
         reply_to=m["reply_to"],
         method=m["method"],
         params=dict(m["params"]),
-        status=m["status"],
+        status=CommandStatus(m["status"]),
         result=m["result"],
         error=m["error"],
         tries=m["tries"],
@@ -67,14 +67,14 @@ class TelegramCommandRepository:
                 .where(
                     tg_commands.c.command_id == command_id,
                     sa.or_(
-                        tg_commands.c.status == "pending",
+                        tg_commands.c.status == CommandStatus.PENDING,
                         sa.and_(
-                            tg_commands.c.status == "sending",
+                            tg_commands.c.status == CommandStatus.SENDING,
                             tg_commands.c.updated_at <= sa.func.now() - stale_after,
                         ),
                     ),
                 )
-                .values(status="sending", tries=tg_commands.c.tries + 1, updated_at=sa.func.now())
+                .values(status=CommandStatus.SENDING, tries=tg_commands.c.tries + 1, updated_at=sa.func.now())
                 .returning(tg_commands)
             )
         ).one_or_none()
@@ -86,8 +86,13 @@ class TelegramCommandRepository:
         """``sending → sent`` (``ok``) or ``sending → failed``, storing Telegram's result or error."""
         await self.conn.execute(
             sa.update(tg_commands)
-            .where(tg_commands.c.command_id == command_id, tg_commands.c.status == "sending")
-            .values(status="sent" if ok else "failed", result=result, error=error, updated_at=sa.func.now())
+            .where(tg_commands.c.command_id == command_id, tg_commands.c.status == CommandStatus.SENDING)
+            .values(
+                status=CommandStatus.SENT if ok else CommandStatus.FAILED,
+                result=result,
+                error=error,
+                updated_at=sa.func.now(),
+            )
         )
 
     async def touch_sending(self, command_id: str) -> bool:
@@ -96,7 +101,7 @@ class TelegramCommandRepository:
         no longer ``sending``."""
         result = await self.conn.execute(
             sa.update(tg_commands)
-            .where(tg_commands.c.command_id == command_id, tg_commands.c.status == "sending")
+            .where(tg_commands.c.command_id == command_id, tg_commands.c.status == CommandStatus.SENDING)
             .values(updated_at=sa.func.now())
         )
         return bool(result.rowcount)
@@ -105,8 +110,8 @@ class TelegramCommandRepository:
         """``sending → pending`` after a transient failure, so the command can be tried again."""
         await self.conn.execute(
             sa.update(tg_commands)
-            .where(tg_commands.c.command_id == command_id, tg_commands.c.status == "sending")
-            .values(status="pending", updated_at=sa.func.now())
+            .where(tg_commands.c.command_id == command_id, tg_commands.c.status == CommandStatus.SENDING)
+            .values(status=CommandStatus.PENDING, updated_at=sa.func.now())
         )
 
     async def due_for_dispatch(
@@ -121,7 +126,7 @@ class TelegramCommandRepository:
         (with ``sending_stale``) ``sending`` commands whose executor died mid-call."""
         now = sa.func.now()
         pending = sa.and_(
-            tg_commands.c.status == "pending",
+            tg_commands.c.status == CommandStatus.PENDING,
             sa.or_(
                 sa.and_(tg_commands.c.dispatched_at.is_(None), tg_commands.c.created_at <= now - grace),
                 tg_commands.c.dispatched_at <= now - republish_after,
@@ -130,7 +135,7 @@ class TelegramCommandRepository:
         stuck: sa.ColumnElement[bool] = sa.false()
         if sending_stale is not None:
             stuck = sa.and_(
-                tg_commands.c.status == "sending", tg_commands.c.updated_at <= now - sending_stale
+                tg_commands.c.status == CommandStatus.SENDING, tg_commands.c.updated_at <= now - sending_stale
             )
         rows = await self.conn.execute(
             sa.select(tg_commands)
@@ -152,7 +157,7 @@ class TelegramCommandRepository:
         rows = await self.conn.execute(
             sa.select(tg_commands)
             .where(
-                tg_commands.c.status == "failed",
+                tg_commands.c.status == CommandStatus.FAILED,
                 tg_commands.c.error["error_code"].astext == "429",
                 tg_commands.c.updated_at + sa.func.make_interval(0, 0, 0, 0, 0, 0, retry_after) <= now,
                 tg_commands.c.created_at >= now - newer_than,

@@ -32,7 +32,7 @@ from delivery.settings import DeliverySettings
 from shared import command_ids, metrics
 from shared.command_ids import JobCommandId
 from shared.commands import CreateStickerSet, GetStickerSet, StickerRef
-from shared.domain import Job, JobContext, JobStatus, TelegramCommandRecord
+from shared.domain import CommandStatus, Job, JobContext, JobStatus, TelegramCommandRecord
 from shared.errors import ErrorClass
 from shared.joblife import fail_job
 from shared.messages import JobRendered, TelegramResult
@@ -108,7 +108,7 @@ class PackDelivery:
             if ctx is None or ctx.job.status != JobStatus.RENDERED or ctx.tg_user_id is None:
                 return
             attempts = await repos.tg_commands.with_prefix(prefix)
-            live = [r for r in attempts if r.status != "failed"]
+            live = [r for r in attempts if r.status != CommandStatus.FAILED]
             if live:
                 command_id = live[-1].command_id
             else:
@@ -254,7 +254,7 @@ class PackDelivery:
         """
         job = ctx.job
         attempts = await repos.tg_commands.with_prefix(command_ids.link(job.id))
-        live = [r for r in attempts if r.status != "failed"]
+        live = [r for r in attempts if r.status != CommandStatus.FAILED]
         if live:
             return live[-1].command_id
         if len([r for r in attempts if _flood_retry_at(r) is None]) >= self.settings.link_attempts:
@@ -274,7 +274,7 @@ class PackDelivery:
             failed = [
                 r
                 for r in await repos.tg_commands.with_prefix(command_ids.link(job_id))
-                if r.status == "failed" and _flood_retry_at(r) is None
+                if r.status == CommandStatus.FAILED and _flood_retry_at(r) is None
             ]
             if len(failed) < self.settings.link_attempts:
                 retry_at = datetime.now(UTC) + timedelta(seconds=self.settings.link_retry_delay_sec)
@@ -323,7 +323,11 @@ def _flood_wait(result: TelegramResult) -> float | None:
 def _flood_retry_at(record: TelegramCommandRecord) -> datetime | None:
     """When a command that failed with a 429 may be asked again; ``None`` for any other outcome."""
     error = record.error or {}
-    if record.status != "failed" or error.get("error_code") != FLOOD or not error.get("retry_after"):
+    if (
+        record.status != CommandStatus.FAILED
+        or error.get("error_code") != FLOOD
+        or not error.get("retry_after")
+    ):
         return None
     return record.updated_at + timedelta(seconds=float(error["retry_after"]))
 

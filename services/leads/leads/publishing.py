@@ -31,7 +31,7 @@ from leads.outcomes import OutcomeHandler, PublishPolicy
 from shared import metrics
 from shared.command_ids import find_post, send_post
 from shared.commands import FindBotMessage, SendMessage, load
-from shared.domain import LeadChat, LeadPost
+from shared.domain import FINAL_COMMAND_STATUSES, CommandStatus, LeadChat, LeadPost
 from shared.messages import TelegramErrorInfo, TelegramResult
 from shared.outbox import add_command, dispatch_commands
 from shared.repositories import Database, Repositories
@@ -185,11 +185,11 @@ class LeadPublisher:
         if record is None:
             error = TelegramErrorInfo(error_code=500, description="the command row is missing")
             return TelegramResult(command_id=command_id, ok=False, error=error)
-        if record.status not in ("sent", "failed"):
+        if record.status not in FINAL_COMMAND_STATUSES:
             return None  # the gateway has not run it yet (it may be down): keep waiting
         return TelegramResult(
             command_id=command_id,
-            ok=record.status == "sent",
+            ok=record.status == CommandStatus.SENT,
             result=record.result,
             error=TelegramErrorInfo(**record.error) if record.error else None,
         )

@@ -60,7 +60,7 @@ from shared.commands import (
     SendMessage,
     load,
 )
-from shared.domain import TelegramCommandRecord
+from shared.domain import FINAL_COMMAND_STATUSES, CommandStatus, TelegramCommandRecord
 from shared.errors import UnavailableError
 from shared.messages import TelegramCommand, TelegramErrorInfo, TelegramResult
 from shared.repositories import Database
@@ -146,17 +146,17 @@ class CommandExecutor:
             if record is None:
                 log.warning("OUTBOX_UNKNOWN_COMMAND", command_id=command_id)
                 return
-            if record.status in ("sent", "failed"):
+            if record.status in FINAL_COMMAND_STATUSES:
                 claimed = None
             else:
                 claimed = await repos.tg_commands.start_sending(
                     command_id, stale_after=timedelta(seconds=self.sending_stale_s)
                 )
         if claimed is None:
-            if record.status in ("sent", "failed"):
+            if record.status in FINAL_COMMAND_STATUSES:
                 await self._announce(record)
             return
-        if record.status == "sending" and claimed.method not in REPEATABLE:
+        if record.status == CommandStatus.SENDING and claimed.method not in REPEATABLE:
             await self._finish(claimed, ok=False, error=_unknown("the gateway stopped during the call"))
             return
         async with self._running(claimed.command_id):
@@ -251,7 +251,10 @@ class CommandExecutor:
     async def _announce(self, record: TelegramCommandRecord) -> None:
         error = TelegramErrorInfo(**record.error) if record.error else None
         result = TelegramResult(
-            command_id=record.command_id, ok=record.status == "sent", result=record.result, error=error
+            command_id=record.command_id,
+            ok=record.status == CommandStatus.SENT,
+            result=record.result,
+            error=error,
         )
         await self._publish(record.reply_to, result)
 
