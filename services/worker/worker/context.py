@@ -2,7 +2,9 @@
 the job, the artefact cache, the process-wide limits, and the report of stages, timings and events.
 
 Built per job by :class:`worker.render.PipelineRenderer` (the worker) or by the CLI; the variants
-(:mod:`worker.variants`) and steps (:mod:`worker.steps`) only read it and add to its report.
+(:mod:`worker.variants`) read it and add to its report. The steps (:mod:`worker.steps`) see only the
+narrow parts they use: :class:`RenderReport` (events, stages, threads), :class:`ProviderCalls` (that and
+the provider chain) and :class:`ArtefactCache`; settings come to them as keyword arguments.
 """
 
 from __future__ import annotations
@@ -25,7 +27,8 @@ from shared.outfits import Outfit
 from shared.repositories import Database
 from worker.cost import Alerter, CostLedger
 from worker.imaging.cut import SheetCut, cut_sheet
-from worker.providers.chain import ProviderChain
+from worker.providers.base import ImageRequest, VisionRequest
+from worker.providers.chain import ImageResult, ProviderChain
 from worker.settings import PipelineSettings
 
 __all__ = [
@@ -33,6 +36,7 @@ __all__ = [
     "DbArtefacts",
     "MemoryArtefacts",
     "NoValidSheet",
+    "ProviderCalls",
     "RenderContext",
     "RenderReport",
     "gather_or_cancel",
@@ -125,6 +129,28 @@ class RenderReport(Protocol):
         ...
 
 
+class ProviderCalls(RenderReport, Protocol):
+    """The part of a render that steps with provider calls need: besides the report, an image or a
+    vision answer through the provider chain, charged to the job's cost ledger, and the cut of a sheet
+    that came back (at most ``CUT_MAX_PARALLEL`` at once; spec/002 "Cut and chroma key").
+    :class:`RenderContext` is one.
+    """
+
+    async def image(self, request: ImageRequest) -> ImageResult:
+        """One image through the chain (:meth:`worker.providers.chain.ProviderChain.image`, which
+        lists what it raises)."""
+        ...
+
+    async def vision(self, request: VisionRequest, *, timeout_s: float | None = None) -> dict[str, Any]:
+        """One structured vision answer through the chain (``timeout_s`` overrides
+        ``VISION_TIMEOUT_SEC``; :meth:`worker.providers.chain.ProviderChain.vision`)."""
+        ...
+
+    async def cut(self, image: npt.NDArray[np.uint8], figures: int) -> SheetCut:
+        """Key and cut a sheet (H×W×3 or ×4 uint8) expected to hold ``figures`` figures."""
+        ...
+
+
 @dataclass
 class RenderContext:
     """One job's render.
@@ -174,6 +200,14 @@ class RenderContext:
     async def cpu(self, fn: Callable[..., T], *args: Any) -> T:
         """Run CPU-bound image code in a thread (the event loop keeps serving the other slots)."""
         return await asyncio.to_thread(fn, *args)
+
+    async def image(self, request: ImageRequest) -> ImageResult:
+        """One image through the chain, charged to this job's ledger."""
+        return await self.chain.image(request, self.ledger)
+
+    async def vision(self, request: VisionRequest, *, timeout_s: float | None = None) -> dict[str, Any]:
+        """One structured vision answer through the chain, charged to this job's ledger."""
+        return await self.chain.vision(request, self.ledger, timeout_s=timeout_s)
 
     async def cut(self, image: npt.NDArray[np.uint8], figures: int) -> SheetCut:
         """Key and cut a sheet in a thread, at most ``CUT_MAX_PARALLEL`` sheets at once per process."""

@@ -86,7 +86,21 @@ async def _figure_path(
     if mode in ("classic", "hybrid"):
         return await render_classic(ctx, inputs, face, passport, hybrid=mode == "hybrid")
     if mode == "consistency":
-        anchor = await anchor_portrait(ctx, inputs.selfie, face, passport)
+        s = ctx.settings
+        anchor = await anchor_portrait(
+            ctx,
+            ctx.artefacts,
+            inputs.selfie,
+            face,
+            passport,
+            outfit=ctx.outfit,
+            art_style=s.art_style,
+            anchor_retries=s.anchor_retries,
+            anchor_verify=s.anchor_verify,
+            anchor_verify_timeout_sec=s.anchor_verify_timeout_sec,
+            anchor_skin_strength=s.anchor_skin_strength,
+            skin_norm_max_de=s.skin_norm_max_de,
+        )
         if anchor is not None:
             return await render_consistency(ctx, inputs, face, passport, anchor)
         ctx.event("ANCHOR_MISSING_LEGACY_PATH", level="warning")
@@ -116,7 +130,9 @@ async def render_job(ctx: RenderContext) -> Pack:
     async with ctx.stage("inputs"):
         inputs = await ctx.cpu(prepare_inputs, ctx.selfie)
     async with ctx.stage("passport"):
-        passport = await appearance_passport(ctx, inputs.selfie)
+        passport = await appearance_passport(
+            ctx, ctx.artefacts, inputs.selfie, card_attempts=ctx.settings.card_attempts
+        )
     face = await ctx.cpu(face_crop, inputs.rgb, passport)
     if mode == "composite":
         slots = await render_composite(ctx, inputs, face, passport)

@@ -16,14 +16,15 @@ import numpy.typing as npt
 from cartoon.offline import encode_png
 from shared.errors import ProviderUnavailable, RetryableJobError
 from shared.imaging.lab import Lab, delta_e, hex_to_lab, mean_lab, skin_mask
-from worker.context import RenderContext
+from shared.outfits import Outfit
+from worker.context import ArtefactCache, ProviderCalls
 from worker.imaging.cut import cut_sheet
 from worker.imaging.skin import capped_shift, shift_region
 from worker.providers.answers import ANCHOR_CHECK_SCHEMA, AnchorCheck, Passport, parse_answer
 from worker.providers.base import InputImage, ProviderCallError, VisionRequest
 from worker.providers.images import decode_output, encode_drawing
 from worker.providers.prompts import vision_prompt
-from worker.steps.sheets import draw_single
+from worker.steps.sheets import PromptTerms, draw_single
 
 __all__ = ["Anchor", "anchor_portrait", "shift_anchor_skin"]
 
@@ -66,7 +67,7 @@ def shift_anchor_skin(
 
 
 async def _verify(
-    ctx: RenderContext, anchor: npt.NDArray[np.uint8], selfie: InputImage
+    calls: ProviderCalls, anchor: npt.NDArray[np.uint8], selfie: InputImage, *, timeout_s: float
 ) -> AnchorCheck | None:
     request = VisionRequest(
         kind="verify",
@@ -75,63 +76,83 @@ async def _verify(
         schema=ANCHOR_CHECK_SCHEMA,
     )
     try:
-        answer = await ctx.chain.vision(request, ctx.ledger, timeout_s=ctx.settings.anchor_verify_timeout_sec)
+        answer = await calls.vision(request, timeout_s=timeout_s)
     except (RetryableJobError, ProviderUnavailable) as exc:
-        ctx.event("ANCHOR_VERIFY_UNAVAILABLE", level="warning", error=str(exc)[:200])
+        calls.event("ANCHOR_VERIFY_UNAVAILABLE", level="warning", error=str(exc)[:200])
         return None
     return parse_answer(AnchorCheck, answer)
 
 
 async def anchor_portrait(
-    ctx: RenderContext, selfie: InputImage, face: InputImage | None, passport: Passport | None
+    calls: ProviderCalls,
+    artefacts: ArtefactCache,
+    selfie: InputImage,
+    face: InputImage | None,
+    passport: Passport | None,
+    *,
+    outfit: Outfit,
+    art_style: str,
+    anchor_retries: int,
+    anchor_verify: bool,
+    anchor_verify_timeout_sec: float,
+    anchor_skin_strength: float,
+    skin_norm_max_de: float,
 ) -> Anchor | None:
-    """The job's anchor: cached, else drawn, verified (one retry on a mismatch) and skin-shifted; ``None``
-    when it could not be drawn (the caller takes the legacy path).
+    """The job's anchor: cached in ``artefacts`` (``anchor``), else drawn, verified (one retry on a
+    mismatch) and skin-shifted; ``None`` when it could not be drawn (the caller takes the legacy path).
+
+    Args:
+        outfit, art_style: the prompt's costume and ``ART_STYLE``.
+        anchor_retries: redraws after a verified mismatch (``ANCHOR_RETRIES``, 1).
+        anchor_verify: verify the anchor against the selfie (``ANCHOR_VERIFY``, on).
+        anchor_verify_timeout_sec: the verify call's timeout (``ANCHOR_VERIFY_TIMEOUT_SEC``, 10 s).
+        anchor_skin_strength: the share of the way to the passport's skin (``ANCHOR_SKIN_STRENGTH``, 0.6).
+        skin_norm_max_de: the largest skin shift (``SKIN_NORM_MAX_DE``, 4 ΔE2000).
 
     Raises:
         JobCostExceeded, ProviderUnavailable: from the chain.
     """
-    cached = await ctx.artefacts.get("anchor")
+    cached = await artefacts.get("anchor")
     if cached is not None:
         stored = np.ascontiguousarray(decode_output(cached)[..., :3])
-        ctx.event("ANCHOR_REUSED")
+        calls.event("ANCHOR_REUSED")
         return Anchor(
-            rgb=stored, image=encode_drawing(stored, "anchor"), skin=await ctx.cpu(_skin_of, stored, None)
+            rgb=stored, image=encode_drawing(stored, "anchor"), skin=await calls.cpu(_skin_of, stored, None)
         )
     refs = (selfie, face) if face is not None else (selfie,)
+    terms = PromptTerms(outfit=outfit, art_style=art_style, passport=passport)
     rgb: npt.NDArray[np.uint8] | None = None
-    async with ctx.stage("anchor"):
-        for attempt in range(ctx.settings.anchor_retries + 1):
+    async with calls.stage("anchor"):
+        for attempt in range(anchor_retries + 1):
             try:
-                drawn, _cut = await draw_single(ctx, "anchor", "neutral", refs, passport=passport)
+                drawn, _cut = await draw_single(calls, "anchor", "neutral", refs, terms)
             except (RetryableJobError, ProviderCallError) as exc:
-                ctx.event("ANCHOR_FAILED", level="warning", attempt=attempt + 1, error=str(exc)[:200])
+                calls.event("ANCHOR_FAILED", level="warning", attempt=attempt + 1, error=str(exc)[:200])
                 break
             rgb = drawn if rgb is None else rgb
-            if not ctx.settings.anchor_verify:
+            if not anchor_verify:
                 rgb = drawn
                 break
-            check = await _verify(ctx, drawn, selfie)
+            check = await _verify(calls, drawn, selfie, timeout_s=anchor_verify_timeout_sec)
             if check is None or check.match:
                 rgb = drawn
-                ctx.event("ANCHOR_VERIFIED", attempt=attempt + 1, match=check.match if check else None)
+                calls.event("ANCHOR_VERIFIED", attempt=attempt + 1, match=check.match if check else None)
                 break
-            ctx.event("ANCHOR_MISMATCH", level="warning", attempt=attempt + 1, mismatches=check.mismatches)
+            calls.event("ANCHOR_MISMATCH", level="warning", attempt=attempt + 1, mismatches=check.mismatches)
     if rgb is None:
         return None
     chosen: npt.NDArray[np.uint8] = rgb
     target = hex_to_lab(passport.skin_tone_hex) if passport is not None else None
     if target is not None:
-        strength, cap = ctx.settings.anchor_skin_strength, ctx.settings.skin_norm_max_de
-        chosen, applied, before = await ctx.cpu(
-            lambda: shift_anchor_skin(chosen, target, strength=strength, max_de=cap)
+        chosen, applied, before = await calls.cpu(
+            lambda: shift_anchor_skin(chosen, target, strength=anchor_skin_strength, max_de=skin_norm_max_de)
         )
-        ctx.event(
+        calls.event(
             "ANCHOR_SKIN_SHIFT",
             before_de=None if before is None else round(before, 2),
             applied_de=round(applied, 2),
         )
-    await ctx.artefacts.put("anchor", await ctx.cpu(encode_png, chosen), "image/png")
+    await artefacts.put("anchor", await calls.cpu(encode_png, chosen), "image/png")
     return Anchor(
-        rgb=chosen, image=encode_drawing(chosen, "anchor"), skin=await ctx.cpu(_skin_of, chosen, target)
+        rgb=chosen, image=encode_drawing(chosen, "anchor"), skin=await calls.cpu(_skin_of, chosen, target)
     )

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 
 from shared.errors import RetryableJobError
-from worker.context import RenderContext
+from worker.context import ArtefactCache, ProviderCalls
 from worker.providers.answers import PASSPORT_SCHEMA, Passport, parse_answer
 from worker.providers.base import InputImage, VisionRequest
 from worker.providers.prompts import vision_prompt
@@ -16,34 +16,39 @@ from worker.providers.prompts import vision_prompt
 __all__ = ["appearance_passport"]
 
 
-async def appearance_passport(ctx: RenderContext, selfie: InputImage) -> Passport | None:
-    """The job's passport: cached, else asked for (``CARD_ATTEMPTS`` attempts), else ``None``.
+async def appearance_passport(
+    calls: ProviderCalls, artefacts: ArtefactCache, selfie: InputImage, *, card_attempts: int
+) -> Passport | None:
+    """The job's passport: cached in ``artefacts`` (``passport``), else asked for (``card_attempts``
+    attempts, ``CARD_ATTEMPTS`` 2), else ``None``.
 
     Raises:
         JobCostExceeded, ProviderUnavailable: from the chain (they stop the job, never the passport
             alone).
     """
-    cached = await ctx.artefacts.get("passport")
+    cached = await artefacts.get("passport")
     if cached is not None:
         passport = parse_answer(Passport, json.loads(cached))
         if passport is not None:
-            ctx.event("PASSPORT_REUSED")
+            calls.event("PASSPORT_REUSED")
             return passport
     request = VisionRequest(
         kind="passport", prompt=vision_prompt("passport"), images=(selfie,), schema=PASSPORT_SCHEMA
     )
-    for attempt in range(1, ctx.settings.card_attempts + 1):
+    for attempt in range(1, card_attempts + 1):
         try:
-            answer = await ctx.chain.vision(request, ctx.ledger)
+            answer = await calls.vision(request)
         except RetryableJobError as exc:
-            ctx.event("APPEARANCE_ATTEMPT_FAILED", level="warning", attempt=attempt, error=str(exc)[:200])
+            calls.event("APPEARANCE_ATTEMPT_FAILED", level="warning", attempt=attempt, error=str(exc)[:200])
             continue
         passport = parse_answer(Passport, answer)
         if passport is None:
-            ctx.event("APPEARANCE_ATTEMPT_FAILED", level="warning", attempt=attempt, error="unusable answer")
+            calls.event(
+                "APPEARANCE_ATTEMPT_FAILED", level="warning", attempt=attempt, error="unusable answer"
+            )
             continue
-        await ctx.artefacts.put("passport", passport.model_dump_json().encode(), "application/json")
-        ctx.event("PASSPORT", skin=passport.skin_tone_hex, hair=passport.hair_color_hex)
+        await artefacts.put("passport", passport.model_dump_json().encode(), "application/json")
+        calls.event("PASSPORT", skin=passport.skin_tone_hex, hair=passport.hair_color_hex)
         return passport
-    ctx.event("APPEARANCE_FAILED", level="warning", attempts=ctx.settings.card_attempts)
+    calls.event("APPEARANCE_FAILED", level="warning", attempts=card_attempts)
     return None

@@ -12,7 +12,7 @@ import numpy as np
 import numpy.typing as npt
 
 from shared.errors import ProviderUnavailable, RetryableJobError
-from worker.context import RenderContext
+from worker.context import ProviderCalls
 from worker.imaging.contact import contact_sheet
 from worker.providers.answers import QA_SCHEMA, QaAnswer, parse_answer
 from worker.providers.base import InputImage, VisionKind, VisionRequest
@@ -25,10 +25,11 @@ _REFERENCE_TEXT = {"anchor": "the anchor portrait", "selfie": "the guest's selfi
 
 
 async def identity_outliers(
-    ctx: RenderContext,
+    calls: ProviderCalls,
     reference: InputImage,
     stickers: Sequence[npt.NDArray[np.uint8]],
     *,
+    qa_identity_enabled: bool,
     kind: VisionKind = "pack_qa",
     grid: tuple[int, int] | None = None,
 ) -> dict[int, list[str]]:
@@ -37,6 +38,7 @@ async def identity_outliers(
     Args:
         reference: the anchor (consistency) or the selfie (the other paths).
         stickers: the stickers to judge, in order.
+        qa_identity_enabled: ``QA_IDENTITY_ENABLED``; off accepts every sticker without a call.
         kind: ``pack_qa`` or ``sheet_qa``.
         grid: the contact sheet's (cols, rows); default 4 columns, as many rows as needed.
 
@@ -46,10 +48,10 @@ async def identity_outliers(
     Raises:
         JobCostExceeded: the job's ceiling was reached before the call.
     """
-    if not ctx.settings.qa_identity_enabled or not stickers:
+    if not qa_identity_enabled or not stickers:
         return {}
     cols, rows = grid or (min(4, len(stickers)), math.ceil(len(stickers) / 4))
-    sheet = await ctx.cpu(contact_sheet, list(stickers), cols, rows)
+    sheet = await calls.cpu(contact_sheet, list(stickers), cols, rows)
     request = VisionRequest(
         kind=kind,
         prompt=vision_prompt(
@@ -60,15 +62,15 @@ async def identity_outliers(
         contact_grid=(cols, rows),
     )
     try:
-        async with ctx.stage("qa"):
-            answer = await ctx.chain.vision(request, ctx.ledger)
+        async with calls.stage("qa"):
+            answer = await calls.vision(request)
     except (RetryableJobError, ProviderUnavailable) as exc:
-        ctx.event("QA_UNAVAILABLE", level="warning", kind=kind, error=str(exc)[:200])
+        calls.event("QA_UNAVAILABLE", level="warning", kind=kind, error=str(exc)[:200])
         return {}
     parsed = parse_answer(QaAnswer, answer)
     if parsed is None:
-        ctx.event("QA_UNAVAILABLE", level="warning", kind=kind, error="unusable answer")
+        calls.event("QA_UNAVAILABLE", level="warning", kind=kind, error="unusable answer")
         return {}
     outliers = {o.index - 1: o.reasons for o in parsed.outliers if 1 <= o.index <= len(stickers)}
-    ctx.event("QA", kind=kind, outliers={k + 1: v for k, v in outliers.items()})
+    calls.event("QA", kind=kind, outliers={k + 1: v for k, v in outliers.items()})
     return outliers

@@ -19,12 +19,10 @@ import numpy as np
 import numpy.typing as npt
 
 from shared.errors import ErrorClass, ProviderUnavailable, RetryableJobError
-from worker.context import RenderContext, gather_or_cancel
-from worker.providers.answers import Passport
+from worker.context import ProviderCalls, gather_or_cancel
 from worker.providers.base import InputImage, ProviderCallError
-from worker.providers.prompts import ColourLock
 from worker.steps.qa import identity_outliers
-from worker.steps.sheets import draw_single
+from worker.steps.sheets import PromptTerms, draw_single
 from worker.steps.slots import Slot, finish_slots
 
 __all__ = ["regenerate"]
@@ -34,37 +32,37 @@ _ORDER = {"missing": 0, "small": 0, "edge": 1, "flat": 1, "qa": 2}
 
 
 async def _draw_one(
-    ctx: RenderContext,
-    slot: Slot,
-    refs: Sequence[InputImage],
-    passport: Passport | None,
-    hard_locks: bool,
-    colour_lock: ColourLock | None,
+    calls: ProviderCalls, slot: Slot, refs: Sequence[InputImage], terms: PromptTerms
 ) -> npt.NDArray[np.uint8] | None:
-    _image, cut = await draw_single(
-        ctx, "figure", slot.pose.name, refs, passport=passport, hard_locks=hard_locks, colour_lock=colour_lock
-    )
+    _image, cut = await draw_single(calls, "figure", slot.pose.name, refs, terms)
     if not cut.figures or cut.edge_cut or cut.figures[0].flat_cut:
         return None
     return cut.figures[0].rgba
 
 
 async def regenerate(
-    ctx: RenderContext,
+    calls: ProviderCalls,
     slots: Sequence[Slot],
     refs: Sequence[InputImage],
+    terms: PromptTerms,
     *,
     qa_reference: InputImage | None,
-    passport: Passport | None = None,
-    hard_locks: bool = False,
-    colour_lock: ColourLock | None = None,
+    qa_identity_enabled: bool,
+    consistency_max_regen: int,
+    edge_regen_timeout_sec: float,
+    consistency_regen_budget_sec: float,
 ) -> None:
     """Redraw the defective slots (in place) under the caps and budgets, then finish them.
 
     Args:
         slots: the pack's 12 slots (defects set, stickers finished where there is a figure).
         refs: the reference images of a single-figure request (as for the path's sheets).
+        terms: the path's prompt terms (as for its sheets).
         qa_reference: image 1 of the second QA (``None``: no second QA).
+        qa_identity_enabled: ``QA_IDENTITY_ENABLED`` (off: the second QA accepts every figure).
+        consistency_max_regen: redraws of capped defects per pack (``CONSISTENCY_MAX_REGEN``, 4).
+        edge_regen_timeout_sec: an edge or flat cut's budget (``EDGE_REGEN_TIMEOUT_SEC``, 35 s).
+        consistency_regen_budget_sec: a QA outlier's budget (``CONSISTENCY_REGEN_BUDGET_SEC``, 20 s).
 
     Raises:
         RetryableJobError: (``invalid``) a missing figure could not be drawn.
@@ -77,35 +75,33 @@ async def regenerate(
     )
     capped = [s for s in defective if s.defect not in ("missing", "small")]
     chosen = [s for s in defective if s.defect in ("missing", "small")]
-    chosen += capped[: ctx.settings.consistency_max_regen]
-    for slot in capped[ctx.settings.consistency_max_regen :]:
-        ctx.event("REGEN_CAP_REACHED", level="warning", slot=slot.index, defect=slot.defect)
+    chosen += capped[:consistency_max_regen]
+    for slot in capped[consistency_max_regen:]:
+        calls.event("REGEN_CAP_REACHED", level="warning", slot=slot.index, defect=slot.defect)
     if not chosen:
         return
 
     def budget(slot: Slot) -> float | None:
         if slot.defect in ("edge", "flat"):
-            return ctx.settings.edge_regen_timeout_sec
+            return edge_regen_timeout_sec
         if slot.defect == "qa":
-            return ctx.settings.consistency_regen_budget_sec
+            return consistency_regen_budget_sec
         return None
 
     async def one(slot: Slot) -> npt.NDArray[np.uint8] | None:
         try:
-            return await asyncio.wait_for(
-                _draw_one(ctx, slot, refs, passport, hard_locks, colour_lock), budget(slot)
-            )
+            return await asyncio.wait_for(_draw_one(calls, slot, refs, terms), budget(slot))
         except TimeoutError:
-            ctx.event("CONSISTENCY_REGEN_TIMEOUT", level="warning", slot=slot.index, defect=slot.defect)
+            calls.event("CONSISTENCY_REGEN_TIMEOUT", level="warning", slot=slot.index, defect=slot.defect)
         except (RetryableJobError, ProviderCallError) as exc:
-            ctx.event("CONSISTENCY_REGEN_FAILED", level="warning", slot=slot.index, error=str(exc)[:200])
+            calls.event("CONSISTENCY_REGEN_FAILED", level="warning", slot=slot.index, error=str(exc)[:200])
         except ProviderUnavailable as exc:
             if slot.figure is None:
                 raise
-            ctx.event("CONSISTENCY_REGEN_FAILED", level="warning", slot=slot.index, error=str(exc)[:200])
+            calls.event("CONSISTENCY_REGEN_FAILED", level="warning", slot=slot.index, error=str(exc)[:200])
         return None
 
-    async with ctx.stage("regen"):
+    async with calls.stage("regen"):
         drawn = await gather_or_cancel(one(slot) for slot in chosen)
     fresh: list[Slot] = []
     for slot, figure in zip(chosen, drawn, strict=True):
@@ -116,21 +112,23 @@ async def regenerate(
                     error_class=ErrorClass.INVALID,
                 )
             if slot.defect in _LEFT_MARKER:
-                ctx.event(_LEFT_MARKER[slot.defect], level="warning", slot=slot.index)
+                calls.event(_LEFT_MARKER[slot.defect], level="warning", slot=slot.index)
             continue
         fresh.append(Slot(index=slot.index, pose=slot.pose, figure=figure, regenerated=True))
-    await finish_slots(ctx, fresh)
+    await finish_slots(calls, fresh)
     rejected: dict[int, list[str]] = {}
     replaceable = [f for f in fresh if slots[f.index].figure is not None]
     if qa_reference is not None and replaceable:
         outlined = [f.outlined for f in replaceable if f.outlined is not None]
-        found = await identity_outliers(ctx, qa_reference, outlined, kind="pack_qa")
+        found = await identity_outliers(
+            calls, qa_reference, outlined, qa_identity_enabled=qa_identity_enabled, kind="pack_qa"
+        )
         rejected = {replaceable[k].index: reasons for k, reasons in found.items()}
     for new in fresh:
         old = slots[new.index]
         if new.index in rejected:
-            ctx.event("REGEN_REJECTED", slot=new.index, reasons=rejected[new.index])
+            calls.event("REGEN_REJECTED", slot=new.index, reasons=rejected[new.index])
             continue
         old.figure, old.sticker, old.outlined, old.qa = new.figure, new.sticker, new.outlined, new.qa
         old.defect, old.regenerated = None, True
-        ctx.event("REGENERATED", slot=new.index)
+        calls.event("REGENERATED", slot=new.index)

@@ -20,16 +20,19 @@ import numpy.typing as npt
 from cartoon.poses import POSES
 from cartoon.sheets import sheet_layout
 from shared.errors import RetryableJobError
-from worker.context import RenderContext
+from shared.outfits import Outfit
+from worker.context import ProviderCalls
 from worker.imaging.cut import SheetCut
 from worker.providers.answers import Passport
 from worker.providers.base import Aspect, DrawSpec, ImageKind, ImageRequest, InputImage, ProviderCallError
 from worker.providers.prompts import ColourLock, image_prompt
 
 __all__ = [
+    "PromptTerms",
     "SheetPlan",
     "SheetResult",
     "draw_sheet",
+    "draw_single",
     "lenient",
     "plan_sheets",
     "sheet_with_attempts",
@@ -37,6 +40,40 @@ __all__ = [
 ]
 
 PACK_SIZE = 12
+
+
+@dataclass(frozen=True, slots=True)
+class PromptTerms:
+    """What every image prompt of one path says besides its task and poses
+    (:func:`worker.providers.prompts.image_prompt`; spec/002 "How the variants differ").
+
+    Attributes:
+        outfit: the costume (its ``prompt`` is quoted).
+        art_style: ``ART_STYLE`` (``cute_cartoon``).
+        passport: the appearance passport, when there is one.
+        hard_locks: the consistency path's ``HARD LOCKS`` block.
+        colour_lock: hybrid's ``COLOR LOCK`` block.
+    """
+
+    outfit: Outfit
+    art_style: str
+    passport: Passport | None = None
+    hard_locks: bool = False
+    colour_lock: ColourLock | None = None
+
+    def prompt(self, kind: ImageKind, spec: DrawSpec, refs: Sequence[InputImage], aspect: str) -> str:
+        """The prompt of an image request of ``kind`` for ``spec``, with ``refs`` attached."""
+        return image_prompt(
+            kind,
+            spec,
+            outfit=self.outfit,
+            art_style=self.art_style,
+            roles=[image.role for image in refs],
+            aspect=aspect,
+            passport=self.passport,
+            hard_locks=self.hard_locks,
+            colour_lock=self.colour_lock,
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,16 +138,15 @@ def lenient(cut: SheetCut) -> bool:
 
 
 async def draw_sheet(
-    ctx: RenderContext,
+    calls: ProviderCalls,
     plan: SheetPlan,
     refs: Sequence[InputImage],
+    terms: PromptTerms,
     *,
     kind: str = "sheet",
-    passport: Passport | None = None,
-    hard_locks: bool = False,
-    colour_lock: ColourLock | None = None,
 ) -> tuple[npt.NDArray[np.uint8], SheetCut]:
-    """Ask for one sheet (``kind`` ``sheet`` or ``heads``) and cut it.
+    """Ask for one sheet (``kind`` ``sheet`` or ``heads``) at 2K and cut it (stages ``generate`` and
+    ``cut``); returns the image (H×W×3 RGB, or ×4) and its cut.
 
     Raises:
         RetryableJobError: the chain could not deliver for a charged reason (an answer that is not an
@@ -118,39 +154,26 @@ async def draw_sheet(
         ContentRefused, ProviderUnavailable, JobCostExceeded: from the chain.
     """
     spec = DrawSpec(
-        outfit_id=ctx.outfit.id, poses=plan.poses, cols=plan.cols, rows=plan.rows, heads_only=kind == "heads"
+        outfit_id=terms.outfit.id,
+        poses=plan.poses,
+        cols=plan.cols,
+        rows=plan.rows,
+        heads_only=kind == "heads",
     )
     image_kind: ImageKind = "heads" if kind == "heads" else "sheet"
-    prompt = image_prompt(
-        image_kind,
-        spec,
-        outfit=ctx.outfit,
-        art_style=ctx.settings.art_style,
-        roles=[image.role for image in refs],
-        aspect=plan.aspect,
-        passport=passport,
-        hard_locks=hard_locks,
-        colour_lock=colour_lock,
-    )
+    prompt = terms.prompt(image_kind, spec, refs, plan.aspect)
     request = ImageRequest(
         kind=image_kind, prompt=prompt, images=tuple(refs), size="2K", aspect=plan.aspect, spec=spec
     )
-    async with ctx.stage("generate"):
-        result = await ctx.chain.image(request, ctx.ledger)  # decoded there: bytes that are not an image
-    async with ctx.stage("cut"):  # are the chain's ``invalid``, never a crash here
-        cut = await ctx.cut(result.image, plan.figures)
+    async with calls.stage("generate"):
+        result = await calls.image(request)  # decoded there: bytes that are not an image
+    async with calls.stage("cut"):  # are the chain's ``invalid``, never a crash here
+        cut = await calls.cut(result.image, plan.figures)
     return result.image, cut
 
 
 async def draw_single(
-    ctx: RenderContext,
-    kind: ImageKind,
-    pose: str,
-    refs: Sequence[InputImage],
-    *,
-    passport: Passport | None = None,
-    hard_locks: bool = False,
-    colour_lock: ColourLock | None = None,
+    calls: ProviderCalls, kind: ImageKind, pose: str, refs: Sequence[InputImage], terms: PromptTerms
 ) -> tuple[npt.NDArray[np.uint8], SheetCut]:
     """Ask for one figure in ``pose`` at 1K, 1:1 (``kind`` ``anchor`` or ``figure``, a single-figure
     regeneration) and cut it; returns the image (H×W×3 RGB) and its cut.
@@ -158,39 +181,28 @@ async def draw_single(
     Raises:
         The same as :func:`draw_sheet`.
     """
-    spec = DrawSpec(outfit_id=ctx.outfit.id, poses=(pose,))
-    prompt = image_prompt(
-        kind,
-        spec,
-        outfit=ctx.outfit,
-        art_style=ctx.settings.art_style,
-        roles=[image.role for image in refs],
-        aspect="1:1",
-        passport=passport,
-        hard_locks=hard_locks,
-        colour_lock=colour_lock,
-    )
+    spec = DrawSpec(outfit_id=terms.outfit.id, poses=(pose,))
+    prompt = terms.prompt(kind, spec, refs, "1:1")
     request = ImageRequest(kind=kind, prompt=prompt, images=tuple(refs), size="1K", aspect="1:1", spec=spec)
-    result = await ctx.chain.image(request, ctx.ledger)
+    result = await calls.image(request)
     image = np.ascontiguousarray(result.image[..., :3])
-    return image, await ctx.cut(image, 1)
+    return image, await calls.cut(image, 1)
 
 
 async def sheet_with_attempts(
-    ctx: RenderContext,
+    calls: ProviderCalls,
     plan: SheetPlan,
     refs: Sequence[InputImage],
+    terms: PromptTerms,
     *,
     attempts: int,
     accept: Callable[[SheetCut], bool],
     kind: str = "sheet",
-    passport: Passport | None = None,
-    hard_locks: bool = False,
-    colour_lock: ColourLock | None = None,
     keep: list[SheetResult] | None = None,
 ) -> SheetResult | None:
-    """Ask for a sheet until ``accept`` takes one, at most ``attempts`` times; ``None`` when none was
-    taken. Every sheet that came back is appended to ``keep`` (composite uses the best cells of all).
+    """Ask for a sheet until ``accept`` takes one, at most ``attempts`` times (``FIGURE_SHEET_ATTEMPTS``);
+    ``None`` when none was taken. Every sheet that came back is appended to ``keep`` (composite uses the
+    best cells of all). Logs ``SHEET`` (taken), ``SHEET_INVALID`` and ``SHEET_FAILED`` per attempt.
 
     Raises:
         ContentRefused: every provider refused the job's selfie: no further attempt is made.
@@ -198,11 +210,9 @@ async def sheet_with_attempts(
     """
     for attempt in range(1, attempts + 1):
         try:
-            image, cut = await draw_sheet(
-                ctx, plan, refs, kind=kind, passport=passport, hard_locks=hard_locks, colour_lock=colour_lock
-            )
+            image, cut = await draw_sheet(calls, plan, refs, terms, kind=kind)
         except (RetryableJobError, ProviderCallError) as exc:
-            ctx.event(
+            calls.event(
                 "SHEET_FAILED", level="warning", sheet=plan.number, attempt=attempt, error=str(exc)[:200]
             )
             continue
@@ -210,7 +220,7 @@ async def sheet_with_attempts(
         if keep is not None:
             keep.append(result)
         if accept(cut):
-            ctx.event("SHEET", sheet=plan.number, attempt=attempt, cut=cut.describe())
+            calls.event("SHEET", sheet=plan.number, attempt=attempt, cut=cut.describe())
             return result
-        ctx.event("SHEET_INVALID", level="warning", sheet=plan.number, attempt=attempt, cut=cut.describe())
+        calls.event("SHEET_INVALID", level="warning", sheet=plan.number, attempt=attempt, cut=cut.describe())
     return None

@@ -21,7 +21,7 @@ from worker.steps.colour import hybrid_colours
 from worker.steps.inputs import Inputs
 from worker.steps.qa import identity_outliers
 from worker.steps.regen import regenerate
-from worker.steps.sheets import SheetResult, lenient, plan_sheets, sheet_with_attempts
+from worker.steps.sheets import PromptTerms, SheetResult, lenient, plan_sheets, sheet_with_attempts
 from worker.steps.slots import Slot, finish_slots, slots_from_sheets
 
 __all__ = ["render_classic"]
@@ -48,6 +48,7 @@ async def render_classic(
     s = ctx.settings
     refs = [inputs.selfie, *([face] if face is not None else [])]
     lock = ColourLock(passport.skin_tone_hex, passport.hair_color_hex) if hybrid and passport else None
+    terms = PromptTerms(outfit=ctx.outfit, art_style=s.art_style, passport=passport, colour_lock=lock)
     plans = plan_sheets(s.sheet_layout, s.figure_sheet_aspect)
 
     async def sheet(plan_index: int, extra: list[InputImage]) -> SheetResult | None:
@@ -55,10 +56,9 @@ async def render_classic(
             ctx,
             plans[plan_index],
             [*refs, *extra],
+            terms,
             attempts=s.figure_sheet_attempts,
             accept=lenient,
-            passport=passport,
-            colour_lock=lock,
         )
 
     first = await sheet(0, [])
@@ -78,9 +78,9 @@ async def render_classic(
             slots,
             skin,
             hair,
-            pull=ctx.settings.hybrid_selfie_pull,
-            strength=ctx.settings.consistency_skin_strength,
-            max_de=ctx.settings.skin_norm_max_de,
+            pull=s.hybrid_selfie_pull,
+            strength=s.consistency_skin_strength,
+            max_de=s.skin_norm_max_de,
         )
     await finish_slots(ctx, slots)
     if hybrid:
@@ -89,7 +89,10 @@ async def render_classic(
             slots,
             judged,
             await identity_outliers(
-                ctx, inputs.selfie, [x.outlined for x in judged if x.outlined is not None]
+                ctx,
+                inputs.selfie,
+                [x.outlined for x in judged if x.outlined is not None],
+                qa_identity_enabled=s.qa_identity_enabled,
             ),
         )
     else:
@@ -107,6 +110,7 @@ async def render_classic(
                     ctx,
                     inputs.selfie,
                     [x.outlined for x in judged if x.outlined is not None],
+                    qa_identity_enabled=s.qa_identity_enabled,
                     kind="sheet_qa",
                     grid=(plan.cols, plan.rows),
                 )
@@ -115,5 +119,15 @@ async def render_classic(
         )
         for judged, outliers in zip(per_sheet, found, strict=True):
             _mark(slots, judged, outliers)
-    await regenerate(ctx, slots, refs, qa_reference=inputs.selfie, passport=passport, colour_lock=lock)
+    await regenerate(
+        ctx,
+        slots,
+        refs,
+        terms,
+        qa_reference=inputs.selfie,
+        qa_identity_enabled=s.qa_identity_enabled,
+        consistency_max_regen=s.consistency_max_regen,
+        edge_regen_timeout_sec=s.edge_regen_timeout_sec,
+        consistency_regen_budget_sec=s.consistency_regen_budget_sec,
+    )
     return slots

@@ -15,7 +15,7 @@ from worker.providers.base import InputImage, ProviderCallError
 from worker.providers.images import encode_drawing
 from worker.steps.inputs import Inputs
 from worker.steps.qa import identity_outliers
-from worker.steps.sheets import SheetPlan, draw_sheet, plan_sheets
+from worker.steps.sheets import PromptTerms, SheetPlan, draw_sheet, plan_sheets
 from worker.steps.slots import Slot, finish_slots
 
 __all__ = ["render_composite"]
@@ -24,11 +24,12 @@ __all__ = ["render_composite"]
 async def _heads_of_sheet(
     ctx: RenderContext, plan: SheetPlan, refs: list[InputImage], selfie: InputImage, passport: Passport | None
 ) -> tuple[dict[int, Slot], InputImage | None]:
+    terms = PromptTerms(outfit=ctx.outfit, art_style=ctx.settings.art_style, passport=passport)
     chosen: dict[int, Slot] = {}
     reference: InputImage | None = None
     for attempt in range(1, ctx.settings.sheet_attempts + 1):
         try:
-            image, cut = await draw_sheet(ctx, plan, refs, kind="heads", passport=passport)
+            image, cut = await draw_sheet(ctx, plan, refs, terms, kind="heads")
         except (RetryableJobError, ProviderCallError) as exc:
             ctx.event(
                 "SHEET_FAILED", level="warning", sheet=plan.number, attempt=attempt, error=str(exc)[:200]
@@ -49,6 +50,7 @@ async def _heads_of_sheet(
             ctx,
             selfie,
             [s.outlined for s in fresh if s.outlined is not None],
+            qa_identity_enabled=ctx.settings.qa_identity_enabled,
             kind="sheet_qa",
             grid=(plan.cols, plan.rows),
         )

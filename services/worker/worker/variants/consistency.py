@@ -12,7 +12,7 @@ from worker.steps.colour import normalise_pack_skin
 from worker.steps.inputs import Inputs
 from worker.steps.qa import identity_outliers
 from worker.steps.regen import regenerate
-from worker.steps.sheets import lenient, plan_sheets, sheet_with_attempts
+from worker.steps.sheets import PromptTerms, lenient, plan_sheets, sheet_with_attempts
 from worker.steps.slots import Slot, finish_slots, slots_from_sheets
 
 __all__ = ["render_consistency"]
@@ -31,16 +31,16 @@ async def render_consistency(
     """
     s = ctx.settings
     refs = [anchor.image, inputs.selfie, *([face] if face is not None else [])]
+    terms = PromptTerms(outfit=ctx.outfit, art_style=s.art_style, passport=passport, hard_locks=True)
     plans = plan_sheets(s.sheet_layout, s.figure_sheet_aspect)
     results = await gather_or_cancel(
         sheet_with_attempts(
             ctx,
             plan,
             refs,
+            terms,
             attempts=s.figure_sheet_attempts,
             accept=lenient,
-            passport=passport,
-            hard_locks=True,
         )
         for plan in plans
     )
@@ -61,11 +61,24 @@ async def render_consistency(
     await finish_slots(ctx, slots)
     judged = [slot for slot in slots if slot.outlined is not None]
     outliers = await identity_outliers(
-        ctx, anchor.image, [slot.outlined for slot in judged if slot.outlined is not None]
+        ctx,
+        anchor.image,
+        [slot.outlined for slot in judged if slot.outlined is not None],
+        qa_identity_enabled=s.qa_identity_enabled,
     )
     for position, reasons in outliers.items():
         slot = judged[position]
         slot.reasons = reasons
         slot.defect = slot.defect or "qa"
-    await regenerate(ctx, slots, refs, qa_reference=anchor.image, passport=passport, hard_locks=True)
+    await regenerate(
+        ctx,
+        slots,
+        refs,
+        terms,
+        qa_reference=anchor.image,
+        qa_identity_enabled=s.qa_identity_enabled,
+        consistency_max_regen=s.consistency_max_regen,
+        edge_regen_timeout_sec=s.edge_regen_timeout_sec,
+        consistency_regen_budget_sec=s.consistency_regen_budget_sec,
+    )
     return slots

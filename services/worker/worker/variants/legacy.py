@@ -12,7 +12,14 @@ from worker.providers.base import InputImage
 from worker.providers.images import encode_drawing
 from worker.steps.inputs import Inputs
 from worker.steps.qa import identity_outliers
-from worker.steps.sheets import SheetPlan, SheetResult, plan_sheets, sheet_with_attempts, strict
+from worker.steps.sheets import (
+    PromptTerms,
+    SheetPlan,
+    SheetResult,
+    plan_sheets,
+    sheet_with_attempts,
+    strict,
+)
 from worker.steps.slots import Slot, finish_slots, slots_from_sheets
 
 __all__ = ["render_legacy"]
@@ -26,6 +33,7 @@ async def _defects(ctx: RenderContext, result: SheetResult, selfie: InputImage) 
         ctx,
         selfie,
         [s.outlined for s in slots if s.outlined is not None],
+        qa_identity_enabled=ctx.settings.qa_identity_enabled,
         kind="sheet_qa",
         grid=(result.plan.cols, result.plan.rows),
     )
@@ -46,22 +54,21 @@ async def render_legacy(
     """
     s = ctx.settings
     refs = [inputs.selfie, *([face] if face is not None else [])]
+    terms = PromptTerms(outfit=ctx.outfit, art_style=s.art_style, passport=passport)
     plans: list[SheetPlan] = plan_sheets("2x6", s.figure_sheet_aspect)
     slots: list[Slot] = []
     previous: InputImage | None = None
     for plan in plans:
         sheet_refs = [*refs, *([previous] if previous is not None else [])]
         result = await sheet_with_attempts(
-            ctx, plan, sheet_refs, attempts=s.figure_sheet_attempts, accept=strict, passport=passport
+            ctx, plan, sheet_refs, terms, attempts=s.figure_sheet_attempts, accept=strict
         )
         if result is None:
             raise NoValidSheet(f"sheet {plan.number} never valid")
         sheet_slots, defects = await _defects(ctx, result, inputs.selfie)
         if defects and result.attempts < s.figure_sheet_attempts:
             ctx.event("SHEET_REGENERATED", sheet=plan.number, defects=defects)
-            again = await sheet_with_attempts(
-                ctx, plan, sheet_refs, attempts=1, accept=strict, passport=passport
-            )
+            again = await sheet_with_attempts(ctx, plan, sheet_refs, terms, attempts=1, accept=strict)
             if again is not None:
                 again_slots, again_defects = await _defects(ctx, again, inputs.selfie)
                 if again_defects < defects:
