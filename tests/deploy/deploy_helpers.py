@@ -98,6 +98,7 @@ CONTRACT_METRICS = frozenset(
         "stk_leads_pending_age_seconds",
         "stk_job_queue_depth",
         "stk_http_requests_total",
+        "stk_duty_failures_total",
     }
 )
 

@@ -102,6 +102,7 @@ def test_alert_rules_cover_the_operational_failures() -> None:
         "flood waits spike": "stk_telegram_flood_waits_total",
         "leads failing": "stk_leads_total",
         "ingest answering 5xx": "stk_http_requests_total",
+        "a periodic duty failing": "stk_duty_failures_total",
     }
     missing = [concern for concern, metric in concerns.items() if metric not in by_metric]
     assert not missing
