@@ -9,6 +9,7 @@ import asyncio
 import io
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 from uuid import UUID
 
@@ -146,12 +147,7 @@ async def delivered_guest(gw: Gateway, db: Database, user_id: int, token: str) -
         name = name.format(job.id.hex)
         create = CreateStickerSet(user_id=user_id, name=name, title="Mine", stickers=tuple(stickers))
         await add_command(repos, command_ids.create_set(job.id), create)
-        await repos.usage.record(
-            ApiCall(
-                provider="local", model="m", kind="sheet", call_type="image", outcome="ok", cost_usd=0.04,
-                latency_s=1.0, job_id=job.id,
-            )
-        )  # fmt: skip
+        await repos.usage.record(ApiCall("local", "m", "sheet", "image", "ok", 0.04, 1.0, job_id=job.id))
         await add_command(repos, command_ids.alert("job_failed", 1), SendAdminMessage(text=f"Job {job.id} x"))
     await gw.executor.execute(command_ids.create_set(job.id))
     assert await gw.set_exists(name)
@@ -166,9 +162,7 @@ async def delivered_guest(gw: Gateway, db: Database, user_id: int, token: str) -
     return job.id, name
 
 
-def _now() -> Any:
-    from datetime import UTC, datetime
-
+def _now() -> datetime:
     return datetime.now(UTC)
 
 
@@ -187,19 +181,15 @@ async def rows_naming(db: Database, *needles: str) -> dict[str, int]:
     """Rows of the guest tables, and ``tg_commands`` rows whose id, params or result hold any needle."""
     async with db.transaction() as repos:
         conn = repos.conn
-        found = {t.name: int(await conn.scalar(sa.select(sa.func.count()).select_from(t)) or 0)
-                 for t in (sessions, jobs, job_events, blobs)}  # fmt: skip
-        text = sa.func.concat(
-            tg_commands.c.command_id, sa.cast(tg_commands.c.params, sa.Text), sa.cast(tg_commands.c.result, sa.Text)
-        )  # fmt: skip
-        found["tg_commands"] = int(
-            await conn.scalar(
-                sa.select(sa.func.count()).where(sa.or_(*(text.contains(n) for n in needles)))
-            ) or 0
-        )  # fmt: skip
-        found["api_usage_linked"] = int(
-            await conn.scalar(sa.select(sa.func.count()).where(api_usage.c.job_id.isnot(None))) or 0
-        )
+        found = {}
+        for table in (sessions, jobs, job_events, blobs):
+            found[table.name] = int(await conn.scalar(sa.select(sa.func.count()).select_from(table)) or 0)
+        params, result = sa.cast(tg_commands.c.params, sa.Text), sa.cast(tg_commands.c.result, sa.Text)
+        text = sa.func.concat(tg_commands.c.command_id, params, result)
+        naming = sa.select(sa.func.count()).where(sa.or_(*(text.contains(n) for n in needles)))
+        found["tg_commands"] = int(await conn.scalar(naming) or 0)
+        linked = sa.select(sa.func.count()).where(api_usage.c.job_id.isnot(None))
+        found["api_usage_linked"] = int(await conn.scalar(linked) or 0)
     return found
 
 
