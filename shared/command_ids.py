@@ -22,6 +22,7 @@ format string or regex.
 | ``update:<update_id>`` | gateway: its one reply to a private message | — |
 | ``digest:<YYYY-MM-DD>`` | the daily digest (UTC day) | — |
 | ``alert:<16 hex of sha1(key)>:<ns>`` | an admin alert (:mod:`shared.alerts`) | — |
+| ``erase_set:<16 hex of sha1(set name)>[:<n>]`` | erasure: delete a sticker set, ``n`` ≥ 2 | attempt |
 
 ``run`` is the job run's ``created_at`` in whole epoch seconds: an admin retry resets ``created_at``, so a
 retried run tells the guest again. Any id may end in ``:again`` (repeatedly): the resend of a command that
@@ -41,11 +42,14 @@ from shared.repositories.lead_posts import CARD, NOTICE
 
 __all__ = [
     "ADMIN_PATTERNS",
+    "ERASE_SET_PATTERN",
+    "ERASE_SET_PREFIX",
     "POST_EDIT_PATTERNS",
     "AlertId",
     "CallbackAnswerId",
     "CommandId",
     "DigestId",
+    "EraseSetId",
     "JobCommandId",
     "JobStep",
     "PostCommandId",
@@ -56,6 +60,7 @@ __all__ = [
     "create_set",
     "delay_notice",
     "digest",
+    "erase_set",
     "failure_text",
     "find_post",
     "generating_notice",
@@ -94,7 +99,8 @@ _POST = re.compile(
 )
 _OTHER = re.compile(
     r"^(?:cbq:(?P<cbq>.+)|update:(?P<update>\d+)|digest:(?P<day>\d{4}-\d{2}-\d{2})"
-    r"|alert:(?P<hash>[0-9a-f]{16}):(?P<ns>\d+))$"
+    r"|alert:(?P<hash>[0-9a-f]{16}):(?P<ns>\d+)"
+    rf"|erase_set:(?P<set_hash>[0-9a-f]{{16}})(?::(?P<set_attempt>{_LATER}))?)$"
 )
 
 
@@ -156,7 +162,25 @@ class AlertId:
     resends: int = 0
 
 
-CommandId = JobCommandId | PostCommandId | PostEditId | CallbackAnswerId | UpdateReplyId | DigestId | AlertId
+@dataclass(frozen=True, slots=True)
+class EraseSetId:
+    """The deletion of an erased guest's sticker set (named by a hash: the id holds no set name)."""
+
+    name_hash: str
+    attempt: int = 1
+    resends: int = 0
+
+
+CommandId = (
+    JobCommandId
+    | PostCommandId
+    | PostEditId
+    | CallbackAnswerId
+    | UpdateReplyId
+    | DigestId
+    | AlertId
+    | EraseSetId
+)
 
 
 # --- builders ---------------------------------------------------------------------------------------
@@ -232,6 +256,18 @@ def alert(key: str, at_ns: int) -> str:
     return f"alert:{hashlib.sha1(key.encode()).hexdigest()[:16]}:{at_ns}"
 
 
+def erase_set(set_name: str, attempt: int = 1) -> str:
+    """Attempt ``attempt`` (1-based) at deleting sticker set ``set_name`` of an erased guest (issue 11);
+    attempt 1's id is every attempt's prefix. The name is hashed: the id names no job."""
+    name_hash = hashlib.sha1(set_name.encode()).hexdigest()[:16]
+    return f"{ERASE_SET_PREFIX}{name_hash}" + (f":{attempt}" if attempt > 1 else "")
+
+
+#: The start of every set deletion's id (:func:`erase_set`), resends included; its ``LIKE`` pattern.
+ERASE_SET_PREFIX = "erase_set:"
+ERASE_SET_PATTERN = ERASE_SET_PREFIX + "%"
+
+
 def resend(command_id: str) -> str:
     """The resend of a command Telegram answered with a 429: ``<command_id>:again``."""
     return command_id + AGAIN
@@ -272,6 +308,9 @@ def parse(command_id: str) -> CommandId | None:
                 return DigestId(date.fromisoformat(match["day"]), resends)
             except ValueError:
                 return None
+        if match["set_hash"] is not None:
+            attempt = int(match["set_attempt"]) if match["set_attempt"] else 1
+            return EraseSetId(match["set_hash"], attempt, resends)
         return AlertId(match["hash"], int(match["ns"]), resends)
     return None
 

@@ -56,6 +56,26 @@ TEXTS: Final[dict[str, dict[str, str]]] = {
         "ru": "Не получилось сделать стикеры из этого фото. Сделай, пожалуйста, другое селфи на стойке — "
         "лучше всего подходит чёткое фото лица при хорошем свете.",
     },
+    "erase_confirm": {
+        "en": "Delete everything we keep about you? Your sticker packs from the booth, your photos and your "
+        "history with this bot will be deleted for good. This cannot be undone.",
+        "ru": "Удалить всё, что мы о тебе храним? Твои наборы стикеров со стойки, фото и историю с этим "
+        "ботом удалим навсегда. Отменить это нельзя.",
+    },
+    "erase_yes": {"en": "Delete everything", "ru": "Удалить всё"},
+    "erase_no": {"en": "Cancel", "ru": "Отмена"},
+    "erase_done": {
+        "en": "Deleted. Your sticker packs, photos and everything we stored about you are gone.",
+        "ru": "Удалено. Твоих наборов стикеров, фото и всего, что мы о тебе хранили, больше нет.",
+    },
+    "erase_cancelled": {
+        "en": "Cancelled — nothing was deleted.",
+        "ru": "Отменено — ничего не удалено.",
+    },
+    "erase_nothing": {
+        "en": "We don't have anything stored about you.",
+        "ru": "У нас ничего о тебе не хранится.",
+    },
 }
 
 PACK_TITLE: Final[dict[str, str]] = {"en": "My Sticker Booth pack", "ru": "Мои стикеры"}

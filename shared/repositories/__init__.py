@@ -20,6 +20,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from shared.db import transaction
 from shared.repositories.alerts import AlertRepository
 from shared.repositories.blobs import BlobRepository
+from shared.repositories.erasure import ErasureRepository
 from shared.repositories.jobs import JobRepository
 from shared.repositories.lead_posts import LeadPostRepository
 from shared.repositories.leads import LeadRepository
@@ -45,6 +46,7 @@ class Repositories:
         self.lead_posts = LeadPostRepository(conn)
         self.alerts = AlertRepository(conn)
         self.usage = UsageRepository(conn)
+        self.erasure = ErasureRepository(conn)
 
 
 class Database:

@@ -10,7 +10,7 @@ from uuid import UUID
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from shared.db.tables import api_usage
+from shared.db.tables import api_usage, jobs
 
 __all__ = ["ApiCall", "UsageRepository"]
 
@@ -50,10 +50,14 @@ class UsageRepository:
         self.conn = conn
 
     async def record(self, call: ApiCall) -> None:
-        """Insert one call."""
+        """Insert one call. A call for a job that no longer exists (erased while it rendered, issue 11)
+        is kept for the cost, without a ``job_id``."""
+        job_id = None
+        if call.job_id is not None:
+            job_id = sa.select(jobs.c.id).where(jobs.c.id == call.job_id).scalar_subquery()
         await self.conn.execute(
             sa.insert(api_usage).values(
-                job_id=call.job_id,
+                job_id=job_id,
                 provider=call.provider,
                 model=call.model,
                 kind=call.kind,

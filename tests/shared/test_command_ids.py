@@ -14,6 +14,7 @@ from shared.command_ids import (
     CallbackAnswerId,
     CommandId,
     DigestId,
+    EraseSetId,
     JobCommandId,
     PostCommandId,
     PostEditId,
@@ -49,6 +50,8 @@ EPOCH = int(RUN.timestamp())
         (ids.update_reply(991), UpdateReplyId(991)),
         (ids.digest(date(2025, 3, 1)), DigestId(date(2025, 3, 1))),
         (ids.alert("job_failed", 17), AlertId(ids.alert("job_failed", 17).split(":")[1], 17)),
+        (ids.erase_set("sbx_by_bot"), EraseSetId(ids.erase_set("sbx_by_bot").split(":")[1])),
+        (ids.erase_set("sbx_by_bot", 2), EraseSetId(ids.erase_set("sbx_by_bot").split(":")[1], 2)),
     ],
 )
 def test_every_built_id_parses_to_what_it_names(command_id: str, parsed: CommandId) -> None:
@@ -65,6 +68,8 @@ def test_the_ids_keep_the_formats_already_stored() -> None:
     assert ids.callback_answer("q") == "cbq:q" and ids.update_reply(5) == "update:5"
     assert ids.digest(date(2025, 3, 1)) == "digest:2025-03-01"
     assert ids.alert("k", 9).startswith("alert:") and len(ids.alert("k", 9).split(":")[1]) == 16
+    name = f"sb{JOB.hex}_by_stickerbooth_bot"
+    assert ids.erase_set(name).startswith(ids.ERASE_SET_PREFIX) and JOB.hex not in ids.erase_set(name)
 
 
 def test_a_resend_is_the_same_intent_counted_once_more() -> None:
@@ -87,6 +92,8 @@ def test_a_resend_is_the_same_intent_counted_once_more() -> None:
         "repeat:4:card:1",
         "repeat:4:edit:1",
         "alert:x:1",
+        "erase_set:abc",
+        f"erase_set:{'0' * 16}:1",
         "digest:2025-13-01",
         "update:abc",
         "cmd:hello",
@@ -110,6 +117,7 @@ def test_like_patterns_match_the_built_ids() -> None:
         assert like(ids.job_pattern(step), built)  # type: ignore[arg-type]
     assert like(ids.POST_EDIT_PATTERNS[0], ids.lead_card_edit(1, 2))
     assert like(ids.POST_EDIT_PATTERNS[1], ids.resend(ids.repeat_notice_seen(4)))
+    assert like(ids.ERASE_SET_PATTERN, ids.resend(ids.erase_set("s", 3)))
     assert like(ids.ADMIN_PATTERNS[0], ids.alert("k", 1)) and like(
         ids.ADMIN_PATTERNS[1], ids.digest(date.today())
     )

@@ -33,6 +33,7 @@ from shared import command_ids, metrics
 from shared.command_ids import JobCommandId
 from shared.commands import CreateStickerSet, GetStickerSet, StickerRef
 from shared.domain import CommandStatus, Job, JobContext, JobStatus, TelegramCommandRecord
+from shared.erasure import queue_set_deletion
 from shared.errors import ErrorClass
 from shared.joblife import fail_job
 from shared.messages import JobRendered, TelegramResult
@@ -131,7 +132,8 @@ class PackDelivery:
 
     async def on_set_created(self, job_id: UUID, result: TelegramResult) -> None:
         """``rendered → delivering``, erase the selfie, schedule the first readiness poll; after a 429,
-        schedule the next attempt at the retry time instead."""
+        schedule the next attempt at the retry time instead. A set created for a job erased meanwhile
+        (issue 11) is deleted again (:func:`shared.erasure.queue_set_deletion`)."""
         wait = _flood_wait(result)
         if wait is not None:
             await self._reschedule(job_id, JobStatus.RENDERED, wait, step="create_set")
@@ -141,6 +143,7 @@ class PackDelivery:
             return
         name = sticker_set_name(job_id, self.settings.bot_username)
         now = datetime.now(UTC)
+        orphan: str | None = None
         async with self.db.transaction() as repos:
             job = await repos.jobs.start_delivery(
                 job_id,
@@ -151,8 +154,14 @@ class PackDelivery:
             if job is not None:  # erase the guest's photo and what was derived from it (DESIGN.md §12)
                 for kind in PERSONAL_BLOBS:
                     await repos.blobs.delete_for_job(job_id, kind)
+            elif await repos.jobs.get(job_id) is None:
+                # The guest erased their data while the set was being created: it must not stay.
+                orphan = await queue_set_deletion(repos, name)
         if job is not None:
             log.info("PACK_CREATED", job_id=str(job_id), set_name=name)
+        elif orphan is not None:
+            log.warning("ERASED_JOB_SET_DELETED")
+            await dispatch_commands(self.db, self.publisher, [orphan])
 
     async def poll_due(self) -> int:
         """Sweeper step: issue ``get_sticker_set`` for ``delivering`` jobs whose next poll is due."""

@@ -13,7 +13,7 @@ import uvicorn
 from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
 
-from ingest.api import admin_jobs, admin_leads, errors, kiosk, landing, leads, ops, pages
+from ingest.api import admin_erasure, admin_jobs, admin_leads, errors, kiosk, landing, leads, ops, pages
 from ingest.api.request_metrics import RequestMetricsMiddleware, count_500s_from_zero
 from ingest.context import IngestContext
 from ingest.ratelimit import RateLimiter
@@ -67,7 +67,14 @@ def create_app(
         ),
     )
     errors.install_error_handlers(app)
-    routers = [ops.router, kiosk.router, admin_leads.router, admin_jobs.router, pages.router]
+    routers = [
+        ops.router,
+        kiosk.router,
+        admin_leads.router,
+        admin_jobs.router,
+        admin_erasure.router,
+        pages.router,
+    ]
     if settings.leads_enabled:
         routers += [leads.router, landing.router]
     for router in routers:  # no prefixes: each route's path is its template in stk_http_requests_total

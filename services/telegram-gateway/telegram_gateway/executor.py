@@ -72,6 +72,7 @@ from telegram_gateway.sticker_sets import create_sticker_set
 log = structlog.get_logger(__name__)
 
 NOT_MODIFIED = "message is not modified"
+STICKERSET_INVALID = "STICKERSET_INVALID"
 #: Commands whose repetition changes nothing (reads, idempotent edits, a set name that reads back as ours).
 #: Everything else (sending a message) is at most once: when the outcome of a call is unknown (the
 #: gateway died mid-call, the request timed out) it is recorded as failed with ``error_code`` 0 instead
@@ -308,7 +309,7 @@ class CommandExecutor:
                     "sticker_count": len(sticker_set.stickers),
                 }
             case DeleteStickerSet():
-                return await self.bot.delete_sticker_set(command.name)
+                return await self._delete_sticker_set(command)
             case FindBotMessage():
                 return await find_bot_message(self.bot, command)
             case _:
@@ -324,6 +325,17 @@ class CommandExecutor:
             disable_web_page_preview=command.disable_web_page_preview,
         )
         return message.to_dict()
+
+    async def _delete_sticker_set(self, command: DeleteStickerSet) -> Any:
+        """``deleteStickerSet``; a set that is already gone (400 ``STICKERSET_INVALID``: deleted by an
+        earlier attempt whose answer was lost, or never created) counts as deleted (issue 11)."""
+        try:
+            return await self.bot.delete_sticker_set(command.name)
+        except BadRequest as exc:
+            if STICKERSET_INVALID not in exc.message.upper():
+                raise
+            log.info("STICKER_SET_ALREADY_GONE")
+            return True
 
     async def _send_admin_message(self, command: SendAdminMessage) -> Any:
         """An admin alert (:mod:`shared.alerts`) to ``ADMIN_CHAT_ID``; without one it is only logged."""

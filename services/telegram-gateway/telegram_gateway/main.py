@@ -20,6 +20,7 @@ import structlog
 from telegram.ext import Application, ApplicationBuilder
 
 from shared import streams
+from shared.erasure import set_deletion_duty
 from shared.logging import configure_logging
 from shared.messages import TelegramCommand
 from shared.repositories import Database
@@ -27,6 +28,7 @@ from shared.runtime import Duty, Given, LongTask, ServiceRuntime
 from shared.settings import settings_or_exit
 from shared.streams import Publisher
 from telegram_gateway.admin import AdminHandlers
+from telegram_gateway.erasure import ErasureHandlers
 from telegram_gateway.executor import CommandExecutor
 from telegram_gateway.flood import FloodLimiter
 from telegram_gateway.handlers import GuestHandlers, log_error
@@ -69,7 +71,8 @@ def register_handlers(
     executor: CommandExecutor | None = None,
 ) -> None:
     """The conversation, in order: the leads router (group -2), the maintenance gate (group -1), admin
-    commands, guest handlers, and the one global error handler. Guest replies are executed by
+    commands, the guest's ``/delete`` (:mod:`telegram_gateway.erasure`), guest handlers, and the one
+    global error handler. Guest replies are executed by
     ``executor`` (the gateway's own; a new one on ``application.bot`` when ``None``)."""
     if executor is None:
         executor = CommandExecutor(
@@ -80,6 +83,7 @@ def register_handlers(
     AdminHandlers(db=db, publisher=publisher, admin_ids=settings.admin_ids, env_maintenance=env).register(
         application
     )
+    ErasureHandlers(db=db, publisher=publisher, executor=executor).register(application)
     GuestHandlers(db, executor).register(application)
     LeadsUpdateRouter(
         publisher=publisher, leads_chat_id=settings.leads_chat_id, enabled=settings.leads_enabled
@@ -110,11 +114,16 @@ async def reconcile_outbox(db: Database, publisher: Publisher, settings: Gateway
 def duties(
     db: Database, publisher: Publisher, settings: GatewaySettings, *, held: asyncio.Event
 ) -> list[Duty]:
-    """The gateway's periodic duty: the ``tg:outbox`` reconciler every ``RECONCILE_INTERVAL_SEC``, while
-    the single-gateway lock is held (``held``)."""
+    """The gateway's periodic duties, every ``RECONCILE_INTERVAL_SEC`` while the single-gateway lock is
+    held (``held``): the ``tg:outbox`` reconciler, and the erasure follow-up (resend the set deletions
+    Telegram flood-limited, purge the finished ones: :func:`shared.erasure.set_deletion_duty`)."""
     reconcile = partial(reconcile_outbox, db, publisher, settings)
+    erasures = partial(set_deletion_duty, db, publisher)
     interval = settings.reconcile_interval_sec
-    return [Duty("reconcile", interval, reconcile, failed_event="RECONCILE_FAILED", gate=held)]
+    return [
+        Duty("reconcile", interval, reconcile, failed_event="RECONCILE_FAILED", gate=held),
+        Duty("set_deletions", interval, erasures, failed_event="SET_DELETIONS_FAILED", gate=held),
+    ]
 
 
 async def run(settings: GatewaySettings, **given: Unpack[Given]) -> int:

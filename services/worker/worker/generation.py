@@ -125,6 +125,12 @@ class Generator:
 
     async def _store(self, job: Job, pack: Pack) -> None:
         async with self.db.transaction() as repos:
+            # The transition first: a job lost meanwhile (recovered as crashed, failed by a deadline,
+            # erased on the guest's request) gets no stickers stored.
+            rendered = await repos.jobs.mark_rendered(job.id, owner=self.owner, stickers=len(pack.stickers))
+            if rendered is None:
+                log.warning("JOB_OWNERSHIP_LOST", job_id=str(job.id))
+                return
             await repos.blobs.delete_for_job(job.id, "sticker")
             for position, sticker in enumerate(pack.stickers):
                 await repos.blobs.put(
@@ -135,12 +141,6 @@ class Generator:
                     position=position,
                     meta={"emoji": sticker.emoji, "width": sticker.width, "height": sticker.height},
                 )
-            rendered = await repos.jobs.mark_rendered(job.id, owner=self.owner, stickers=len(pack.stickers))
-            if rendered is None:
-                # Lost the job meanwhile (recovered as crashed, or failed by a deadline): keep nothing.
-                await repos.conn.rollback()
-                log.warning("JOB_OWNERSHIP_LOST", job_id=str(job.id))
-                return
         timings = " ".join(f"{k}={v:.2f}s" for k, v in pack.timings.items())
         log.info("JOB_RENDERED", job_id=str(job.id), stickers=len(pack.stickers), timings=timings)
         metrics.JOBS.labels(outcome="rendered", error_class="").inc()

@@ -1,0 +1,57 @@
+"""``POST /admin/erasures``: an operator erases a guest, as the guest's ``/delete`` would (issue 11 item 3).
+
+Behind ``Authorization: Bearer <ADMIN_TOKEN>`` like every ``/admin`` route. The guest is named by their
+Telegram user id (every session bound to it) or by one of their job ids (every session of that job's
+Telegram user, or only its session when it was never bound): :mod:`shared.erasure`. Rows and blobs go in
+one transaction; their sticker sets are deleted in Telegram through the outbox (retried until done).
+The answer has counts only; a guest with nothing stored is ``"found": false`` (erasing twice is harmless).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from uuid import UUID
+
+from fastapi import APIRouter, Depends
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from ingest.api.admin_leads import admin_required
+from ingest.context import Ctx
+from shared.erasure import erase_guest_of_job, erase_user, log_erasure
+from shared.outbox import dispatch_commands
+
+router = APIRouter(dependencies=[Depends(admin_required)])
+
+
+class ErasureRequest(BaseModel):
+    """Exactly one of ``tg_user_id`` (a Telegram user id) and ``job_id``."""
+
+    model_config = ConfigDict(extra="forbid")
+    tg_user_id: int | None = Field(None, gt=0)
+    job_id: UUID | None = None
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> ErasureRequest:
+        if (self.tg_user_id is None) == (self.job_id is None):
+            raise ValueError("give exactly one of tg_user_id and job_id")
+        return self
+
+
+@router.post("/admin/erasures")
+async def erase_guest(ctx: Ctx, request: ErasureRequest) -> dict[str, Any]:
+    """Erase the guest; ``{"found", "deleted": {table: rows}, "sticker_sets_queued"}``. 422 when not
+    exactly one of ``tg_user_id`` / ``job_id`` is given."""
+    async with ctx.db.transaction() as repos:
+        if request.job_id is not None:
+            erasure = await erase_guest_of_job(repos, request.job_id)
+        else:
+            assert request.tg_user_id is not None
+            erasure = await erase_user(repos, request.tg_user_id)
+    log_erasure(erasure, source="admin")
+    await dispatch_commands(ctx.db, ctx.publisher, erasure.commands)
+    counts = erasure.rows.counts()
+    return {
+        "found": erasure.found,
+        "deleted": {k: v for k, v in counts.items() if k != "sticker_sets"},
+        "sticker_sets_queued": len(erasure.commands),
+    }

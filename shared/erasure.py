@@ -1,0 +1,121 @@
+"""Erasure on request (issue 11 item 3): a guest's sessions, jobs, events, blobs and Telegram commands go in
+one transaction, and their sticker sets are deleted in Telegram through the outbox.
+
+The SQL is :class:`shared.repositories.erasure.ErasureRepository`; this module adds the Telegram half.
+Each set to delete becomes a :class:`shared.commands.DeleteStickerSet` command
+(:func:`shared.command_ids.erase_set`) written in the same transaction as the deletion, so the local data
+is gone whatever Telegram answers: the gateway executes the command when Telegram is reachable (a network
+error or a 5xx puts it back to ``pending`` and the outbox reconciler publishes it again), a 429 longer
+than the rate limiter waits is resent by :func:`resend_flooded_set_deletions`, and a set already gone
+(400 ``STICKERSET_INVALID``) counts as deleted (the gateway's executor). Once a deletion has succeeded its
+command rows, which name the set, are removed by :func:`purge_set_deletions`.
+
+Callers: the gateway's ``/delete`` conversation (:mod:`telegram_gateway.erasure`), the admin API
+(``POST /admin/erasures``), and delivery, for a set whose creation finished after its job was erased.
+The result is logged by :func:`log_erasure` with counts only: no names, no Telegram ids, no job ids.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+from uuid import UUID
+
+import structlog
+
+from shared import command_ids
+from shared.commands import DeleteStickerSet, load
+from shared.domain import FINAL_COMMAND_STATUSES
+from shared.outbox import add_command, dispatch_commands
+from shared.repositories import Database, Repositories
+from shared.repositories.erasure import ErasedRows
+from shared.streams import Publisher
+
+log = structlog.get_logger(__name__)
+
+#: A set deletion refused with a 429 is resent within this long after it was first asked.
+RESEND_WITHIN = timedelta(days=7)
+
+
+@dataclass(frozen=True, slots=True)
+class Erasure:
+    """One erasure: what was deleted, and the set-deletion commands to dispatch after the commit."""
+
+    rows: ErasedRows
+    commands: list[str]
+
+    @property
+    def found(self) -> bool:
+        """Whether anything was stored about the guest."""
+        return not self.rows.empty
+
+
+async def erase_user(repos: Repositories, tg_user_id: int) -> Erasure:
+    """Erase every session of Telegram user ``tg_user_id`` (and all below them) and queue the deletion of
+    their sticker sets, in the open transaction; dispatch :attr:`Erasure.commands` after the commit."""
+    return await _erase(repos, await repos.erasure.sessions_of_user(tg_user_id))
+
+
+async def erase_guest_of_job(repos: Repositories, job_id: UUID) -> Erasure:
+    """Erase the guest of job ``job_id``: every session of its Telegram user, or only its session when that
+    was never bound (:meth:`~shared.repositories.erasure.ErasureRepository.sessions_of_guest_of_job`)."""
+    return await _erase(repos, await repos.erasure.sessions_of_guest_of_job(job_id))
+
+
+async def _erase(repos: Repositories, session_ids: list[UUID]) -> Erasure:
+    rows = await repos.erasure.erase_sessions(session_ids)
+    commands = [await queue_set_deletion(repos, name) for name in rows.sticker_sets]
+    return Erasure(rows=rows, commands=commands)
+
+
+async def queue_set_deletion(repos: Repositories, set_name: str) -> str:
+    """Record a :class:`DeleteStickerSet` for ``set_name`` in the open transaction; returns its command id
+    (to dispatch after the commit). A deletion still in flight is reused; after finished ones (e.g. a set
+    created again after it was deleted) the next attempt ``erase_set:<hash>:<n>`` is queued."""
+    first = command_ids.erase_set(set_name)
+    earlier = await repos.tg_commands.with_prefix(first)
+    live = [r for r in earlier if r.status not in FINAL_COMMAND_STATUSES]
+    if live:
+        return live[-1].command_id
+    command_id = command_ids.erase_set(set_name, len(earlier) + 1)
+    await add_command(repos, command_id, DeleteStickerSet(name=set_name))
+    return command_id
+
+
+def log_erasure(erasure: Erasure, *, source: str) -> None:
+    """Log the outcome without personal data: counts per table and who asked (``guest`` or ``admin``)."""
+    log.info("GUEST_ERASED", source=source, found=erasure.found, **erasure.rows.counts())
+
+
+async def resend_flooded_set_deletions(db: Database, publisher: Publisher) -> int:
+    """Resend (``<id>:again``) the set deletions Telegram answered with a 429 whose wait is over; returns
+    how many were queued. A periodic duty of the gateway."""
+    commands: list[str] = []
+    async with db.transaction() as repos:
+        flooded = await repos.tg_commands.flooded_due(
+            patterns=[command_ids.ERASE_SET_PATTERN], newer_than=RESEND_WITHIN, limit=200
+        )
+        for record in flooded:
+            command_id = command_ids.resend(record.command_id)
+            if await add_command(repos, command_id, load(record.method, record.params)):
+                commands.append(command_id)
+    if commands:
+        log.warning("SET_DELETIONS_RESENT", count=len(commands))
+    await dispatch_commands(db, publisher, commands)
+    return len(commands)
+
+
+async def purge_set_deletions(db: Database) -> int:
+    """Remove the command rows of the set deletions that succeeded (they name a deleted set); returns how
+    many went. A periodic duty of the gateway."""
+    async with db.transaction() as repos:
+        purged = await repos.erasure.purge_settled_set_deletions(command_ids.ERASE_SET_PREFIX)
+    if purged:
+        log.info("SET_DELETIONS_PURGED", count=purged)
+    return purged
+
+
+async def set_deletion_duty(db: Database, publisher: Publisher) -> None:
+    """One tick of the erasure follow-up: resend flooded set deletions, purge the finished ones."""
+    await resend_flooded_set_deletions(db, publisher)
+    await purge_set_deletions(db)
