@@ -21,7 +21,7 @@ from aiohttp import web
 from PIL import Image
 from telegram.ext import Application
 
-from shared import command_ids
+from shared import command_ids, maintenance
 from shared.commands import CreateStickerSet, SendAdminMessage, StickerRef
 from shared.db.tables import api_usage, blobs, job_events, jobs, sessions, tg_commands
 from shared.domain import CommandStatus
@@ -30,6 +30,7 @@ from shared.outbox import add_command, tell_guest
 from shared.repositories import Database
 from shared.repositories.usage import ApiCall
 from shared.streams import Publisher
+from shared.texts import text
 from simulators.telegram.app import create_app
 from simulators.telegram.config import SimConfig
 from telegram_gateway.executor import CommandExecutor, TelegramUnreachable
@@ -209,6 +210,25 @@ async def test_a_guest_who_confirms_delete_leaves_no_trace_and_their_set_is_dele
     async with db.transaction() as repos:
         cost = await repos.conn.scalar(sa.select(sa.func.sum(api_usage.c.cost_usd)))
     assert float(cost or 0) == pytest.approx(0.04)  # the cost stays, unlinked
+
+
+async def test_delete_works_while_the_booth_is_paused_and_other_guest_updates_still_get_the_break_text(
+    gateway: Gateway, db: Database
+) -> None:
+    """An ``auto`` pause (a 402) can last the evening; erasure needs no AI provider, so it is not held."""
+    job_id, name = await delivered_guest(gateway, db, GUEST, "kiosk-7")
+    async with db.transaction() as repos:
+        assert await maintenance.start_pause(repos, source="auto", reason="credit")
+    before = len(await gateway.bot_messages(GUEST, 0))
+    await gateway.say(GUEST, "hello")
+    paused = (await gateway.bot_messages(GUEST, before + 1))[-1]
+    assert paused["text"] == text("maintenance", "en")  # the gate is on for everything else
+    prompt = await ask_to_delete(gateway, GUEST)
+    await gateway.press(GUEST, prompt, "erase:yes")
+    await gateway.text_becomes(GUEST, prompt, "Deleted.")
+    assert not await gateway.set_exists(name)
+    await set_deletion_duty(db, gateway.executor.publisher)
+    assert await rows_naming(db, str(GUEST), str(job_id), job_id.hex, name) == NOTHING
 
 
 async def test_cancel_keeps_everything(gateway: Gateway, db: Database) -> None:

@@ -1,6 +1,10 @@
 """The maintenance gate: while a pause is on, guests get the maintenance text and nothing else runs for
 them (spec/000 "Maintenance mode sources"). Admins keep their commands, non-private updates (the leads
 group) pass, and if the database cannot be read the guest is let through: normal service beats silence.
+
+Erasure passes too (``/delete`` and its two buttons, :mod:`telegram_gateway.erasure`): a guest's right to
+have their data deleted does not wait for a pause to end (an ``auto`` pause after a 402 can last the evening),
+and erasure needs only Postgres and the outbox, not the AI providers a pause protects.
 """
 
 from __future__ import annotations
@@ -10,11 +14,23 @@ from telegram import Update
 from telegram.ext import Application, ApplicationHandlerStop, ContextTypes, TypeHandler
 
 from shared.maintenance import current_pause
+from telegram_gateway.erasure import CANCEL, CONFIRM
 from shared.repositories import Database
 from shared.texts import text
 
 log = structlog.get_logger(__name__)
+ERASURE_COMMAND = "/delete"
+ERASURE_BUTTONS = frozenset({CONFIRM, CANCEL})
 GATE_GROUP = -1  # python-telegram-bot runs lower groups first
+
+
+def is_erasure(update: Update) -> bool:
+    """``/delete`` (also ``/delete@bot``) or a press of its confirm/cancel buttons."""
+    if update.callback_query is not None:
+        return update.callback_query.data in ERASURE_BUTTONS
+    message = update.effective_message
+    command = (message.text or "").split(maxsplit=1)[0].split("@", 1)[0] if message is not None else ""
+    return command == ERASURE_COMMAND
 
 
 class MaintenanceGate:
@@ -30,6 +46,8 @@ class MaintenanceGate:
         """Answer a guest's private update with the maintenance text while paused, and stop there."""
         chat, user = update.effective_chat, update.effective_user
         if chat is None or chat.type != "private" or user is None or user.id in self.admin_ids:
+            return
+        if is_erasure(update):
             return
         try:
             async with self.db.transaction() as repos:
