@@ -14,9 +14,9 @@ from telegram import Update
 from telegram.ext import Application, ApplicationHandlerStop, ContextTypes, TypeHandler
 
 from shared.maintenance import current_pause
-from telegram_gateway.erasure import CANCEL, CONFIRM
 from shared.repositories import Database
 from shared.texts import text
+from telegram_gateway.erasure import CANCEL, CONFIRM
 
 log = structlog.get_logger(__name__)
 ERASURE_COMMAND = "/delete"
