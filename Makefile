@@ -67,7 +67,7 @@ render: install  ## a pack from a photo without the services: PHOTO=… OUTFIT=c
 bench: install  ## post-processing CPU time per 12-sticker pack next to the floor (decode sheets + encode PNGs)
 	$(PY) -m devstack.bench
 
-deploy-check: install  ## lint Dockerfiles, validate compose.yaml, render k8s
+deploy-check: install  ## lint the Dockerfile, validate compose.yaml, render k8s
 	$(PY) -m pytest tests/deploy $(PYTEST_ARGS)
 
 compose-check: install  ## docker compose up for real: journeys, --scale worker=3, faults, Prometheus queries; down -v

