@@ -3,7 +3,6 @@ rows and blobs go at once, the sticker set's deletion is queued for the gateway.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from uuid import UUID, uuid4
 
 import httpx
@@ -11,28 +10,13 @@ import pytest
 import redis.asyncio as aioredis
 import sqlalchemy as sa
 
-from ingest.main import create_app
-from ingest.settings import IngestSettings
 from shared import command_ids, streams
 from shared.db.tables import blobs, jobs, sessions
 from shared.repositories import Database
-from shared.streams import Publisher
+from tests.ingest.conftest import ADMIN_AUTH
 
 pytestmark = pytest.mark.integration
-TOKEN = "an-admin-token-that-is-long-enough-0123456789"
-AUTH = {"Authorization": f"Bearer {TOKEN}"}
-
-
-@pytest.fixture
-async def client(
-    db: Database, redis: aioredis.Redis, database_url: str, redis_url: str
-) -> AsyncIterator[httpx.AsyncClient]:
-    settings = IngestSettings(  # type: ignore[call-arg]
-        DATABASE_URL=database_url, REDIS_URL=redis_url, BOT_USERNAME="stickerbooth_bot", ADMIN_TOKEN=TOKEN
-    )
-    app = create_app(settings, db=db, publisher=Publisher(redis))
-    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://ingest") as c:
-        yield c
+AUTH = ADMIN_AUTH
 
 
 async def guest_job(db: Database, user_id: int | None, token: str, *, with_set: bool = True) -> UUID:
@@ -65,20 +49,20 @@ async def counts(db: Database) -> tuple[int, int, int]:
     return found[0], found[1], found[2]
 
 
-async def test_erasure_needs_the_token_and_exactly_one_guest(client: httpx.AsyncClient) -> None:
-    assert (await client.post("/admin/erasures", json={"tg_user_id": 5})).status_code == 401
-    assert (await client.post("/admin/erasures", json={}, headers=AUTH)).status_code == 422
+async def test_erasure_needs_the_token_and_exactly_one_guest(admin_client: httpx.AsyncClient) -> None:
+    assert (await admin_client.post("/admin/erasures", json={"tg_user_id": 5})).status_code == 401
+    assert (await admin_client.post("/admin/erasures", json={}, headers=AUTH)).status_code == 422
     both = {"tg_user_id": 5, "job_id": str(uuid4())}
-    assert (await client.post("/admin/erasures", json=both, headers=AUTH)).status_code == 422
+    assert (await admin_client.post("/admin/erasures", json=both, headers=AUTH)).status_code == 422
 
 
 async def test_an_admin_erases_a_guest_by_telegram_user(
-    client: httpx.AsyncClient, db: Database, redis: aioredis.Redis
+    admin_client: httpx.AsyncClient, db: Database, redis: aioredis.Redis
 ) -> None:
     first = await guest_job(db, 77, "t1")
     second = await guest_job(db, 77, "t2")  # the same guest at the booth twice
     await guest_job(db, 88, "t3")  # someone else
-    response = await client.post("/admin/erasures", json={"tg_user_id": 77}, headers=AUTH)
+    response = await admin_client.post("/admin/erasures", json={"tg_user_id": 77}, headers=AUTH)
     assert response.status_code == 200, response.text
     body = response.json()
     assert body["found"] is True and body["sticker_sets_queued"] == 2
@@ -91,21 +75,21 @@ async def test_an_admin_erases_a_guest_by_telegram_user(
             assert command is not None and command.method == "delete_sticker_set"
             assert command.params["name"] == name
     assert await redis.xlen(streams.TG_OUTBOX) == 2
-    again = await client.post("/admin/erasures", json={"tg_user_id": 77}, headers=AUTH)
+    again = await admin_client.post("/admin/erasures", json={"tg_user_id": 77}, headers=AUTH)
     assert again.json()["found"] is False and again.json()["sticker_sets_queued"] == 0
 
 
-async def test_an_admin_erases_the_guest_of_a_job(client: httpx.AsyncClient, db: Database) -> None:
+async def test_an_admin_erases_the_guest_of_a_job(admin_client: httpx.AsyncClient, db: Database) -> None:
     job_id = await guest_job(db, 77, "t1")
     await guest_job(db, 77, "t2")
     unbound = await guest_job(db, None, "t3", with_set=False)
     await guest_job(db, 88, "t4")
-    response = await client.post("/admin/erasures", json={"job_id": str(job_id)}, headers=AUTH)
+    response = await admin_client.post("/admin/erasures", json={"job_id": str(job_id)}, headers=AUTH)
     assert response.status_code == 200 and response.json()["deleted"]["sessions"] == 2
     assert await counts(db) == (2, 2, 2)
-    response = await client.post("/admin/erasures", json={"job_id": str(unbound)}, headers=AUTH)
+    response = await admin_client.post("/admin/erasures", json={"job_id": str(unbound)}, headers=AUTH)
     body = response.json()
     assert body["deleted"]["sessions"] == 1 and body["sticker_sets_queued"] == 0
     assert await counts(db) == (1, 1, 1)
-    unknown = await client.post("/admin/erasures", json={"job_id": str(uuid4())}, headers=AUTH)
+    unknown = await admin_client.post("/admin/erasures", json={"job_id": str(uuid4())}, headers=AUTH)
     assert unknown.status_code == 200 and unknown.json()["found"] is False

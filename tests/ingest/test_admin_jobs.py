@@ -2,36 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
 import httpx
 import pytest
 import redis.asyncio as aioredis
 import sqlalchemy as sa
 
-from ingest.main import create_app
-from ingest.settings import IngestSettings
 from shared import streams
 from shared.db.tables import jobs
 from shared.domain import Job, JobStatus
 from shared.repositories import Database
-from shared.streams import Publisher
+from tests.ingest.conftest import ADMIN_AUTH
 
 pytestmark = pytest.mark.integration
-TOKEN = "an-admin-token-that-is-long-enough-0123456789"
-AUTH = {"Authorization": f"Bearer {TOKEN}"}
-
-
-@pytest.fixture
-async def client(
-    db: Database, redis: aioredis.Redis, database_url: str, redis_url: str
-) -> AsyncIterator[httpx.AsyncClient]:
-    settings = IngestSettings(  # type: ignore[call-arg]
-        DATABASE_URL=database_url, REDIS_URL=redis_url, BOT_USERNAME="stickerbooth_bot", ADMIN_TOKEN=TOKEN
-    )
-    app = create_app(settings, db=db, publisher=Publisher(redis))
-    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://ingest") as c:
-        yield c
+AUTH = ADMIN_AUTH
 
 
 async def failed_job(db: Database, *, with_selfie: bool = True, error_class: str = "deadline") -> Job:
@@ -51,50 +34,54 @@ async def failed_job(db: Database, *, with_selfie: bool = True, error_class: str
     return failed
 
 
-async def test_admin_routes_need_the_token(client: httpx.AsyncClient) -> None:
-    assert (await client.get("/admin/jobs")).status_code == 401
-    assert (await client.get("/admin/jobs", headers={"Authorization": "Bearer wrong"})).status_code == 401
-    assert (await client.get("/admin/jobs", headers=AUTH)).status_code == 200
+async def test_admin_routes_need_the_token(admin_client: httpx.AsyncClient) -> None:
+    assert (await admin_client.get("/admin/jobs")).status_code == 401
+    assert (
+        await admin_client.get("/admin/jobs", headers={"Authorization": "Bearer wrong"})
+    ).status_code == 401
+    assert (await admin_client.get("/admin/jobs", headers=AUTH)).status_code == 200
 
 
-async def test_without_the_token_bad_parameters_are_a_401_not_a_422(client: httpx.AsyncClient) -> None:
+async def test_without_the_token_bad_parameters_are_a_401_not_a_422(admin_client: httpx.AsyncClient) -> None:
     """The token is checked before the parameters: a 422 would describe the route to a stranger."""
     for path in ("/admin/jobs?status=bogus", "/admin/jobs/not-a-uuid", "/admin/leads?limit=0"):
-        response = await client.get(path)
+        response = await admin_client.get(path)
         assert response.status_code == 401 and response.json()["error"]["code"] == "unauthorized", path
-    assert (await client.post("/admin/jobs/not-a-uuid/retry")).status_code == 401
-    assert (await client.get("/admin/jobs?status=bogus", headers=AUTH)).status_code == 422
+    assert (await admin_client.post("/admin/jobs/not-a-uuid/retry")).status_code == 401
+    assert (await admin_client.get("/admin/jobs?status=bogus", headers=AUTH)).status_code == 422
 
 
 async def test_a_failed_job_is_retried_with_a_fresh_deadline(
-    client: httpx.AsyncClient, db: Database, redis: aioredis.Redis
+    admin_client: httpx.AsyncClient, db: Database, redis: aioredis.Redis
 ) -> None:
     job = await failed_job(db)
-    response = await client.post(f"/admin/jobs/{job.id}/retry", headers=AUTH)
+    response = await admin_client.post(f"/admin/jobs/{job.id}/retry", headers=AUTH)
     assert response.status_code == 200, response.text
     body = response.json()
     assert (body["status"], body["attempts"], body["error_class"]) == ("queued", 0, None)
     assert body["created_at"] > job.created_at.isoformat()
     assert await redis.xlen(streams.JOBS) == 1
-    detail = (await client.get(f"/admin/jobs/{job.id}", headers=AUTH)).json()
+    detail = (await admin_client.get(f"/admin/jobs/{job.id}", headers=AUTH)).json()
     assert [e["to"] for e in detail["events"]] == ["queued", "processing", "failed", "queued"]
-    again = await client.post(f"/admin/jobs/{job.id}/retry", headers=AUTH)
+    again = await admin_client.post(f"/admin/jobs/{job.id}/retry", headers=AUTH)
     assert again.status_code == 409 and again.json()["error"]["code"] == "not_retryable"
 
 
-async def test_retrying_a_job_that_does_not_exist_is_a_404(client: httpx.AsyncClient) -> None:
-    response = await client.post("/admin/jobs/00000000-0000-0000-0000-000000000000/retry", headers=AUTH)
+async def test_retrying_a_job_that_does_not_exist_is_a_404(admin_client: httpx.AsyncClient) -> None:
+    response = await admin_client.post("/admin/jobs/00000000-0000-0000-0000-000000000000/retry", headers=AUTH)
     assert response.status_code == 404 and response.json()["error"]["code"] == "not_found"
 
 
-async def test_a_job_whose_selfie_is_gone_cannot_be_retried(client: httpx.AsyncClient, db: Database) -> None:
+async def test_a_job_whose_selfie_is_gone_cannot_be_retried(
+    admin_client: httpx.AsyncClient, db: Database
+) -> None:
     job = await failed_job(db, with_selfie=False)
-    response = await client.post(f"/admin/jobs/{job.id}/retry", headers=AUTH)
+    response = await admin_client.post(f"/admin/jobs/{job.id}/retry", headers=AUTH)
     assert response.status_code == 409
 
 
 async def test_a_job_whose_selfie_the_providers_refused_is_not_retryable_but_shows_its_class(
-    client: httpx.AsyncClient, db: Database, redis: aioredis.Redis
+    admin_client: httpx.AsyncClient, db: Database, redis: aioredis.Redis
 ) -> None:
     refused = await failed_job(db, error_class="content")
     async with db.transaction() as repos:
@@ -105,15 +92,15 @@ async def test_a_job_whose_selfie_the_providers_refused_is_not_retryable_but_sho
         await repos.jobs.fail(
             other.id, from_statuses=(JobStatus.PROCESSING,), error_class="invalid", error="no valid sheet"
         )
-    listed = {j["id"]: j for j in (await client.get("/admin/jobs", headers=AUTH)).json()["jobs"]}
+    listed = {j["id"]: j for j in (await admin_client.get("/admin/jobs", headers=AUTH)).json()["jobs"]}
     assert (listed[str(refused.id)]["error_class"], listed[str(refused.id)]["retryable"]) == (
         "content",
         False,
     )
     assert (listed[str(other.id)]["error_class"], listed[str(other.id)]["retryable"]) == ("invalid", True)
-    detail = (await client.get(f"/admin/jobs/{refused.id}", headers=AUTH)).json()
+    detail = (await admin_client.get(f"/admin/jobs/{refused.id}", headers=AUTH)).json()
     assert (detail["error_class"], detail["retryable"]) == ("content", False)
-    response = await client.post(f"/admin/jobs/{refused.id}/retry", headers=AUTH)
+    response = await admin_client.post(f"/admin/jobs/{refused.id}/retry", headers=AUTH)
     assert response.status_code == 409 and response.json()["error"]["code"] == "content_refused"
     assert await redis.xlen(streams.JOBS) == 0
     async with db.transaction() as repos:
@@ -121,10 +108,10 @@ async def test_a_job_whose_selfie_the_providers_refused_is_not_retryable_but_sho
     assert still is not None and still.status == "failed"
 
 
-async def test_pause_and_resume_from_the_admin_api(client: httpx.AsyncClient) -> None:
-    paused = (await client.post("/admin/pause", headers=AUTH)).json()
+async def test_pause_and_resume_from_the_admin_api(admin_client: httpx.AsyncClient) -> None:
+    paused = (await admin_client.post("/admin/pause", headers=AUTH)).json()
     assert paused["pause"]["source"] == "admin"
-    assert (await client.post("/sessions", json={})).status_code == 503
-    resumed = (await client.post("/admin/resume", headers=AUTH)).json()
+    assert (await admin_client.post("/sessions", json={})).status_code == 503
+    resumed = (await admin_client.post("/admin/resume", headers=AUTH)).json()
     assert resumed["pause"] is None
-    assert (await client.post("/sessions", json={})).status_code == 201
+    assert (await admin_client.post("/sessions", json={})).status_code == 201
