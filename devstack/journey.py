@@ -2,7 +2,8 @@
 
 1. the kiosk lists outfits and opens a session (deep link + QR);
 2. the guest "scans" it: sends ``/start <token>`` to the bot through the simulator's control API;
-3. the kiosk waits for the link, chooses an outfit and uploads the photo;
+3. the kiosk waits for the link, chooses an outfit, the guest agrees to the consent screen, and the kiosk
+   uploads the photo;
 4. we wait for the bot's message with ``https://t.me/addstickers/<name>`` in the guest's chat.
 """
 
@@ -95,6 +96,14 @@ def start_session(
     return dict(session)
 
 
+def consent(kiosk: httpx.Client, session_id: str, *, language: str = "en") -> httpx.Response:
+    """The guest presses "Agree" on the consent screen the kiosk shows before the camera: ``PUT
+    /sessions/{id}/consent`` with the version of ``GET /consent``. Returns the PUT's answer (200, or a
+    5xx the caller may retry); raises ``httpx.HTTPStatusError`` when ``GET /consent`` fails."""
+    version = kiosk.get("/consent").raise_for_status().json()["version"]
+    return kiosk.put(f"/sessions/{session_id}/consent", json={"version": version, "language": language})
+
+
 def play(
     ingest_url: str,
     sim_url: str,
@@ -119,6 +128,7 @@ def play(
         session = start_session(kiosk, sim, user_id=user_id)
         sid = session["id"]
         kiosk.put(f"/sessions/{sid}/outfit", json={"outfit_id": chosen}).raise_for_status()
+        consent(kiosk, sid).raise_for_status()
         upload = kiosk.post(
             f"/sessions/{sid}/photo",
             files={"photo": (filename, photo)},

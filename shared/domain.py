@@ -64,10 +64,19 @@ class KioskSession:
     captures: int
     created_at: datetime
     bound_at: datetime | None
+    #: The consent text the guest agreed to on the kiosk (``ingest.consent``), its language and time;
+    #: all ``None`` until "Agree" (issue 11: no photo is taken without it).
+    consent_version: str | None = None
+    consent_language: str | None = None
+    consented_at: datetime | None = None
 
     @property
     def telegram_linked(self) -> bool:
         return self.tg_chat_id is not None
+
+    @property
+    def consented(self) -> bool:
+        return self.consented_at is not None
 
 
 @dataclass(frozen=True, slots=True)

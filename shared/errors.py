@@ -14,6 +14,8 @@ tell "retry later" from "permanent" without knowing which library failed.
     │   └── SetNotReadable           (telegram_gateway.sticker_sets) a set's name is taken but the set
     │                                does not read yet; also a PTB ``NetworkError``, so PTB retries it
     ├── UploadRejected               a kiosk upload is unusable: 4xx with a machine-readable `code`
+    │   └── ConsentRequired          (ingest.consent) no "Agree" on the session: 403
+    │                                `consent_required`, nothing read or stored
     ├── ApiError                     (ingest.api.errors) any other HTTP 4xx/5xx a route answers with
     ├── NotFound                     a row the caller named does not exist
     ├── Conflict                     a state change lost its race or is not allowed from this state

@@ -8,7 +8,7 @@ Each service builds exactly one settings object in its ``main.py`` and passes it
 from __future__ import annotations
 
 import sys
-from typing import TypeVar
+from typing import Literal, TypeVar
 
 from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -16,6 +16,9 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from shared.errors import ConfigError
 
 S = TypeVar("S", bound=BaseSettings)
+
+#: The AI providers of the chain ``PRIMARY_AI_PROVIDER``, ``FALLBACK_AI_PROVIDER`` (DESIGN.md §5).
+ProviderName = Literal["gemini", "openai", "local"]
 
 
 def load_settings(cls: type[S]) -> S:
@@ -93,3 +96,17 @@ class BotIdentitySettings(BaseSettings):
     model_config = SettingsConfigDict(env_file=None, extra="ignore", case_sensitive=False)
 
     bot_username: str = Field(validation_alias="BOT_USERNAME", pattern=r"^[A-Za-z][A-Za-z0-9_]{3,31}$")
+
+
+class RetentionSettings(BaseSettings):
+    """How long a guest's data is kept (issue 11 "Retention"); the kiosk's consent screen states them.
+
+    ``SELFIE_RETENTION_HOURS`` (24): the selfie and everything derived from it are deleted at the latest
+    this long after upload. ``STICKER_RETENTION_DAYS`` (30; neither DESIGN.md nor the spec names a
+    number): the sticker files are deleted this long after delivery.
+    """
+
+    model_config = SettingsConfigDict(env_file=None, extra="ignore", case_sensitive=False)
+
+    selfie_retention_hours: int = Field(24, ge=1, validation_alias="SELFIE_RETENTION_HOURS")
+    sticker_retention_days: int = Field(30, ge=1, validation_alias="STICKER_RETENTION_DAYS")

@@ -20,7 +20,7 @@ from pathlib import Path
 import httpx
 
 from devstack.chaos.ledger import Guest, LeadSubmission, classify
-from devstack.journey import bot_texts, chat_messages
+from devstack.journey import bot_texts, chat_messages, consent
 
 FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "photos"
 
@@ -102,6 +102,15 @@ def retrying(call: Callable[[], httpx.Response], *, timeout_s: float = 180) -> h
         time.sleep(0.5)
 
 
+def _consent_or_5xx(kiosk: httpx.Client, session_id: str) -> httpx.Response:
+    """ "Agree" on the consent screen; a failed ``GET /consent`` is answered as its response, so
+    :func:`retrying` retries its 5xx like any other."""
+    try:
+        return consent(kiosk, session_id)
+    except httpx.HTTPStatusError as exc:
+        return exc.response
+
+
 def play_guest(
     ingest_url: str,
     sim_url: str,
@@ -157,6 +166,9 @@ def play_guest(
             is None
         ):
             return gave_up("no_outfit")
+        agreed = retrying(lambda: _consent_or_5xx(kiosk, session["id"]))
+        if agreed is None or agreed.status_code != 200:
+            return gave_up("no_consent")
         if before_upload is not None:
             with contextlib.suppress(threading.BrokenBarrierError):  # another kiosk gave up: upload anyway
                 before_upload.wait(timeout=120)

@@ -39,6 +39,10 @@ sessions = sa.Table(
     sa.Column("captures", sa.Integer, nullable=False, server_default="0"),
     sa.Column("created_at", TZ, nullable=False, server_default=sa.func.now()),
     sa.Column("bound_at", TZ),
+    # The guest's "Agree" on the kiosk's consent screen (migration 0005, ingest.consent).
+    sa.Column("consent_version", sa.Text),
+    sa.Column("consent_language", sa.Text),
+    sa.Column("consented_at", TZ),
 )
 
 jobs = sa.Table(

@@ -1,4 +1,4 @@
-"""Kiosk sessions: creation, outfit choice, Telegram binding by deep-link token."""
+"""Kiosk sessions: creation, outfit choice, consent, Telegram binding by deep-link token."""
 
 from __future__ import annotations
 
@@ -26,6 +26,9 @@ def _session(row: Any) -> KioskSession:
         captures=m["captures"],
         created_at=m["created_at"],
         bound_at=m["bound_at"],
+        consent_version=m["consent_version"],
+        consent_language=m["consent_language"],
+        consented_at=m["consented_at"],
     )
 
 
@@ -60,6 +63,23 @@ class SessionRepository:
             )
         ).one_or_none()
         return _session(row) if row else None
+
+    async def record_consent(self, session_id: UUID, *, version: str, language: str) -> KioskSession | None:
+        """Record the guest's "Agree" to consent text ``version`` shown in ``language``, at ``now()``.
+
+        Idempotent: agreeing again to the version already recorded changes nothing (the first time and
+        language stay); agreeing to another version (the venue changed the text) records that one.
+        Returns ``None`` when the session does not exist.
+        """
+        row = (
+            await self.conn.execute(
+                sa.update(sessions)
+                .where(sessions.c.id == session_id, sessions.c.consent_version.is_distinct_from(version))
+                .values(consent_version=version, consent_language=language, consented_at=sa.func.now())
+                .returning(sessions)
+            )
+        ).one_or_none()
+        return _session(row) if row else await self.get(session_id)
 
     async def bind_telegram(
         self, token: str, *, user_id: int, chat_id: int, name: str | None, language: str | None

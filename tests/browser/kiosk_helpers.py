@@ -60,7 +60,10 @@ def scan_and_start(page: Page, stack: Stack, user_id: int) -> None:
 
 
 def pick_outfit(page: Page, outfit_id: str) -> None:
+    """Choose the outfit, then "Agree" on the consent screen that comes before the camera."""
     page.click(f'.outfit[data-outfit="{outfit_id}"]')
+    wait_screen(page, "consent")
+    page.click("#agree:enabled")
     wait_screen(page, "camera")
 
 

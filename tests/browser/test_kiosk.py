@@ -64,6 +64,41 @@ def test_a_guest_journey_ends_on_the_done_screen_with_the_link_in_telegram(page:
     assert (status["status"], status["outfit_id"], len(status["jobs"])) == ("delivered", "pirate", 1)
 
 
+#: Counts the page's camera requests (``navigator.mediaDevices.getUserMedia``) in ``window.cameraOpens``.
+COUNT_CAMERA_OPENS = """
+window.cameraOpens = 0;
+const getUserMedia = navigator.mediaDevices.getUserMedia.bind(navigator.mediaDevices);
+navigator.mediaDevices.getUserMedia = (...args) => { window.cameraOpens += 1; return getUserMedia(...args); };
+"""
+
+
+def test_the_consent_screen_comes_before_the_camera_and_agree_opens_it(page: Page, stack: Stack) -> None:
+    page.add_init_script(COUNT_CAMERA_OPENS)
+    session = open_kiosk(page, stack, station="hall-c")
+    scan_and_start(page, stack, user_id=7106)
+    page.click('.outfit[data-outfit="astronaut"]')
+    wait_screen(page, "consent")
+    page.wait_for_selector("#agree:enabled")
+    points = page.inner_text("#consent-points")
+    assert "Google Gemini" in points and "anyone with its link" in points and "/delete" in points
+    assert "24 hours" in points and "30 days" in points
+    screenshot(page, "kiosk-consent")
+    page.wait_for_timeout(500)
+    assert page.evaluate("window.cameraOpens") == 0 and not page.is_visible("#video")
+    status = session_status(stack, session["id"])
+    assert (status["status"], status["consent"]) == ("consent_required", None)
+    page.click("#lang")
+    assert "публичный" in page.inner_text("#consent-points")  # the guest's language, from the settings
+    assert page.inner_text('section[data-screen="consent"] h1') == "Перед тем как сделать фото"
+    page.click("#agree")
+    wait_screen(page, "camera")
+    page.wait_for_selector("#shoot:enabled")  # the fake camera streams
+    assert page.evaluate("window.cameraOpens") == 1
+    consent = session_status(stack, session["id"])["consent"]
+    version = httpx.get(f"{stack.ingest_url}/consent", timeout=10).json()["version"]
+    assert (consent["version"], consent["language"]) == (version, "ru") and consent["at"]
+
+
 @pytest.fixture
 def ingest_down(stack: Stack) -> Iterator[None]:
     """Ingest stopped for the test; started again (and healthy) afterwards whatever happened."""

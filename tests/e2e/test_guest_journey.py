@@ -21,7 +21,7 @@ import pytest
 from PIL import Image
 
 from devstack.infra import Infra
-from devstack.journey import LINK, bot_texts, chat_messages, download_set, play, start_session
+from devstack.journey import LINK, bot_texts, chat_messages, consent, download_set, play, start_session
 from devstack.processes import Stack, running_stack
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
@@ -82,6 +82,7 @@ def test_a_worker_killed_mid_job_still_gives_one_pack_and_one_link(stack: Stack)
         session = start_session(kiosk, sim, user_id=user_id)
         sid = session["id"]
         kiosk.put(f"/sessions/{sid}/outfit", json={"outfit_id": "pirate"}).raise_for_status()
+        consent(kiosk, sid).raise_for_status()
         photo = (PHOTOS / "face-older-man-white-hair.jpg").read_bytes()
         kiosk.post(
             f"/sessions/{sid}/photo", files={"photo": ("p.jpg", photo)}, data={"capture_id": "k1"}
@@ -196,6 +197,7 @@ def test_sigterm_lets_the_running_job_finish_before_the_worker_exits(stack: Stac
         session = start_session(kiosk, sim, user_id=user_id)
         sid = session["id"]
         kiosk.put(f"/sessions/{sid}/outfit", json={"outfit_id": "chef"}).raise_for_status()
+        consent(kiosk, sid).raise_for_status()
         photo = (PHOTOS / "face-woman-red-hat.png").read_bytes()
         kiosk.post(
             f"/sessions/{sid}/photo", files={"photo": ("p.png", photo)}, data={"capture_id": "t1"}

@@ -10,6 +10,7 @@ from uuid import UUID
 import httpx
 import pytest
 import redis.asyncio as aioredis
+import sqlalchemy as sa
 from PIL import Image
 
 from ingest.main import create_app
@@ -37,7 +38,10 @@ async def client(
         yield c
 
 
-async def linked_session(client: httpx.AsyncClient, db: Database, *, outfit: str | None = "astronaut") -> str:
+async def linked_session(
+    client: httpx.AsyncClient, db: Database, *, outfit: str | None = "astronaut", consent: bool = True
+) -> str:
+    """A session bound to Telegram user 77 with ``outfit`` chosen and (``consent``) "Agree" given."""
     body = (await client.post("/sessions", json={"station": "hall-a"})).json()
     token = body["deep_link"].split("start=")[1]
     async with db.transaction() as repos:
@@ -46,7 +50,19 @@ async def linked_session(client: httpx.AsyncClient, db: Database, *, outfit: str
         assert (
             await client.put(f"/sessions/{body['id']}/outfit", json={"outfit_id": outfit})
         ).status_code == 200
+    if consent:
+        assert (await agree(client, str(body["id"]))).status_code == 200
     return str(body["id"])
+
+
+async def agree(client: httpx.AsyncClient, sid: str, language: str = "en") -> httpx.Response:
+    version = (await client.get("/consent")).json()["version"]
+    return await client.put(f"/sessions/{sid}/consent", json={"version": version, "language": language})
+
+
+async def stored_rows(db: Database, table: str) -> int:
+    async with db.engine.connect() as conn:
+        return int((await conn.execute(sa.text(f"SELECT count(*) FROM {table}"))).scalar_one())
 
 
 def photo_bytes(name: str = "face-woman-red-hat.png") -> bytes:
@@ -121,6 +137,97 @@ async def test_upload_before_telegram_or_outfit_is_refused(client: httpx.AsyncCl
     no_outfit = await linked_session(client, db, outfit=None)
     response = await upload(client, no_outfit, photo_bytes())
     assert response.status_code == 409 and response.json()["error"]["code"] == "outfit_not_chosen"
+
+
+async def test_the_consent_screen_names_the_providers_the_link_and_the_retention(
+    db: Database, redis: aioredis.Redis, database_url: str, redis_url: str
+) -> None:
+    venue = settings(
+        database_url,
+        redis_url,
+        PRIMARY_AI_PROVIDER="openai",
+        FALLBACK_AI_PROVIDER="local",
+        SELFIE_RETENTION_HOURS=6,
+        STICKER_RETENTION_DAYS=14,
+    )
+    app = create_app(venue, db=db, publisher=Publisher(redis))
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://kiosk") as client:
+        body = (await client.get("/consent")).json()
+    assert body["providers"] == ["openai", "local"]
+    assert (body["selfie_retention_hours"], body["sticker_retention_days"]) == (6, 14)
+    en, ru = "\n".join(body["points"]["en"]), "\n".join(body["points"]["ru"])
+    assert "OpenAI or the booth's own server" in en and "OpenAI или собственный сервер стойки" in ru
+    assert "anyone with its link" in en and "6 hours" in en and "14 days" in en and "/delete" in en
+    assert "6 ч" in ru and "14 дн." in ru and "/delete" in ru
+    assert body["version"].startswith("1-")
+
+
+async def test_the_consent_text_and_its_version_come_from_the_settings(
+    db: Database, redis: aioredis.Redis, database_url: str, redis_url: str
+) -> None:
+    bodies = []
+    for text in ("Photos go to {providers}.\\nKept {selfie_hours} h.", "Photos go to {providers}."):
+        venue = settings(database_url, redis_url, CONSENT_VERSION="2026-12", CONSENT_TEXT_EN=text)
+        app = create_app(venue, db=db, publisher=Publisher(redis))
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://k") as client:
+            bodies.append((await client.get("/consent")).json())
+    assert bodies[0]["points"]["en"] == ["Photos go to Google Gemini or OpenAI.", "Kept 24 h."]
+    assert bodies[1]["points"]["en"] == ["Photos go to Google Gemini or OpenAI."]
+    versions = [b["version"] for b in bodies]
+    assert all(v.startswith("2026-12-") for v in versions) and versions[0] != versions[1]
+    with pytest.raises(ValueError, match="unknown placeholder"):
+        settings(database_url, redis_url, CONSENT_TEXT_RU="Фото уходит в {provider}")
+
+
+async def test_an_upload_without_consent_is_refused_and_nothing_is_written(
+    client: httpx.AsyncClient, db: Database, redis: aioredis.Redis
+) -> None:
+    sid = await linked_session(client, db, consent=False)
+    assert (await client.get(f"/sessions/{sid}")).json()["status"] == "consent_required"
+    response = await upload(client, sid, photo_bytes())
+    assert response.status_code == 403 and response.json()["error"]["code"] == "consent_required"
+    assert (await stored_rows(db, "jobs"), await stored_rows(db, "blobs")) == (0, 0)
+    assert (await stored_rows(db, "tg_commands"), await redis.xlen(streams.JOBS)) == (0, 0)
+    assert (await client.get(f"/sessions/{sid}")).json()["captures"] == 0
+
+
+async def test_consent_is_recorded_with_its_version_and_time_once_then_the_upload_is_accepted(
+    client: httpx.AsyncClient, db: Database
+) -> None:
+    sid = await linked_session(client, db, consent=False)
+    version = (await client.get("/consent")).json()["version"]
+    first = await agree(client, sid, "ru")
+    assert first.status_code == 200 and first.json()["status"] == "ready_for_photo"
+    recorded = first.json()["consent"]
+    assert (recorded["version"], recorded["language"]) == (version, "ru")
+    again = await agree(client, sid, "en")  # a second tap: nothing changes
+    assert again.status_code == 200 and again.json()["consent"] == recorded
+    async with db.transaction() as repos:
+        session = await repos.sessions.get(UUID(sid))
+    assert session is not None and session.consent_version == version and session.consent_language == "ru"
+    assert session.consented_at is not None and session.consented_at.isoformat() == recorded["at"]
+    assert (await upload(client, sid, photo_bytes())).status_code == 202
+
+
+async def test_consent_to_an_outdated_text_or_an_unknown_session_is_refused(
+    client: httpx.AsyncClient, db: Database
+) -> None:
+    sid = await linked_session(client, db, consent=False)
+    stale = await client.put(f"/sessions/{sid}/consent", json={"version": "0-deadbeef"})
+    assert stale.status_code == 409 and stale.json()["error"]["code"] == "consent_outdated"
+    assert (await client.get(f"/sessions/{sid}")).json()["consent"] is None
+    unknown = await agree(client, "00000000-0000-4000-8000-000000000000")
+    assert unknown.status_code == 404 and unknown.json()["error"]["code"] == "not_found"
+    wrong_language = await client.put(f"/sessions/{sid}/consent", json={"version": "x", "language": "de"})
+    assert wrong_language.status_code == 422
+
+
+async def test_the_upload_documents_consent_required(client: httpx.AsyncClient) -> None:
+    document = (await client.get("/openapi.json")).json()
+    refusals = document["paths"]["/sessions/{session_id}/photo"]["post"]["responses"]
+    assert "consent_required" in refusals["403"]["description"]
+    consent = document["paths"]["/sessions/{session_id}/consent"]["put"]["responses"]
+    assert "consent_outdated" in consent["409"]["description"]
 
 
 def _png_header_claiming(width: int, height: int) -> bytes:

@@ -87,6 +87,8 @@ async def linked_session(client: httpx.AsyncClient, db: Database) -> str:
     assert (
         await client.put(f"/sessions/{body['id']}/outfit", json={"outfit_id": "pirate"})
     ).status_code == 200
+    version = (await client.get("/consent")).json()["version"]
+    assert (await client.put(f"/sessions/{body['id']}/consent", json={"version": version})).status_code == 200
     return str(body["id"])
 
 

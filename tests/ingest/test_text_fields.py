@@ -137,6 +137,8 @@ async def test_a_capture_id_with_a_nul_or_invalid_utf8_is_refused(
     assert (
         await client.put(f"/sessions/{body['id']}/outfit", json={"outfit_id": "pirate"})
     ).status_code == 200
+    version = (await client.get("/consent")).json()["version"]
+    assert (await client.put(f"/sessions/{body['id']}/consent", json={"version": version})).status_code == 200
     for capture in (b"cap\x00one", b"cap\xff\xfe"):
         boundary = "b0undary"
         content = (

@@ -1,4 +1,5 @@
-"""Kiosk use cases: open a session, choose an outfit, accept a photo (DESIGN.md §4).
+"""Kiosk use cases: open a session, choose an outfit, record consent, accept a photo (DESIGN.md §4,
+issue 11 "Consent on the kiosk").
 
 Accepting a photo writes the job, the selfie and the "Generating…" command in ONE transaction, commits,
 then publishes the hints (``stk:jobs``, ``tg:outbox``). A Redis outage after the commit loses nothing: the
@@ -17,6 +18,7 @@ import numpy as np
 import structlog
 from PIL import Image
 
+from ingest.consent import ConsentRequired, consent_text
 from ingest.context import IngestContext
 from ingest.photo import normalize_photo
 from shared import command_ids, streams
@@ -69,6 +71,31 @@ async def choose_outfit(ctx: IngestContext, session_id: UUID, outfit_id: str) ->
     return session
 
 
+async def give_consent(ctx: IngestContext, session_id: UUID, version: str, language: str) -> KioskSession:
+    """Record the guest's "Agree" to the consent screen (:mod:`ingest.consent`); idempotent.
+
+    ``version`` is the one the kiosk showed (``GET /consent``); it must be the current one, so the
+    recorded version names the words the guest read. ``language``: the kiosk language they were shown
+    in (one of :data:`ingest.consent.KIOSK_LANGUAGES`, checked by the route).
+
+    Raises:
+        Conflict: ``consent_outdated`` when ``version`` is not the current text's version (the venue
+            changed it since the kiosk loaded it: reload and show it again).
+        NotFound: no such session.
+    """
+    async with ctx.db.transaction() as repos:
+        session = await repos.sessions.get(session_id, for_update=True)
+        if session is None:
+            raise NotFound(f"session {session_id} does not exist")
+        if version != consent_text(ctx.settings).version:
+            raise Conflict("consent_outdated", "The consent text has changed; show the current one.")
+        session = await repos.sessions.record_consent(session_id, version=version, language=language)
+    if session is None:  # the locked row cannot vanish; the check is for the type
+        raise NotFound(f"session {session_id} does not exist")
+    log.info("CONSENT_GIVEN", session_id=str(session_id), version=version, language=language)
+    return session
+
+
 @dataclass(frozen=True)
 class PhotoAccepted:
     job: Job
@@ -87,6 +114,7 @@ async def check_accepts_photo(ctx: IngestContext, session_id: UUID, capture_id: 
         NotFound: no such session.
         Conflict: ``telegram_not_linked``, ``outfit_not_chosen``, ``capture_limit`` (only with a
             ``capture_id`` that has no job yet).
+        ConsentRequired: 403 ``consent_required``, no "Agree" on the session (:mod:`ingest.consent`).
         DatabaseUnavailable: Postgres is down.
     """
     session, jobs = await get_session(ctx, session_id)
@@ -114,6 +142,7 @@ async def accept_photo(ctx: IngestContext, session_id: UUID, capture_id: str, da
         NotFound: no such session.
         Conflict: ``telegram_not_linked``, ``outfit_not_chosen``, ``capture_limit`` (at most
             ``MAX_CAPTURES_PER_SESSION`` captures, DESIGN.md §4).
+        ConsentRequired: 403 ``consent_required``, no "Agree" on the session (:mod:`ingest.consent`).
         UploadRejected: the image is unusable (codes in :func:`ingest.photo.normalize_photo`) or ``no_face``.
         DatabaseUnavailable: Postgres is down (HTTP 503); nothing was stored.
     """
@@ -158,5 +187,7 @@ def _require_ready(session: KioskSession, max_captures: int | None) -> None:
         raise Conflict("telegram_not_linked", "Scan the QR code and press Start in Telegram first.")
     if session.outfit_id is None:
         raise Conflict("outfit_not_chosen", "Choose an outfit first.")
+    if not session.consented:
+        raise ConsentRequired()
     if max_captures is not None and session.captures >= max_captures:
         raise Conflict("capture_limit", f"At most {max_captures} photos per session.")

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import NoDecode
 
-from shared.settings import BotIdentitySettings, ServiceSettings
+from ingest.consent import DEFAULT_TEXTS, check_template
+from shared.settings import BotIdentitySettings, ProviderName, RetentionSettings, ServiceSettings
 
 
-class IngestSettings(ServiceSettings, BotIdentitySettings):
+class IngestSettings(ServiceSettings, BotIdentitySettings, RetentionSettings):
     """Env of the ingest service (see :class:`shared.settings.ServiceSettings` for the common part).
 
     Upload limits: ``MAX_UPLOAD_BYTES`` (bytes, default 15 MB), ``MAX_UPLOAD_PIXELS`` (px, default 40 MP;
@@ -22,6 +23,14 @@ class IngestSettings(ServiceSettings, BotIdentitySettings):
     the visitor's), ``LEADS_CORS_ORIGINS`` (comma-separated origins of the landing page allowed to post).
     ``ADMIN_TOKEN`` (secret, no default): the bearer token of the admin API; unset, admin endpoints
     answer 403.
+
+    Consent screen (:mod:`ingest.consent`): ``CONSENT_TEXT_EN``, ``CONSENT_TEXT_RU`` (one point per line;
+    placeholders ``{providers}``, ``{selfie_hours}``, ``{sticker_days}``; defaults in
+    :data:`ingest.consent.DEFAULT_TEXTS`), ``CONSENT_VERSION`` (the venue's label of its text, ``1``;
+    the recorded version adds a digest of the rendered text). ``PRIMARY_AI_PROVIDER`` (gemini) and
+    ``FALLBACK_AI_PROVIDER`` (openai; empty = none) are the worker's settings, read here only to name
+    the providers on that screen: give ingest the same values as the worker. ``SELFIE_RETENTION_HOURS``
+    (24) and ``STICKER_RETENTION_DAYS`` (30): :class:`shared.settings.RetentionSettings`.
     """
 
     host: str = Field("0.0.0.0", validation_alias="HOST")
@@ -37,6 +46,20 @@ class IngestSettings(ServiceSettings, BotIdentitySettings):
         (), validation_alias="LEADS_CORS_ORIGINS"
     )
     admin_token: SecretStr | None = Field(None, validation_alias="ADMIN_TOKEN")
+    consent_version: str = Field(
+        "1", min_length=1, max_length=32, pattern=r"^[A-Za-z0-9_.:-]+$", validation_alias="CONSENT_VERSION"
+    )
+    consent_text_en: str = Field(DEFAULT_TEXTS["en"], validation_alias="CONSENT_TEXT_EN")
+    consent_text_ru: str = Field(DEFAULT_TEXTS["ru"], validation_alias="CONSENT_TEXT_RU")
+    primary_ai_provider: ProviderName = Field("gemini", validation_alias="PRIMARY_AI_PROVIDER")
+    fallback_ai_provider: ProviderName | Literal[""] = Field(
+        "openai", validation_alias="FALLBACK_AI_PROVIDER"
+    )
+
+    @field_validator("consent_text_en", "consent_text_ru")
+    @classmethod
+    def _consent_template(cls, value: str) -> str:
+        return check_template(value)
 
     @field_validator("leads_cors_origins", mode="before")
     @classmethod

@@ -8,9 +8,7 @@ from typing import Annotated, Literal
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-from shared.settings import ServiceSettings
-
-ProviderName = Literal["gemini", "openai", "local"]
+from shared.settings import ProviderName, ServiceSettings
 
 
 class PipelineSettings(BaseSettings):

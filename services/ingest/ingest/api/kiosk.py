@@ -1,4 +1,5 @@
-"""Kiosk API: outfits, sessions, outfit choice, photo upload, status poll (DESIGN.md §4)."""
+"""Kiosk API: outfits, sessions, outfit choice, consent, photo upload, status poll (DESIGN.md §4, issue 11
+"Consent on the kiosk")."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from starlette.requests import ClientDisconnect
 from ingest import kiosk
 from ingest.api.errors import ApiError, ErrorBody
 from ingest.api.text import SingleLine
+from ingest.consent import KioskLanguage, consent_text
 from ingest.context import Ctx
 from ingest.multipart import MultipartReader
 from shared.domain import Job, JobStatus, KioskSession
@@ -30,6 +32,14 @@ class SessionCreate(BaseModel):
 
 class OutfitChoice(BaseModel):
     outfit_id: SingleLine = Field(min_length=1, max_length=64)
+
+
+class ConsentGiven(BaseModel):
+    """The guest pressed "Agree" on the consent screen: the ``version`` of ``GET /consent`` they were
+    shown, in kiosk ``language``."""
+
+    version: SingleLine = Field(min_length=1, max_length=64)
+    language: KioskLanguage = "en"
 
 
 async def _maintenance_guard(ctx: Ctx) -> None:
@@ -57,6 +67,8 @@ def _session_body(ctx: Ctx, session: KioskSession, jobs: list[Job]) -> dict[str,
         status = "waiting_for_telegram"
     elif session.outfit_id is None:
         status = "choose_outfit"
+    elif not jobs and not session.consented:
+        status = "consent_required"
     elif not jobs:
         status = "ready_for_photo"
     else:
@@ -69,6 +81,15 @@ def _session_body(ctx: Ctx, session: KioskSession, jobs: list[Job]) -> dict[str,
         "qr_svg": segno.make(link, error="m").svg_data_uri(scale=6, border=2),
         "telegram_linked": session.telegram_linked,
         "outfit_id": session.outfit_id,
+        "consent": (
+            {
+                "version": session.consent_version,
+                "language": session.consent_language,
+                "at": session.consented_at.isoformat(),
+            }
+            if session.consented_at is not None
+            else None
+        ),
         "captures": session.captures,
         "captures_left": max(0, ctx.settings.max_captures_per_session - session.captures),
         "jobs": [{"id": str(j.id), "status": j.status, "capture_id": j.capture_id} for j in jobs],
@@ -124,6 +145,37 @@ async def choose_outfit(ctx: Ctx, session_id: UUID, body: OutfitChoice) -> dict[
     return _session_body(ctx, session, jobs)
 
 
+@router.get("/consent")
+async def consent_screen(ctx: Ctx) -> dict[str, Any]:
+    """The consent screen the kiosk shows before the camera opens (:mod:`ingest.consent`): its
+    ``version`` (send it back with ``PUT /sessions/{id}/consent``), its ``points`` per kiosk language,
+    and the facts in them: the provider chain (``providers``) and the retention numbers."""
+    text = consent_text(ctx.settings)
+    return {
+        "version": text.version,
+        "points": {language: list(points) for language, points in text.points.items()},
+        "providers": list(text.providers),
+        "selfie_retention_hours": text.selfie_retention_hours,
+        "sticker_retention_days": text.sticker_retention_days,
+    }
+
+
+@router.put(
+    "/sessions/{session_id}/consent",
+    responses={
+        404: {"model": ErrorBody, "description": "`not_found`: no such session"},
+        409: {"model": ErrorBody, "description": "`consent_outdated`: `version` is not the current text's"},
+    },
+)
+async def give_consent(ctx: Ctx, session_id: UUID, body: ConsentGiven) -> dict[str, Any]:
+    """Record "Agree" on the session (version, language, time); agreeing again changes nothing.
+    Answers the session, whose ``consent`` then holds the record."""
+    await _maintenance_guard(ctx)
+    await kiosk.give_consent(ctx, session_id, body.version, body.language)
+    session, jobs = await kiosk.get_session(ctx, session_id)
+    return _session_body(ctx, session, jobs)
+
+
 CAPTURE_ID_PATTERN = r"^[A-Za-z0-9_.:-]+$"
 CaptureId = Annotated[SingleLine, Field(min_length=1, max_length=64, pattern=CAPTURE_ID_PATTERN)]
 _CAPTURE_ID = TypeAdapter(CaptureId)
@@ -160,6 +212,11 @@ _PHOTO_BODY: dict[str, Any] = {
 }
 _UPLOAD_ERRORS: dict[int | str, dict[str, Any]] = {
     400: {"model": ErrorBody, "description": "`malformed_multipart`"},
+    403: {
+        "model": ErrorBody,
+        "description": "`consent_required`: the guest has not agreed to the consent screen "
+        "(`PUT /sessions/{id}/consent`); nothing is read or stored",
+    },
     404: {"model": ErrorBody, "description": "`not_found`: no such session"},
     409: {
         "model": ErrorBody,
@@ -220,7 +277,7 @@ async def upload_photo(
     Idempotent per ``capture_id`` (or ``Idempotency-Key``).
 
     Answers 202 for a new job, 200 with the same job for a repeated capture id. The body is read only
-    after the session is known to take a photo (maintenance, session, Telegram link, outfit; with the
+    after the session is known to take a photo (maintenance, session, Telegram link, outfit, consent; with the
     capture id first, also the retry and the capture limit), and only up to ``MAX_UPLOAD_BYTES`` plus
     16 KiB of multipart framing: a larger ``Content-Length`` is refused before reading, a streamed body
     is cut at the limit (413 ``file_too_large``). Nothing is spooled to disk.

@@ -1,10 +1,12 @@
-/* Sticker Booth kiosk page: session QR code → outfit → camera → upload → live status.
+/* Sticker Booth kiosk page: session QR code → outfit → consent → camera → upload → live status.
  *
  * Retry rules (DESIGN.md §4, spec/000 "Kiosk"): the outfit list is retried 1 s doubling to 10 s until it
  * loads; an upload is retried 3 times after 1, 2, 3 s on a network error or a 5xx, always with the capture
  * id made once per photo (the server is idempotent per capture id); the session status is polled every
  * 1 s for as long as the session exists, and a network error only shows the offline badge. A 503
  * "maintenance" shows the break screen, which keeps probing and carries on by itself.
+ * Consent (issue 11): the camera opens only after "Agree" on the consent screen, whose points come from
+ * GET /consent (the venue's texts) and whose version is recorded with PUT /sessions/{id}/consent.
  * Staff reset: hold the top-left corner for 3 s. Query string: ?station=<name>&lang=en|ru.
  */
 "use strict";
@@ -27,7 +29,7 @@
   };
   // Screens that go back to the start after this long without a touch (ms); the others wait.
   const AUTO_RETURN = {
-    outfits: TIMING.idleMs, camera: TIMING.idleMs, review: TIMING.idleMs, refused: TIMING.idleMs,
+    outfits: TIMING.idleMs, consent: TIMING.idleMs, camera: TIMING.idleMs, review: TIMING.idleMs, refused: TIMING.idleMs,
     "send-failed": TIMING.idleMs, generating: TIMING.generatingMs, done: TIMING.doneMs,
     failed: TIMING.failedMs,
   };
@@ -45,6 +47,9 @@
       welcome_waiting: "Scan with your phone camera and press Start in Telegram",
       welcome_opening: "Getting the booth ready…",
       outfits_title: "You're connected! Pick your outfit", outfits_loading: "Loading outfits…",
+      consent_title: "Before we take your photo", agree: "Agree", consent_loading: "Loading…",
+      consent_failed: "Couldn't save that — tap Agree again.",
+      consent_changed: "This text has just been updated — please read it again.",
       camera_off: "The camera is not available here. Choose a photo instead.",
       camera_hint: "Look into the camera and smile!",
       back: "Back", shoot: "Take photo", pick: "Choose a photo",
@@ -79,6 +84,9 @@
       welcome_waiting: "Отсканируй код камерой телефона и нажми «Запустить» в Telegram",
       welcome_opening: "Готовим стойку…",
       outfits_title: "Готово! Выбери костюм", outfits_loading: "Загружаем костюмы…",
+      consent_title: "Перед тем как сделать фото", agree: "Согласен(на)", consent_loading: "Загружаем…",
+      consent_failed: "Не удалось сохранить — нажми «Согласен(на)» ещё раз.",
+      consent_changed: "Текст только что обновился — прочитай его ещё раз, пожалуйста.",
       camera_off: "Камера здесь недоступна. Выбери фото.",
       camera_hint: "Смотри в камеру и улыбайся!",
       back: "Назад", shoot: "Сфотографировать", pick: "Выбрать фото",
@@ -121,7 +129,7 @@
   const state = {
     station: (params.get("station") || "kiosk").replace(/[^A-Za-z0-9_.-]/g, "-").slice(0, 64) || "kiosk",
     lang: defaultLang, screen: "welcome", epoch: 0, session: null, status: null, outfits: null,
-    outfitId: null, jobId: null, photo: null, stream: null, refusal: null, timer: null, ticker: null,
+    outfitId: null, jobId: null, photo: null, consent: null, consented: false, stream: null, refusal: null, timer: null, ticker: null,
   };
   const STALE = new Error("the session was reset");
 
@@ -137,6 +145,7 @@
     for (const el of document.querySelectorAll("[data-i18n]")) el.textContent = t(el.dataset.i18n);
     $("welcome-status").textContent = t(state.session ? "welcome_waiting" : "welcome_opening");
     renderOutfits();
+    renderConsent();
     if (state.refusal) renderRefusal(state.refusal);
     renderCapturesNote();
   }
@@ -256,7 +265,9 @@
     state.epoch += 1;
     const alive = current();
     releasePhoto();
-    Object.assign(state, { session: null, status: null, outfitId: null, jobId: null, refusal: null });
+    Object.assign(state, {
+      session: null, status: null, outfitId: null, jobId: null, refusal: null, consented: false,
+    });
     setLang(defaultLang);
     $("qr").hidden = true;
     $("qr-wait").hidden = false;
@@ -381,6 +392,7 @@
     try {
       state.status = await persist(put, alive, { delaysMs: TIMING.actionRetryMs });
       state.outfitId = outfitId;
+      state.consented = Boolean(state.status.consent);
       openCamera();
     } catch (err) {
       if (err === STALE) return;
@@ -391,9 +403,71 @@
     }
   }
 
-  /* ---- Camera (front, 3-2-1) with a file-input fallback. ---- */
+  /* ---- Consent: loaded at start like the outfits (and again when the venue changed it); "Agree" is
+   * recorded on the session before the camera may open. ---- */
+
+  async function loadConsent() {
+    let delay = TIMING.outfitRetryFirstMs;
+    for (;;) {
+      try {
+        state.consent = await api("GET", "/consent");
+        renderConsent();
+        return;
+      } catch {
+        await sleep(delay);
+        delay = Math.min(delay * 2, TIMING.outfitRetryMaxMs);
+      }
+    }
+  }
+
+  function renderConsent() {
+    const list = $("consent-points");
+    const points = state.consent ? (state.consent.points[state.lang] ?? state.consent.points.en) : [];
+    const item = (text) => Object.assign(document.createElement("li"), { textContent: text });
+    list.replaceChildren(...points.map(item));
+    $("agree").disabled = !state.consent;
+    const note = $("consent-note");
+    if (!state.consent) note.textContent = t("consent_loading");
+    else if (note.textContent === t("consent_loading")) note.textContent = "";
+  }
+
+  function showConsent() {
+    $("consent-note").textContent = "";
+    renderConsent();
+    show("consent");
+  }
+
+  async function agree() {
+    const alive = current();
+    if (!state.consent) return;
+    const version = state.consent.version;
+    $("agree").disabled = true;
+    const json = { version, language: state.lang };
+    const put = () => api("PUT", `/sessions/${state.session.id}/consent`, { json });
+    try {
+      state.status = await persist(put, alive, { delaysMs: TIMING.actionRetryMs });
+      state.consented = true;
+      openCamera();
+    } catch (err) {
+      if (err === STALE) return;
+      if (err instanceof HttpError && err.code === "consent_outdated") {
+        state.consent = null;
+        renderConsent();
+        await loadConsent();
+        if (alive()) $("consent-note").textContent = t("consent_changed");
+        return;
+      }
+      if (err instanceof HttpError) return refuse(err);
+      $("consent-note").textContent = t("consent_failed");
+    } finally {
+      $("agree").disabled = !state.consent;
+    }
+  }
+
+  /* ---- Camera (front, 3-2-1) with a file-input fallback; never before consent. ---- */
 
   async function openCamera() {
+    if (!state.consented) return showConsent();
     const alive = current();
     show("camera");
     renderCapturesNote();
@@ -521,6 +595,10 @@
       show("generating");
     } catch (err) {
       if (err === STALE) return;
+      if (err instanceof HttpError && err.code === "consent_required") {
+        state.consented = false;
+        return showConsent();
+      }
       if (err instanceof HttpError && !err.retryable) return refuse(err);
       show("send-failed");
     }
@@ -581,6 +659,8 @@
     $("station").textContent = state.station;
     $("lang").addEventListener("click", () => setLang(state.lang === "en" ? "ru" : "en"));
     $("back-outfits").addEventListener("click", () => show("outfits"));
+    $("consent-back").addEventListener("click", () => show("outfits"));
+    $("agree").addEventListener("click", agree);
     $("shoot").addEventListener("click", shoot);
     $("pick").addEventListener("change", (event) => {
       const file = event.target.files[0];
@@ -611,5 +691,6 @@
   wire();
   keepAwake();
   loadOutfits();
+  loadConsent();
   startOver();
 })();

@@ -1,0 +1,140 @@
+"""The consent screen the kiosk shows before the camera opens (issue 11 "Consent on the kiosk").
+
+The guest is told, in the kiosk's language, which AI provider receives the photo, that the sticker set can
+be opened by anyone with its link, how long the photo and the stickers are kept and how to delete them
+(``/delete`` in the bot). "Agree" is recorded on the session (``sessions.consent_version``,
+``consent_language``, ``consented_at``); without it no photo is accepted (:class:`ConsentRequired`).
+
+Everything the guest reads comes from :class:`ingest.settings.IngestSettings`: the texts
+``CONSENT_TEXT_EN``/``CONSENT_TEXT_RU`` (one point per line, placeholders ``{providers}``,
+``{selfie_hours}``, ``{sticker_days}``), the provider chain ``PRIMARY_AI_PROVIDER``/``FALLBACK_AI_PROVIDER``
+(the worker's settings, same names and defaults) and the retention numbers ``SELFIE_RETENTION_HOURS``/
+``STICKER_RETENTION_DAYS`` (:class:`shared.settings.RetentionSettings`). The version recorded is
+``<CONSENT_VERSION>-<digest>``: the venue's own label plus the first 8 hex digits of the SHA-256 of the
+rendered texts, so a changed text (or number, or provider) is a new version even if the label stays.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import string
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Final, Literal, get_args
+
+from shared.errors import UploadRejected
+from shared.settings import ProviderName
+
+if TYPE_CHECKING:
+    from ingest.settings import IngestSettings
+
+#: The kiosk's languages (``static/kiosk/kiosk.js``); English is the fallback.
+KioskLanguage = Literal["en", "ru"]
+KIOSK_LANGUAGES: Final[tuple[KioskLanguage, ...]] = get_args(KioskLanguage)
+PLACEHOLDERS: Final = frozenset({"providers", "selfie_hours", "sticker_days"})
+
+#: How the guest reads a provider's name; ``local`` sends the photo to no outside service.
+_PROVIDER_TITLES: Final[dict[str, dict[str, str]]] = {
+    "gemini": {"en": "Google Gemini", "ru": "Google Gemini"},
+    "openai": {"en": "OpenAI", "ru": "OpenAI"},
+    "local": {"en": "the booth's own server", "ru": "собственный сервер стойки"},
+}
+_OR: Final = {"en": " or ", "ru": " или "}
+
+DEFAULT_TEXTS: Final[dict[str, str]] = {
+    "en": "To draw your stickers, your photo is sent to {providers}.\n"
+    "Your sticker set is public: anyone with its link can open it.\n"
+    "We keep your photo for at most {selfie_hours} hours and the sticker files for {sticker_days} days, "
+    "then delete them.\n"
+    "To delete your photo, stickers and sticker set at any time, send /delete to our bot in Telegram.",
+    "ru": "Стикеры рисует {providers}: мы передаём туда твоё фото.\n"
+    "Набор стикеров публичный: его может открыть любой, у кого есть ссылка.\n"
+    "Мы храним фото не дольше {selfie_hours} ч, а файлы стикеров — {sticker_days} дн., потом удаляем.\n"
+    "Чтобы удалить фото, стикеры и набор в любой момент, отправь /delete нашему боту в Telegram.",
+}
+
+_LINE_BREAK = re.compile(r"\r?\n|\\n")
+
+
+class ConsentRequired(UploadRejected):
+    """The session has no recorded "Agree": HTTP 403 ``consent_required``, raised before any of the upload
+    is read."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            "consent_required", "The guest has not agreed to the consent screen yet.", status=403
+        )
+
+
+def check_template(template: str) -> str:
+    """``template`` unchanged when it is a consent text: at least one point, only the known placeholders.
+
+    Raises:
+        ValueError: empty, an unknown ``{name}`` or a stray brace (a literal brace is written ``{{``/``}}``).
+    """
+    try:
+        fields = {name for _, name, _, _ in string.Formatter().parse(template) if name is not None}
+    except ValueError as exc:
+        raise ValueError(f"not a text template ({exc}); write a literal brace as {{{{ or }}}}") from exc
+    unknown = fields - PLACEHOLDERS
+    if unknown:
+        raise ValueError(f"unknown placeholder(s) {sorted(unknown)}; known: {sorted(PLACEHOLDERS)}")
+    if not split_points(template):
+        raise ValueError("a consent text needs at least one line")
+    return template
+
+
+def split_points(text: str) -> list[str]:
+    """The points of a consent text: one per line (a newline, or the two characters ``\\n`` where the env
+    format has no multi-line values), blank lines dropped."""
+    return [line.strip() for line in _LINE_BREAK.split(text) if line.strip()]
+
+
+def provider_chain(primary: ProviderName, fallback: ProviderName | str) -> tuple[str, ...]:
+    """The providers that may receive the photo, in chain order: ``primary``, then ``fallback`` when set
+    and different (the worker's rule, ``worker.providers.factory.build_providers``). A provider the
+    worker skips for want of a key is still named: ingest holds no AI keys (DESIGN.md §12)."""
+    return (primary,) if not fallback or fallback == primary else (primary, fallback)
+
+
+def providers_phrase(providers: tuple[str, ...], language: str) -> str:
+    """``Google Gemini or OpenAI`` in ``language``."""
+    return _OR[language].join(_PROVIDER_TITLES[p][language] for p in providers)
+
+
+@dataclass(frozen=True)
+class ConsentText:
+    """The consent screen as shown: ``points`` per kiosk language, and the facts they were made from."""
+
+    version: str
+    points: Mapping[KioskLanguage, tuple[str, ...]]
+    providers: tuple[str, ...]
+    selfie_retention_hours: int
+    sticker_retention_days: int
+
+
+def consent_text(settings: IngestSettings) -> ConsentText:
+    """The consent screen for these settings, with its version (module docstring)."""
+    providers = provider_chain(settings.primary_ai_provider, settings.fallback_ai_provider)
+    templates: dict[KioskLanguage, str] = {"en": settings.consent_text_en, "ru": settings.consent_text_ru}
+    points = {
+        language: tuple(
+            line.format(
+                providers=providers_phrase(providers, language),
+                selfie_hours=settings.selfie_retention_hours,
+                sticker_days=settings.sticker_retention_days,
+            )
+            for line in split_points(templates[language])
+        )
+        for language in KIOSK_LANGUAGES
+    }
+    digest = hashlib.sha256(json.dumps(points, ensure_ascii=False, sort_keys=True).encode()).hexdigest()
+    return ConsentText(
+        version=f"{settings.consent_version}-{digest[:8]}",
+        points=points,
+        providers=providers,
+        selfie_retention_hours=settings.selfie_retention_hours,
+        sticker_retention_days=settings.sticker_retention_days,
+    )
