@@ -76,11 +76,11 @@ def test_the_admin_page_pauses_lists_jobs_and_retries_a_failed_one(page: Page, s
     expect(row).to_contain_text("failed")
     expect(row).to_contain_text("invalid")
     row.click()
-    expect(page.locator("#detail-events")).to_contain_text("processing → failed — no valid sheet")
+    expect(page.locator("#detail-events")).to_contain_text("processing → failed — invalid: no valid sheet")
     expect(page.locator("#leads")).to_contain_text("<b>Ann</b> & Co")  # shown as text, not markup
     screenshot(page, "admin-failed-job")
     row.get_by_role("button", name="Retry").click()
-    expect(row.locator(".pill")).not_to_have_text("failed")
+    expect(row.locator('.pill[class*="status-"]')).not_to_have_text("failed")
     expect(page.locator("#detail-events")).to_contain_text("failed → queued — admin retry (web)")
     events = httpx.get(f"{stack.ingest_url}/admin/jobs/{job_id}", headers=ADMIN, timeout=10).json()["events"]
     assert [e["note"] for e in events if e["from"] == "failed"] == ["admin retry (web)"]
