@@ -208,3 +208,11 @@ def test_published_ports_can_be_moved_and_stay_on_loopback() -> None:
         ("grafana", "GRAFANA_PORT", 3000),
     ):
         assert compose_service(name)["ports"] == [f"127.0.0.1:${{{variable}:-{port}}}:{port}"], name
+
+
+def test_the_kiosk_names_the_providers_the_worker_calls() -> None:
+    """The consent screen (ingest) tells the guest which AI providers get the photo: it must read the same
+    PRIMARY_AI_PROVIDER / FALLBACK_AI_PROVIDER as the worker that calls them."""
+    ingest, worker = compose_service("ingest")["environment"], compose_service("worker")["environment"]
+    for var in ("PRIMARY_AI_PROVIDER", "FALLBACK_AI_PROVIDER"):
+        assert var in ingest and ingest[var] == worker[var], var
