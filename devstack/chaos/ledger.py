@@ -94,7 +94,8 @@ class FaultKind:
 @dataclass(frozen=True)
 class Guest:
     """One guest as the run played them; ``accepted_at`` / ``started_at``: wall-clock seconds of the
-    accepted upload / of pressing Start, ``targeted`` the fault kinds aimed at (or seen hitting) them."""
+    accepted upload / of pressing Start, ``targeted`` the fault kinds aimed at (or seen hitting) them,
+    ``starts`` how many times they sent ``/start`` (a guest told "short break" presses it again)."""
 
     user_id: int
     photo: str
@@ -105,6 +106,7 @@ class Guest:
     accepted_at: float | None = None
     targeted: tuple[str, ...] = ()
     started_at: float | None = None
+    starts: int = 1
 
 
 @dataclass(frozen=True)
@@ -255,9 +257,15 @@ class _Causes:
         return able[0]
 
 
-def _duplicate_texts(where: str, messages: list[BotMessage], ledger: Ledger, skip: frozenset[str]) -> None:
+#: Texts that answer each message of the guest, so a guest who wrote ``n`` times may get them ``n`` times.
+REPLIES = frozenset({"maintenance"})
+
+
+def _duplicate_texts(where: str, messages: list[BotMessage], ledger: Ledger, *, prompts: int = 1) -> None:
+    """Each text once; a :data:`REPLIES` text once per message the guest sent (``prompts``)."""
     for text, count in Counter(m.text for m in messages).items():
-        if count > 1 and classify(text) not in skip:
+        allowed = prompts if classify(text) in REPLIES else 1
+        if count > allowed:
             ledger.duplicated.append(f"{where}: message sent {count} times: {text[:60]!r}")
 
 
@@ -271,7 +279,7 @@ def judge(observed: Observed, kinds: Mapping[str, FaultKind]) -> Ledger:
         sets_of[sticker_set.owner_user_id].append(sticker_set)
     for guest in observed.guests:
         messages = observed.messages.get(guest.user_id, [])
-        _duplicate_texts(f"guest {guest.user_id}", messages, ledger, frozenset())
+        _duplicate_texts(f"guest {guest.user_id}", messages, ledger, prompts=guest.starts)
         links = [m for m in messages if classify(m.text) == "pack_ready"]
         owned = sets_of.get(guest.user_id, [])
         if len(links) > 1:
@@ -377,4 +385,4 @@ def _judge_leads(observed: Observed, ledger: Ledger) -> None:
             ledger.lost.append(f"lead #{number}: no card")
         elif cards[number] > 1:
             ledger.duplicated.append(f"lead #{number}: {cards[number]} cards")
-    _duplicate_texts("leads group", [m for m in group if not CARD.match(m.text)], ledger, frozenset())
+    _duplicate_texts("leads group", [m for m in group if not CARD.match(m.text)], ledger)

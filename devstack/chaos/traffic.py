@@ -149,6 +149,7 @@ def play_guest(
         sim.post(f"/sim/users/{plan.user_id}/messages", json=start).raise_for_status()
         deadline = time.monotonic() + link_timeout_s
         answered = 1
+        starts = 1
         while True:
             status = retrying(lambda: kiosk.get(f"/sessions/{session['id']}"), timeout_s=30)
             if status is not None and status.json().get("telegram_linked"):
@@ -160,6 +161,7 @@ def play_guest(
                 answered = len(texts) + 1  # a short break: the guest presses Start again after it
                 time.sleep(3)
                 sim.post(f"/sim/users/{plan.user_id}/messages", json=start).raise_for_status()
+                starts += 1
             time.sleep(0.5)
         if (
             retrying(lambda: kiosk.put(f"/sessions/{session['id']}/outfit", json={"outfit_id": plan.outfit}))
@@ -195,6 +197,7 @@ def play_guest(
             accepted_at=time.time() if accepted else None,
             targeted=plan.tags,
             started_at=started,
+            starts=starts,
         )
 
 

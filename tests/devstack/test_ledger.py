@@ -192,6 +192,19 @@ def test_two_different_texts_let_the_guest_down() -> None:
     assert judge(world, KINDS).verdicts[0].outcome == LET_DOWN
 
 
+def test_the_break_text_may_answer_each_start_but_not_more() -> None:
+    """A guest told "short break" presses Start again and may be told again; a third telling is doubled."""
+    world = delivered_world(injected=Counter({"ai:credit": 1}))
+    paused = (en("linked"), en("maintenance"), en("maintenance"), en("generating"), link("b_by_bot"))
+    world.messages[2] = msgs(2, *paused)
+    world.guests[1] = Guest(2, "cmyk", True, 202, job_id="j2", accepted_at=T0, starts=2)
+    assert judge(world, KINDS).duplicated == []
+    world.guests[1] = Guest(2, "cmyk", True, 202, job_id="j2", accepted_at=T0, starts=1)
+    assert judge(world, KINDS).duplicated == [
+        "guest 2: message sent 2 times: " + repr(en("maintenance")[:60])
+    ]
+
+
 def test_unavailable_then_delivered_needs_an_injected_pause() -> None:
     world = delivered_world()
     world.messages[1] = msgs(1, en("linked"), en("generating"), en("unavailable"), link("a_by_bot"))

@@ -1,58 +1,99 @@
-"""The maintenance gate's rule for an unreadable database: let the guest through (spec/000)."""
+"""The maintenance gate: an unreadable database lets the guest through (spec/000); while paused a guest's
+message gets the maintenance text once, however often the update is delivered (outbox key
+``update:<update_id>``), and admins pass. Replies go to the Telegram simulator through the real executor."""
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime
-from typing import Any
 
+import httpx
 import pytest
+import redis.asyncio as aioredis
+from aiohttp import web
 from telegram import Chat, Message, Update, User
+from telegram.ext import ApplicationHandlerStop
 
 from shared.db import create_engine
 from shared.repositories import Database
+from shared.streams import Publisher
+from shared.texts import text
+from simulators.telegram.app import create_app
+from simulators.telegram.config import SimConfig
+from telegram_gateway.executor import CommandExecutor
+from telegram_gateway.main import build_application
 from telegram_gateway.maintenance_gate import MaintenanceGate
+from telegram_gateway.settings import GatewaySettings
 
 pytestmark = pytest.mark.integration
+TOKEN = "123456789:TEST-token-for-the-simulator-000000000"
+GUEST = 7
 
 
-def private_update(user_id: int) -> Update:
-    user = User(id=user_id, first_name="G", is_bot=False)
-    chat = Chat(id=user_id, type="private")
-    return Update(
-        update_id=1,
-        message=Message(message_id=1, date=datetime.now(UTC), chat=chat, from_user=user, text="hi"),
+@pytest.fixture
+async def sim_executor(
+    db: Database, redis: aioredis.Redis, database_url: str, redis_url: str
+) -> AsyncIterator[tuple[CommandExecutor, httpx.AsyncClient]]:
+    """A real executor whose bot talks to an in-process Telegram simulator, and a client of the sim."""
+    config = SimConfig(
+        token=TOKEN, bot_username="stickerbooth_bot", private_per_second=0, global_per_second=0
     )
+    runner = web.AppRunner(create_app(config), shutdown_timeout=5)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    host, port = runner.addresses[0][:2]
+    url = f"http://{host}:{port}"
+    settings = GatewaySettings(  # type: ignore[call-arg]
+        DATABASE_URL=database_url, REDIS_URL=redis_url, TELEGRAM_BOT_TOKEN=TOKEN, TELEGRAM_API_BASE_URL=url
+    )
+    application = build_application(settings)
+    await application.initialize()
+    async with httpx.AsyncClient(base_url=url) as sim:
+        # the guest writes first, so the private chat exists for the bot to answer in
+        body = {"text": "hi", "first_name": "G", "language_code": "ru"}
+        (await sim.post(f"/sim/users/{GUEST}/messages", json=body)).raise_for_status()
+        yield CommandExecutor(bot=application.bot, db=db, publisher=Publisher(redis)), sim
+    await application.shutdown()
+    await runner.cleanup()
 
 
-async def test_an_unreadable_database_lets_the_guest_through() -> None:
+def private_update(update_id: int, user_id: int, *, language: str = "ru") -> Update:
+    user = User(id=user_id, first_name="G", is_bot=False, language_code=language)
+    chat = Chat(id=user_id, type="private")
+    message = Message(
+        message_id=update_id, date=datetime.now(UTC), chat=chat, from_user=user, text="/start x"
+    )
+    return Update(update_id=update_id, message=message)
+
+
+async def bot_texts(sim: httpx.AsyncClient, chat_id: int) -> list[str]:
+    body = (await sim.get(f"/sim/chats/{chat_id}/messages")).json()
+    messages = body["messages"] if isinstance(body, dict) else body
+    return [m["text"] for m in messages if (m.get("from") or {}).get("is_bot")]
+
+
+async def test_an_unreadable_database_lets_the_guest_through(
+    sim_executor: tuple[CommandExecutor, httpx.AsyncClient],
+) -> None:
+    executor, sim = sim_executor
     dead = Database(create_engine("postgresql://postgres@127.0.0.1:1/x", connect_timeout_s=1))
-    gate = MaintenanceGate(db=dead, admin_ids=frozenset(), env_maintenance=False)
-    context: Any = None
-    await gate.check(private_update(5), context)  # returns: no ApplicationHandlerStop, no reply attempted
+    gate = MaintenanceGate(db=dead, executor=executor, admin_ids=frozenset(), env_maintenance=False)
+    await gate.check(private_update(1, GUEST), None)  # type: ignore[arg-type]  # no ApplicationHandlerStop
+    assert await bot_texts(sim, GUEST) == []
     await dead.dispose()
 
 
-async def test_env_maintenance_stops_guests_but_not_admins(db: Database) -> None:
-    from telegram.ext import ApplicationHandlerStop
-
-    replies: list[str] = []
-
-    class Recorder(Message):
-        async def reply_text(self, text: str, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
-            replies.append(text)
-
-    gate = MaintenanceGate(db=db, admin_ids=frozenset({1000}), env_maintenance=True)
-    guest = Update(
-        update_id=2,
-        message=Recorder(
-            message_id=2,
-            date=datetime.now(UTC),
-            chat=Chat(id=7, type="private"),
-            from_user=User(id=7, first_name="G", is_bot=False, language_code="ru"),
-            text="/start x",
-        ),
-    )
+async def test_env_maintenance_answers_a_guest_once_per_update_and_lets_admins_pass(
+    db: Database, sim_executor: tuple[CommandExecutor, httpx.AsyncClient]
+) -> None:
+    executor, sim = sim_executor
+    gate = MaintenanceGate(db=db, executor=executor, admin_ids=frozenset({1000}), env_maintenance=True)
+    for _ in range(2):  # the same update delivered again, as polling does after a gateway crash
+        with pytest.raises(ApplicationHandlerStop):
+            await gate.check(private_update(2, GUEST), None)  # type: ignore[arg-type]
+    assert await bot_texts(sim, GUEST) == [text("maintenance", "ru")]
     with pytest.raises(ApplicationHandlerStop):
-        await gate.check(guest, None)  # type: ignore[arg-type]
-    assert replies == ["Стойка со стикерами на короткой паузе. Попробуй, пожалуйста, через несколько минут."]
-    await gate.check(private_update(1000), None)  # type: ignore[arg-type]  # an admin passes
+        await gate.check(private_update(3, GUEST), None)  # type: ignore[arg-type]  # a new message: answered
+    assert await bot_texts(sim, GUEST) == [text("maintenance", "ru")] * 2
+    await gate.check(private_update(4, 1000), None)  # type: ignore[arg-type]  # an admin passes

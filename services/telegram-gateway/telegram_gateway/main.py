@@ -79,7 +79,9 @@ def register_handlers(
             bot=application.bot, db=db, publisher=publisher, sending_stale_s=settings.sending_stale_sec
         )
     env = settings.maintenance_mode
-    MaintenanceGate(db=db, admin_ids=settings.admin_ids, env_maintenance=env).register(application)
+    MaintenanceGate(db=db, executor=executor, admin_ids=settings.admin_ids, env_maintenance=env).register(
+        application
+    )
     AdminHandlers(db=db, publisher=publisher, admin_ids=settings.admin_ids, env_maintenance=env).register(
         application
     )

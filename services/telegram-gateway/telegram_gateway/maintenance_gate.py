@@ -14,9 +14,12 @@ from telegram import Update
 from telegram.ext import Application, ApplicationHandlerStop, ContextTypes, TypeHandler
 
 from shared.maintenance import current_pause
+from shared.outbox import tell_guest
 from shared.repositories import Database
 from shared.texts import text
 from telegram_gateway.erasure import CANCEL, CONFIRM
+from telegram_gateway.executor import CommandExecutor
+from telegram_gateway.handlers import reply_command_id
 
 log = structlog.get_logger(__name__)
 ERASURE_COMMAND = "/delete"
@@ -34,8 +37,15 @@ def is_erasure(update: Update) -> bool:
 
 
 class MaintenanceGate:
-    def __init__(self, *, db: Database, admin_ids: frozenset[int], env_maintenance: bool) -> None:
+    """The maintenance text is a reply like any other (:mod:`telegram_gateway.handlers`): recorded under
+    ``update:<update_id>`` in the same transaction that read the pause and executed at once, so an update
+    delivered again after a gateway crash is not answered twice."""
+
+    def __init__(
+        self, *, db: Database, executor: CommandExecutor, admin_ids: frozenset[int], env_maintenance: bool
+    ) -> None:
         self.db = db
+        self.executor = executor
         self.admin_ids = admin_ids
         self.env_maintenance = env_maintenance
 
@@ -49,17 +59,20 @@ class MaintenanceGate:
             return
         if is_erasure(update):
             return
+        command_id = reply_command_id(update)
+        message = update.callback_query is None and update.effective_message is not None
         try:
             async with self.db.transaction() as repos:
                 pause = await current_pause(repos, env_on=self.env_maintenance)
+                if pause is not None and message:
+                    await tell_guest(repos, command_id, chat.id, "maintenance", user.language_code)
         except Exception as exc:
             log.warning("MAINTENANCE_GATE_DB_UNREADABLE", error=type(exc).__name__)
             return
         if pause is None:
             return
-        reply = text("maintenance", user.language_code)
         if update.callback_query is not None:
-            await update.callback_query.answer(reply)
-        elif update.effective_message is not None:
-            await update.effective_message.reply_text(reply)
+            await update.callback_query.answer(text("maintenance", user.language_code))
+        elif message:
+            await self.executor.execute(command_id)
         raise ApplicationHandlerStop
