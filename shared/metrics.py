@@ -47,6 +47,9 @@ DELIVERY_FLOOD_WAITS = Counter(
 DEADLINE_MISSES = Counter("stk_deadline_misses_total", "Jobs that missed a guest deadline", ["kind"])
 LEADS = Counter("stk_leads_total", "Lead events", ["event"])
 LEADS_PENDING_AGE = Gauge("stk_leads_pending_age_seconds", "Age of the oldest lead without a posted card (s)")
+RETENTION_DELETED = Counter(
+    "stk_retention_deleted_total", "Rows and blobs deleted by retention (shared.housekeeping)", ["kind"]
+)
 HTTP_REQUESTS = Counter("stk_http_requests_total", "HTTP requests served", ["route", "status"])
 
 #: Series that dashboards and alert rules select but that only move on rare events (a failure, a dead
@@ -64,6 +67,11 @@ _ZERO_EVENTS: tuple[tuple[str, dict[str, str]], ...] = (
     # the gateway's pacing buckets (telegram_gateway.flood) and delivery's rescheduled steps (delivery.packs)
     *(("stk_telegram_paced_total", {"bucket": b}) for b in ("overall", "private", "group")),
     *(("stk_delivery_flood_waits_total", {"step": s}) for s in ("create_set", "poll", "link")),
+    # what retention deletes (shared.housekeeping, in delivery)
+    *(
+        ("stk_retention_deleted_total", {"kind": k})
+        for k in ("selfie", "sticker", "session", "tg_command", "lead")
+    ),
 )
 _COUNTERS = {
     "stk_jobs_total": JOBS,
@@ -72,6 +80,7 @@ _COUNTERS = {
     "stk_telegram_paced_total": TELEGRAM_PACED,
     "stk_delivery_flood_waits_total": DELIVERY_FLOOD_WAITS,
     "stk_leads_total": LEADS,
+    "stk_retention_deleted_total": RETENTION_DELETED,
 }
 _zeroed = False
 

@@ -99,14 +99,37 @@ class BotIdentitySettings(BaseSettings):
 
 
 class RetentionSettings(BaseSettings):
-    """How long a guest's data is kept (issue 11 "Retention"); the kiosk's consent screen states them.
+    """How long a guest's data is kept (issue 11 "Retention"); the kiosk's consent screen states the first
+    two, :mod:`shared.housekeeping` enforces them all (README "What is stored, for how long, and where").
 
     ``SELFIE_RETENTION_HOURS`` (24): the selfie and everything derived from it are deleted at the latest
-    this long after upload. ``STICKER_RETENTION_DAYS`` (30; neither DESIGN.md nor the spec names a
-    number): the sticker files are deleted this long after delivery.
+    this long after upload (an admin Retry is possible only inside it). ``STICKER_RETENTION_DAYS`` (30;
+    neither DESIGN.md nor the spec names a number): the sticker files are deleted this long after
+    delivery. ``SESSION_RETENTION_DAYS`` (30): sessions, with their jobs and events, this long after the
+    session began; as long as the sticker files, so that ``/delete`` can still find the guest's set for as
+    long as the booth keeps the stickers. ``TG_COMMAND_RETENTION_DAYS`` (7): Telegram commands and their
+    results this long after they ended; a week outlasts every flow that reads them (the longest, the
+    resend of a flooded set deletion, gives up after 7 days, :data:`shared.erasure.RESEND_WITHIN`).
+    ``LEAD_RETENTION_DAYS`` (180): leads this long after the last contact; half a year covers a sales
+    follow-up season. ``RETENTION_BATCH_SIZE`` (200): rows per transaction. ``HOUSEKEEPING_EVERY_MIN``
+    (15, a divisor of 60): how often the housekeeping runs, so a window is overrun by at most that long.
     """
 
     model_config = SettingsConfigDict(env_file=None, extra="ignore", case_sensitive=False)
 
     selfie_retention_hours: int = Field(24, ge=1, validation_alias="SELFIE_RETENTION_HOURS")
     sticker_retention_days: int = Field(30, ge=1, validation_alias="STICKER_RETENTION_DAYS")
+    session_retention_days: int = Field(30, ge=1, validation_alias="SESSION_RETENTION_DAYS")
+    tg_command_retention_days: int = Field(7, ge=1, validation_alias="TG_COMMAND_RETENTION_DAYS")
+    lead_retention_days: int = Field(180, ge=1, validation_alias="LEAD_RETENTION_DAYS")
+    retention_batch_size: int = Field(200, ge=1, le=10_000, validation_alias="RETENTION_BATCH_SIZE")
+    housekeeping_every_min: int = Field(15, ge=1, le=60, validation_alias="HOUSEKEEPING_EVERY_MIN")
+
+    @field_validator("housekeeping_every_min")
+    @classmethod
+    def _divides_the_hour(cls, value: int) -> int:
+        if 60 % value:
+            raise ValueError(
+                "HOUSEKEEPING_EVERY_MIN must divide 60 (1, 2, 3, 4, 5, 6, 10, 12, 15, 20, 30, 60)"
+            )
+        return value

@@ -24,6 +24,7 @@ from shared.repositories.erasure import ErasureRepository
 from shared.repositories.jobs import JobRepository
 from shared.repositories.lead_posts import LeadPostRepository
 from shared.repositories.leads import LeadRepository
+from shared.repositories.retention import RetentionRepository
 from shared.repositories.sessions import SessionRepository
 from shared.repositories.settings import SettingsRepository
 from shared.repositories.tg_commands import TelegramCommandRepository
@@ -47,6 +48,7 @@ class Repositories:
         self.alerts = AlertRepository(conn)
         self.usage = UsageRepository(conn)
         self.erasure = ErasureRepository(conn)
+        self.retention = RetentionRepository(conn)
 
 
 class Database:

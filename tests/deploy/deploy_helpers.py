@@ -103,6 +103,7 @@ CONTRACT_METRICS = frozenset(
         "stk_job_queue_depth",
         "stk_http_requests_total",
         "stk_duty_failures_total",
+        "stk_retention_deleted_total",
     }
 )
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
+
 import httpx
 import pytest
 import redis.asyncio as aioredis
@@ -10,7 +12,9 @@ import sqlalchemy as sa
 from shared import streams
 from shared.db.tables import jobs
 from shared.domain import Job, JobStatus
+from shared.housekeeping import RetentionPolicy, purge_selfies
 from shared.repositories import Database
+from shared.settings import RetentionSettings
 from tests.ingest.conftest import ADMIN_AUTH
 
 pytestmark = pytest.mark.integration
@@ -78,6 +82,22 @@ async def test_a_job_whose_selfie_is_gone_cannot_be_retried(
     job = await failed_job(db, with_selfie=False)
     response = await admin_client.post(f"/admin/jobs/{job.id}/retry", headers=AUTH)
     assert response.status_code == 409
+
+
+async def test_after_the_selfie_retention_window_retry_is_no_longer_offered_and_refused(
+    admin_client: httpx.AsyncClient, db: Database
+) -> None:
+    """Issue 11 item 2: inside ``SELFIE_RETENTION_HOURS`` a failed job is retryable; the housekeeping after
+    it deletes the selfie, and the admin page no longer offers Retry (a direct call is a 409)."""
+    job = await failed_job(db)
+    policy = RetentionPolicy.from_settings(RetentionSettings())
+    await purge_selfies(db, policy, now=datetime.now(UTC) + timedelta(hours=23))
+    assert (await admin_client.get(f"/admin/jobs/{job.id}", headers=AUTH)).json()["retryable"] is True
+    await purge_selfies(db, policy, now=datetime.now(UTC) + timedelta(hours=24, minutes=1))
+    shown = (await admin_client.get(f"/admin/jobs/{job.id}", headers=AUTH)).json()
+    assert shown["retryable"] is False and shown["selfie_deleted"] is True
+    response = await admin_client.post(f"/admin/jobs/{job.id}/retry", headers=AUTH)
+    assert response.status_code == 409 and response.json()["error"]["code"] == "not_retryable"
 
 
 async def test_a_job_whose_selfie_the_providers_refused_is_not_retryable_but_shows_its_class(

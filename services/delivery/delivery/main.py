@@ -1,7 +1,10 @@
 """Composition root of the delivery service: ``python -m delivery``.
 
-Wiring only: the ``stk:delivery`` and ``tg:results:delivery`` consumers and the periodic duties
-(:func:`duties`), handed to :class:`shared.runtime.ServiceRuntime`.
+Wiring only: the ``stk:delivery`` and ``tg:results:delivery`` consumers, the periodic duties
+(:func:`duties`) and the retention housekeeping's arq scheduler (:func:`shared.housekeeping.scheduler_task`),
+handed to :class:`shared.runtime.ServiceRuntime`. The scheduler lives here because delivery is a non-HTTP
+service that already runs the day's other once-per-period work (the digest), runs in every deployment, and
+its replicas may be several: arq's unique cron jobs run each housekeeping job once among them.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from delivery.packs import SERVICE, PackDelivery
 from delivery.settings import DeliverySettings
 from shared import streams
 from shared.digest import send_digest_if_due
+from shared.housekeeping import scheduler_task
 from shared.logging import configure_logging
 from shared.runtime import Duty, Given, ServiceRuntime
 from shared.settings import settings_or_exit
@@ -63,6 +67,7 @@ async def run(settings: DeliverySettings, **given: Unpack[Given]) -> int:
                 ),
             ],
             duties=duties(delivery, settings),
+            tasks=[scheduler_task(rt.db, settings.redis_url, settings)],
             drain_timeout_s=SHUTDOWN_GRACE_SEC,
             startup={"consumer": rt.consumer_name},
         )

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from shared.settings import BotIdentitySettings, ServiceSettings
+from shared.settings import BotIdentitySettings, RetentionSettings, ServiceSettings
 
 
-class DeliverySettings(ServiceSettings, BotIdentitySettings):
+class DeliverySettings(ServiceSettings, BotIdentitySettings, RetentionSettings):
     """Env of the delivery service.
 
     ``PACK_POLL_FAST_SEC`` (2 s) for the first ``PACK_POLL_FAST_WINDOW_SEC`` (90 s) after the set was
@@ -17,6 +17,8 @@ class DeliverySettings(ServiceSettings, BotIdentitySettings):
     failure text, both counted from ``jobs.created_at`` (spec/000 "Deadlines persisted in the database").
     ``DIGEST_HOUR_UTC``: from this hour on, the day's admin digest is sent (once per day).
     ``LINK_ATTEMPTS`` (3) sends of the link message, ``LINK_RETRY_DELAY_SEC`` (2 s) apart (spec/000).
+    The retention windows (:class:`shared.settings.RetentionSettings`): delivery hosts the housekeeping
+    scheduler (:mod:`shared.housekeeping`).
     """
 
     pack_poll_fast_sec: float = Field(2.0, gt=0, validation_alias="PACK_POLL_FAST_SEC")
