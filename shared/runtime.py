@@ -115,7 +115,11 @@ async def wait_any(*events: asyncio.Event | None, timeout_s: float | None = None
 
 
 async def run_duty(duty: Duty, stop: asyncio.Event) -> None:
-    """Tick ``duty`` until ``stop`` (see :class:`Duty`); returns only when ``stop`` is set."""
+    """Tick ``duty`` until ``stop`` (see :class:`Duty`); returns only when ``stop`` is set.
+
+    Its ``stk_duty_failures_total{duty}`` series exists at 0 from the start, so a dashboard shows 0, not
+    "No data", for a duty that never failed."""
+    metrics.DUTY_FAILURES.labels(duty=duty.name)
     while not stop.is_set():
         if duty.gate is not None and not duty.gate.is_set():
             await wait_any(duty.gate, stop)

@@ -216,3 +216,9 @@ def test_the_kiosk_names_the_providers_the_worker_calls() -> None:
     ingest, worker = compose_service("ingest")["environment"], compose_service("worker")["environment"]
     for var in ("PRIMARY_AI_PROVIDER", "FALLBACK_AI_PROVIDER"):
         assert var in ingest and ingest[var] == worker[var], var
+
+
+def test_the_consent_screen_states_the_retention_that_housekeeping_enforces() -> None:
+    ingest, delivery = compose_service("ingest")["environment"], compose_service("delivery")["environment"]
+    for var in ("SELFIE_RETENTION_HOURS", "STICKER_RETENTION_DAYS"):
+        assert var in ingest and ingest[var] == delivery[var], var

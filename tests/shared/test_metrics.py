@@ -24,6 +24,8 @@ SCRAPE_SERIES = frozenset({"up"})
 #: Gauges a service sets while it runs (consumer lag and pause state), not at import.
 SET_WHILE_RUNNING = frozenset(
     {"stk_stream_lag", "stk_stream_pending", "stk_pause_active", "stk_job_queue_depth"}
+    # created at 0 for each duty a service declares, when the runtime starts it (tests/shared/test_runtime.py)
+    | {"stk_duty_failures_total"}
 )
 #: Filled by a request or a call; their panels are rates of traffic that a running stack always has.
 FILLED_BY_TRAFFIC = frozenset(

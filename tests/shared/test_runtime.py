@@ -71,6 +71,26 @@ async def test_a_duty_that_raises_is_logged_counted_and_keeps_ticking(
     assert [e["event"] for e in logs if e["event"] in {"STARTUP", "SHUTDOWN"}] == ["STARTUP", "SHUTDOWN"]
 
 
+async def test_a_declared_duty_exposes_its_failure_series_at_zero_before_any_failure(
+    settings: ServiceSettings, db: Database, redis: aioredis.Redis
+) -> None:
+    ticked = asyncio.Event()
+
+    async def tick() -> None:
+        ticked.set()
+
+    def exposed() -> bool:
+        return 'stk_duty_failures_total{duty="quiet-duty"} 0.0' in metrics.exposition().decode()
+
+    assert not exposed()
+    async with runtime(settings, db, redis) as rt:
+        run = asyncio.create_task(rt.run(duties=[Duty("quiet-duty", 3600, tick)], drain_timeout_s=1))
+        await asyncio.wait_for(ticked.wait(), 10)
+        assert exposed()
+        rt.stop.set()
+        assert await run == 0
+
+
 async def test_a_gated_duty_waits_and_a_woken_one_ticks_at_once(
     settings: ServiceSettings, db: Database, redis: aioredis.Redis
 ) -> None:

@@ -7,11 +7,13 @@ be opened by anyone with its link, how long the photo and the stickers are kept 
 
 Everything the guest reads comes from :class:`ingest.settings.IngestSettings`: the texts
 ``CONSENT_TEXT_EN``/``CONSENT_TEXT_RU`` (one point per line, placeholders ``{providers}``,
-``{selfie_hours}``, ``{sticker_days}``), the provider chain ``PRIMARY_AI_PROVIDER``/``FALLBACK_AI_PROVIDER``
-(the worker's settings, same names and defaults) and the retention numbers ``SELFIE_RETENTION_HOURS``/
-``STICKER_RETENTION_DAYS`` (:class:`shared.settings.RetentionSettings`). The version recorded is
-``<CONSENT_VERSION>-<digest>``: the venue's own label plus the first 8 hex digits of the SHA-256 of the
-rendered texts, so a changed text (or number, or provider) is a new version even if the label stays.
+``{selfie_hours}``, ``{sticker_days}``, ``{session_days}``), the provider chain
+``PRIMARY_AI_PROVIDER``/``FALLBACK_AI_PROVIDER`` (the worker's settings, same names and defaults) and the
+retention numbers ``SELFIE_RETENTION_HOURS``/``STICKER_RETENTION_DAYS``/``SESSION_RETENTION_DAYS``
+(:class:`shared.settings.RetentionSettings`; after the last, ``/delete`` finds nothing: the guest is told).
+The version recorded is ``<CONSENT_VERSION>-<digest>``: the venue's own label plus the first 8 hex digits of
+the SHA-256 of the rendered texts, so a changed text (or number, or provider) is a new version even if the
+label stays.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ if TYPE_CHECKING:
 #: The kiosk's languages (``static/kiosk/kiosk.js``); English is the fallback.
 KioskLanguage = Literal["en", "ru"]
 KIOSK_LANGUAGES: Final[tuple[KioskLanguage, ...]] = get_args(KioskLanguage)
-PLACEHOLDERS: Final = frozenset({"providers", "selfie_hours", "sticker_days"})
+PLACEHOLDERS: Final = frozenset({"providers", "selfie_hours", "sticker_days", "session_days"})
 
 #: How the guest reads a provider's name; ``local`` sends the photo to no outside service.
 _PROVIDER_TITLES: Final[dict[str, dict[str, str]]] = {
@@ -48,11 +50,13 @@ DEFAULT_TEXTS: Final[dict[str, str]] = {
     "Your sticker set is public: anyone with its link can open it.\n"
     "We keep your photo for at most {selfie_hours} hours and the sticker files for {sticker_days} days, "
     "then delete them.\n"
-    "To delete your photo, stickers and sticker set at any time, send /delete to our bot in Telegram.",
+    "To delete your photo, stickers and sticker set, send /delete to our bot in Telegram within "
+    "{session_days} days; after that we keep nothing that links you to the set.",
     "ru": "Стикеры рисует {providers}: мы передаём туда твоё фото.\n"
     "Набор стикеров публичный: его может открыть любой, у кого есть ссылка.\n"
     "Мы храним фото не дольше {selfie_hours} ч, а файлы стикеров — {sticker_days} дн., потом удаляем.\n"
-    "Чтобы удалить фото, стикеры и набор в любой момент, отправь /delete нашему боту в Telegram.",
+    "Чтобы удалить фото, стикеры и набор, отправь /delete нашему боту в Telegram в течение "
+    "{session_days} дн.; после этого мы не храним ничего, что связывает тебя с набором.",
 }
 
 _LINE_BREAK = re.compile(r"\r?\n|\\n")
@@ -125,6 +129,7 @@ def consent_text(settings: IngestSettings) -> ConsentText:
                 providers=providers_phrase(providers, language),
                 selfie_hours=settings.selfie_retention_hours,
                 sticker_days=settings.sticker_retention_days,
+                session_days=settings.session_retention_days,
             )
             for line in split_points(templates[language])
         )

@@ -25,7 +25,7 @@ class IngestSettings(ServiceSettings, BotIdentitySettings, RetentionSettings):
     answer 403.
 
     Consent screen (:mod:`ingest.consent`): ``CONSENT_TEXT_EN``, ``CONSENT_TEXT_RU`` (one point per line;
-    placeholders ``{providers}``, ``{selfie_hours}``, ``{sticker_days}``; defaults in
+    placeholders ``{providers}``, ``{selfie_hours}``, ``{sticker_days}``, ``{session_days}``; defaults in
     :data:`ingest.consent.DEFAULT_TEXTS`), ``CONSENT_VERSION`` (the venue's label of its text, ``1``;
     the recorded version adds a digest of the rendered text). ``PRIMARY_AI_PROVIDER`` (gemini) and
     ``FALLBACK_AI_PROVIDER`` (openai; empty = none) are the worker's settings, read here only to name
