@@ -21,7 +21,16 @@ import pytest
 from PIL import Image
 
 from devstack.infra import Infra
-from devstack.journey import LINK, bot_texts, chat_messages, consent, download_set, play, start_session
+from devstack.journey import (
+    LINK,
+    bot_texts,
+    chat_messages,
+    consent,
+    download_set,
+    play,
+    start_session,
+    wait_until,
+)
 from devstack.processes import Stack, running_stack
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
@@ -215,3 +224,66 @@ def test_sigterm_lets_the_running_job_finish_before_the_worker_exits(stack: Stac
             assert time.monotonic() < deadline
             time.sleep(0.5)
         assert len([t for t in bot_texts(chat_messages(sim, user_id)) if LINK.search(t)]) == 1
+
+
+def _rows_naming(database_url: str, needles: list[str]) -> dict[str, int]:
+    """Rows of every table whose text form holds one of ``needles`` (a whole-row search: nothing escapes)."""
+    import asyncio
+
+    import asyncpg
+
+    from shared.db import plain_url, table_names
+
+    async def count() -> dict[str, int]:
+        conn = await asyncpg.connect(plain_url(database_url))
+        try:
+            found = {}
+            for table in table_names():
+                where = " OR ".join(f"t::text LIKE '%' || ${i + 1} || '%'" for i in range(len(needles)))
+                found[table] = await conn.fetchval(f"SELECT count(*) FROM {table} t WHERE {where}", *needles)
+            return {t: n for t, n in found.items() if n}
+        finally:
+            await conn.close()
+
+    return asyncio.run(count())
+
+
+def test_a_guest_who_agreed_got_a_pack_and_sent_delete_leaves_nothing_behind(stack: Stack) -> None:
+    """Issue 11 "Done when": consent, a delivered pack, then /delete: no row or blob names the guest and
+    their set is deleted in Telegram (the simulator)."""
+    user_id = 7358261049  # a real-sized Telegram id: its digits do not turn up by chance in a timestamp
+    photo = (PHOTOS / "face-woman-red-hat.png").read_bytes()
+    result = play(stack.ingest_url, stack.sim_url, photo, user_id=user_id, timeout_s=180)
+    assert result.status == "delivered" and result.set_name is not None, result
+    with httpx.Client(base_url=stack.ingest_url, timeout=10) as kiosk:
+        assert kiosk.get(f"/sessions/{result.session_id}").json()["consent"] is not None
+    needles = [str(user_id), str(result.job_id), result.session_id, result.set_name]
+    assert _rows_naming(stack.config.database_url, needles)  # the guest is in the database now
+
+    with httpx.Client(base_url=stack.sim_url, timeout=30) as sim:
+        said = {"text": "/delete", "first_name": "Guest", "language_code": "en"}
+        sim.post(f"/sim/users/{user_id}/messages", json=said).raise_for_status()
+
+        def prompt() -> dict[str, Any] | None:
+            mine = [m for m in chat_messages(sim, user_id) if (m.get("from") or {}).get("is_bot")]
+            return next((m for m in mine if m.get("reply_markup")), None)
+
+        asked = wait_until(prompt, 30, "the /delete prompt")
+        press = {"user_id": user_id, "message_id": asked["message_id"], "data": "erase:yes"}
+        sim.post("/sim/callbacks", json=press).raise_for_status()
+
+        def set_gone() -> bool | None:
+            return sim.get(f"/sim/sticker-sets/{result.set_name}").status_code == 404 or None
+
+        wait_until(set_gone, 60, "the sticker set to be deleted in Telegram")
+
+        def deleted_said() -> bool | None:
+            mine = [m for m in chat_messages(sim, user_id) if m["message_id"] == asked["message_id"]]
+            return any(m.get("text", "").startswith("Deleted") for m in mine) or None
+
+        wait_until(deleted_said, 30, "the prompt to say Deleted")
+
+    def nothing_left() -> bool | None:  # the finished set deletion is purged by the gateway's next duty
+        return not _rows_naming(stack.config.database_url, needles) or None
+
+    wait_until(nothing_left, 60, "no row naming the guest")
