@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 import pytest
 from telegram import Bot
 
-from tests.simulators.tgsim_helpers import GUEST_ID, RunningSim, serve, sim_config
+from tests.simulators.tgsim_helpers import GUEST_ID, RunningSim, serving, sim_config
 
 
 @pytest.fixture(autouse=True)
@@ -20,10 +20,8 @@ def _ptb_timedelta(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.fixture
 async def tgsim() -> AsyncIterator[RunningSim]:
     """A simulator with flood control off (tests that need it turn it on)."""
-    runner, running = await serve(sim_config())
-    yield running
-    await running.http.close()
-    await runner.cleanup()
+    async with serving(sim_config()) as running:
+        yield running
 
 
 @pytest.fixture

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import io
 import random
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -73,6 +75,18 @@ async def serve(config: SimConfig) -> tuple[web.AppRunner, RunningSim]:
     host, port = runner.addresses[0][:2]
     running = RunningSim(f"http://{host}:{port}", app[SIMULATOR_KEY], aiohttp.ClientSession())
     return runner, running
+
+
+@asynccontextmanager
+async def serving(config: SimConfig) -> AsyncIterator[RunningSim]:
+    """The simulator served (as :func:`serve`) for the block; its control client closed and the server
+    cleaned up at the end, however the block ends."""
+    runner, running = await serve(config)
+    try:
+        yield running
+    finally:
+        await running.http.close()
+        await runner.cleanup()
 
 
 def png(width: int = 512, height: int = 512, *, seed: int = 0, noise: bool = False) -> bytes:

@@ -10,59 +10,37 @@ from typing import Any
 import httpx
 import pytest
 import redis.asyncio as aioredis
-from aiohttp import web
 from telegram.ext import Application
 
 from shared import maintenance
 from shared.repositories import Database
 from shared.streams import Publisher
-from simulators.telegram.app import create_app
-from simulators.telegram.config import SimConfig
 from telegram_gateway.main import build_application, register_handlers
-from telegram_gateway.polling import poll_updates
 from telegram_gateway.settings import GatewaySettings
+from tests.simulators.tgsim_helpers import serving, sim_config
+from tests.telegram_gateway.gateway_helpers import gateway_settings, polling, running_gateway
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
-TOKEN = "123456789:TEST-token-for-the-simulator-000000000"
 ADMIN, GUEST = 1000, 2000
 
 
 @pytest.fixture
 async def sim() -> AsyncIterator[httpx.AsyncClient]:
-    app = create_app(SimConfig(token=TOKEN, private_per_second=0, global_per_second=0))
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as client:
+    async with serving(sim_config()) as running, httpx.AsyncClient(base_url=running.url) as client:
         yield client
-    await runner.cleanup()
+
+
+def settings_for(sim: httpx.AsyncClient, database_url: str, redis_url: str, **fields: Any) -> GatewaySettings:
+    return gateway_settings(database_url, redis_url, str(sim.base_url).rstrip("/"), **fields)
 
 
 @pytest.fixture
 async def gateway(
     sim: httpx.AsyncClient, db: Database, redis: aioredis.Redis, database_url: str, redis_url: str
 ) -> AsyncIterator[Application]:  # type: ignore[type-arg]
-    settings = GatewaySettings(  # type: ignore[call-arg]
-        DATABASE_URL=database_url,
-        REDIS_URL=redis_url,
-        TELEGRAM_BOT_TOKEN=TOKEN,
-        TELEGRAM_API_BASE_URL=str(sim.base_url).rstrip("/"),
-        ADMIN_USER_IDS=str(ADMIN),
-        POLL_TIMEOUT_SEC=1,
-    )
-    application = build_application(settings)
-    register_handlers(application, db=db, publisher=Publisher(redis), settings=settings)
-    await application.initialize()
-    await application.start()
-    stop = asyncio.Event()
-    poller = asyncio.create_task(poll_updates(application, stop, timeout_s=1))
-    yield application
-    poller.cancel()
-    await asyncio.gather(poller, return_exceptions=True)
-    await application.stop()
-    await application.shutdown()
+    settings = settings_for(sim, database_url, redis_url, ADMIN_USER_IDS=str(ADMIN))
+    async with running_gateway(settings, db=db, publisher=Publisher(redis)) as started:
+        yield started.application
 
 
 async def say(sim: httpx.AsyncClient, user_id: int, text: str) -> None:
@@ -138,13 +116,7 @@ async def test_an_update_whose_handling_was_interrupted_is_delivered_again(
     """A gateway killed mid-handler must not lose the guest's /start (python-telegram-bot's Updater would)."""
     from telegram.ext import TypeHandler
 
-    settings = GatewaySettings(  # type: ignore[call-arg]
-        DATABASE_URL=database_url,
-        REDIS_URL=redis_url,
-        TELEGRAM_BOT_TOKEN=TOKEN,
-        TELEGRAM_API_BASE_URL=str(sim.base_url).rstrip("/"),
-        POLL_TIMEOUT_SEC=1,
-    )
+    settings = settings_for(sim, database_url, redis_url)
     async with db.transaction() as repos:
         session = await repos.sessions.create(station="s", token="kiosk-token-9")
     entered = asyncio.Event()
@@ -156,23 +128,19 @@ async def test_an_update_whose_handling_was_interrupted_is_delivered_again(
     first = build_application(settings)
     first.add_handler(TypeHandler(object, hang), group=-5)
     await first.initialize()
-    poller = asyncio.create_task(poll_updates(first, asyncio.Event(), timeout_s=1))
-    await say(sim, GUEST, "/start kiosk-token-9")
-    async with asyncio.timeout(10):
-        await entered.wait()
-    poller.cancel()  # killed mid-handler: the batch was never confirmed
-    await asyncio.gather(poller, return_exceptions=True)
+    async with polling(first):  # killed mid-handler at its end: the batch was never confirmed
+        await say(sim, GUEST, "/start kiosk-token-9")
+        async with asyncio.timeout(10):
+            await entered.wait()
     await first.shutdown()
 
     second = build_application(settings)
     register_handlers(second, db=db, publisher=Publisher(redis), settings=settings)
     await second.initialize()
-    poller = asyncio.create_task(poll_updates(second, asyncio.Event(), timeout_s=1))
     try:
-        assert (await replies(sim, GUEST, 1))[0].startswith("You're linked!")
+        async with polling(second):
+            assert (await replies(sim, GUEST, 1))[0].startswith("You're linked!")
     finally:
-        poller.cancel()
-        await asyncio.gather(poller, return_exceptions=True)
         await second.shutdown()
     async with db.transaction() as repos:
         bound = await repos.sessions.get(session.id)
@@ -187,13 +155,7 @@ async def test_an_update_handled_again_after_a_crash_is_answered_once(
     from telegram import Update
     from telegram.ext import TypeHandler
 
-    settings = GatewaySettings(  # type: ignore[call-arg]
-        DATABASE_URL=database_url,
-        REDIS_URL=redis_url,
-        TELEGRAM_BOT_TOKEN=TOKEN,
-        TELEGRAM_API_BASE_URL=str(sim.base_url).rstrip("/"),
-        POLL_TIMEOUT_SEC=1,
-    )
+    settings = settings_for(sim, database_url, redis_url)
     async with db.transaction() as repos:
         await repos.sessions.create(station="s", token="kiosk-token-10")
     replied = asyncio.Event()
@@ -206,12 +168,10 @@ async def test_an_update_handled_again_after_a_crash_is_answered_once(
     register_handlers(first, db=db, publisher=Publisher(redis), settings=settings)
     first.add_handler(TypeHandler(object, die_after_reply), group=5)
     await first.initialize()
-    poller = asyncio.create_task(poll_updates(first, asyncio.Event(), timeout_s=1))
-    await say(sim, GUEST, "/start kiosk-token-10")
-    async with asyncio.timeout(10):
-        await replied.wait()
-    poller.cancel()
-    await asyncio.gather(poller, return_exceptions=True)
+    async with polling(first):  # killed at its end
+        await say(sim, GUEST, "/start kiosk-token-10")
+        async with asyncio.timeout(10):
+            await replied.wait()
     await first.shutdown()
 
     handled_again = asyncio.Event()
@@ -224,16 +184,14 @@ async def test_an_update_handled_again_after_a_crash_is_answered_once(
     register_handlers(second, db=db, publisher=Publisher(redis), settings=settings)
     second.add_handler(TypeHandler(object, seen), group=5)
     await second.initialize()
-    poller = asyncio.create_task(poll_updates(second, asyncio.Event(), timeout_s=1))
     try:
-        async with asyncio.timeout(10):
-            await handled_again.wait()
-        await asyncio.sleep(0.5)
-        body: Any = (await sim.get(f"/sim/chats/{GUEST}/messages")).json()
-        messages = body["messages"] if isinstance(body, dict) else body
-        texts = [m.get("text") or "" for m in messages if (m.get("from") or {}).get("is_bot")]
+        async with polling(second):
+            async with asyncio.timeout(10):
+                await handled_again.wait()
+            await asyncio.sleep(0.5)
+            body: Any = (await sim.get(f"/sim/chats/{GUEST}/messages")).json()
+            messages = body["messages"] if isinstance(body, dict) else body
+            texts = [m.get("text") or "" for m in messages if (m.get("from") or {}).get("is_bot")]
     finally:
-        poller.cancel()
-        await asyncio.gather(poller, return_exceptions=True)
         await second.shutdown()
     assert [t for t in texts if t.startswith("You're linked!")] == [texts[0]] and len(texts) == 1

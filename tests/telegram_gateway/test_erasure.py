@@ -17,7 +17,6 @@ import httpx
 import pytest
 import redis.asyncio as aioredis
 import sqlalchemy as sa
-from aiohttp import web
 from PIL import Image
 from telegram.ext import Application
 
@@ -31,15 +30,11 @@ from shared.repositories import Database
 from shared.repositories.usage import ApiCall
 from shared.streams import Publisher
 from shared.texts import text
-from simulators.telegram.app import create_app
-from simulators.telegram.config import SimConfig
 from telegram_gateway.executor import CommandExecutor, TelegramUnreachable
-from telegram_gateway.main import build_application, register_handlers
-from telegram_gateway.polling import poll_updates
-from telegram_gateway.settings import GatewaySettings
+from tests.simulators.tgsim_helpers import TOKEN, serving, sim_config
+from tests.telegram_gateway.gateway_helpers import gateway_settings, running_gateway
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
-TOKEN = "123456789:TEST-token-for-the-simulator-000000000"
 BOT = "stickerbooth_bot"
 GUEST, OTHER = 2000, 3000
 
@@ -88,34 +83,14 @@ class Gateway:
 async def gateway(
     db: Database, redis: aioredis.Redis, database_url: str, redis_url: str
 ) -> AsyncIterator[Gateway]:
-    config = SimConfig(token=TOKEN, bot_username=BOT, private_per_second=0, global_per_second=0)
-    runner = web.AppRunner(create_app(config), shutdown_timeout=5)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    host, port = runner.addresses[0][:2]
-    url = f"http://{host}:{port}"
-    settings = GatewaySettings(  # type: ignore[call-arg]
-        DATABASE_URL=database_url,
-        REDIS_URL=redis_url,
-        TELEGRAM_BOT_TOKEN=TOKEN,
-        TELEGRAM_API_BASE_URL=url,
-        POLL_TIMEOUT_SEC=1,
-        TELEGRAM_FLOOD_WAIT_MAX_SEC=0.5,  # a 1 s flood wait goes back to the producer
-    )
-    application = build_application(settings)
-    executor = CommandExecutor(bot=application.bot, db=db, publisher=Publisher(redis))
-    register_handlers(application, db=db, publisher=Publisher(redis), settings=settings, executor=executor)
-    await application.initialize()
-    await application.start()
-    poller = asyncio.create_task(poll_updates(application, asyncio.Event(), timeout_s=1))
-    async with httpx.AsyncClient(base_url=url) as sim:
-        yield Gateway(sim, application, executor)
-    poller.cancel()
-    await asyncio.gather(poller, return_exceptions=True)
-    await application.stop()
-    await application.shutdown()
-    await runner.cleanup()
+    async with serving(sim_config(bot_username=BOT)) as running:
+        # a 1 s flood wait goes back to the producer
+        settings = gateway_settings(database_url, redis_url, running.url, TELEGRAM_FLOOD_WAIT_MAX_SEC=0.5)
+        async with (
+            running_gateway(settings, db=db, publisher=Publisher(redis)) as started,
+            httpx.AsyncClient(base_url=running.url) as sim,
+        ):
+            yield Gateway(sim, started.application, started.executor)
 
 
 def png(seed: int) -> bytes:

@@ -14,7 +14,6 @@ from typing import Any
 import httpx
 import pytest
 import redis.asyncio as aioredis
-from aiohttp import web
 from telegram import InlineKeyboardButton, InlineKeyboardMarkup
 from telegram.ext import Application
 
@@ -23,15 +22,11 @@ from shared.db import create_engine
 from shared.messages import LeadButtonPressed, LeadsChatMessage, decode
 from shared.repositories import Database
 from shared.streams import Publisher
-from simulators.telegram.app import create_app
-from simulators.telegram.config import SimConfig
 from telegram_gateway.leads_updates import LEADS_OFF, TRY_AGAIN
-from telegram_gateway.main import build_application, register_handlers
-from telegram_gateway.polling import poll_updates
-from telegram_gateway.settings import GatewaySettings
+from tests.simulators.tgsim_helpers import serving, sim_config
+from tests.telegram_gateway.gateway_helpers import gateway_settings, running_gateway
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
-TOKEN = "123456789:TEST-token-for-the-simulator-000000000"
 ADMIN, STAFF, GUEST = 1000, 3000, 2000
 LEADS_CHAT = -1001234567890
 Gateway = Callable[..., AbstractAsyncContextManager[Application]]  # type: ignore[type-arg]
@@ -39,19 +34,12 @@ Gateway = Callable[..., AbstractAsyncContextManager[Application]]  # type: ignor
 
 @pytest.fixture
 async def sim() -> AsyncIterator[httpx.AsyncClient]:
-    app = create_app(SimConfig(token=TOKEN, private_per_second=0, global_per_second=0, group_per_minute=0))
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as client:
+    async with serving(sim_config()) as running, httpx.AsyncClient(base_url=running.url) as client:
         await client.post(
             f"/sim/users/{ADMIN}/messages",
             json={"text": "cards here", "chat_id": LEADS_CHAT, "chat_title": "Leads"},
         )
         yield client
-    await runner.cleanup()
 
 
 @pytest.fixture
@@ -64,28 +52,16 @@ def gateway(
     async def running(
         *, leads_enabled: bool = True, database: Database | None = None
     ) -> AsyncIterator[Application]:  # type: ignore[type-arg]
-        settings = GatewaySettings(  # type: ignore[call-arg]
-            DATABASE_URL=database_url,
-            REDIS_URL=redis_url,
-            TELEGRAM_BOT_TOKEN=TOKEN,
-            TELEGRAM_API_BASE_URL=str(sim.base_url).rstrip("/"),
+        settings = gateway_settings(
+            database_url,
+            redis_url,
+            str(sim.base_url).rstrip("/"),
             ADMIN_USER_IDS=str(ADMIN),
-            POLL_TIMEOUT_SEC=1,
             LEADS_ENABLED=leads_enabled,
             LEADS_CHAT_ID=LEADS_CHAT,
         )
-        application = build_application(settings)
-        register_handlers(application, db=database or db, publisher=Publisher(redis), settings=settings)
-        await application.initialize()
-        await application.start()
-        poller = asyncio.create_task(poll_updates(application, asyncio.Event(), timeout_s=1))
-        try:
-            yield application
-        finally:
-            poller.cancel()
-            await asyncio.gather(poller, return_exceptions=True)
-            await application.stop()
-            await application.shutdown()
+        async with running_gateway(settings, db=database or db, publisher=Publisher(redis)) as started:
+            yield started.application
 
     return running
 

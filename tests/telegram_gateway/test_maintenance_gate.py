@@ -10,7 +10,6 @@ from datetime import UTC, datetime
 import httpx
 import pytest
 import redis.asyncio as aioredis
-from aiohttp import web
 from telegram import Chat, Message, Update, User
 from telegram.ext import ApplicationHandlerStop
 
@@ -18,15 +17,13 @@ from shared.db import create_engine
 from shared.repositories import Database
 from shared.streams import Publisher
 from shared.texts import text
-from simulators.telegram.app import create_app
-from simulators.telegram.config import SimConfig
 from telegram_gateway.executor import CommandExecutor
 from telegram_gateway.main import build_application
 from telegram_gateway.maintenance_gate import MaintenanceGate
-from telegram_gateway.settings import GatewaySettings
+from tests.simulators.tgsim_helpers import serving, sim_config
+from tests.telegram_gateway.gateway_helpers import gateway_settings
 
 pytestmark = pytest.mark.integration
-TOKEN = "123456789:TEST-token-for-the-simulator-000000000"
 GUEST = 7
 
 
@@ -35,27 +32,15 @@ async def sim_executor(
     db: Database, redis: aioredis.Redis, database_url: str, redis_url: str
 ) -> AsyncIterator[tuple[CommandExecutor, httpx.AsyncClient]]:
     """A real executor whose bot talks to an in-process Telegram simulator, and a client of the sim."""
-    config = SimConfig(
-        token=TOKEN, bot_username="stickerbooth_bot", private_per_second=0, global_per_second=0
-    )
-    runner = web.AppRunner(create_app(config), shutdown_timeout=5)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    host, port = runner.addresses[0][:2]
-    url = f"http://{host}:{port}"
-    settings = GatewaySettings(  # type: ignore[call-arg]
-        DATABASE_URL=database_url, REDIS_URL=redis_url, TELEGRAM_BOT_TOKEN=TOKEN, TELEGRAM_API_BASE_URL=url
-    )
-    application = build_application(settings)
-    await application.initialize()
-    async with httpx.AsyncClient(base_url=url) as sim:
-        # the guest writes first, so the private chat exists for the bot to answer in
-        body = {"text": "hi", "first_name": "G", "language_code": "ru"}
-        (await sim.post(f"/sim/users/{GUEST}/messages", json=body)).raise_for_status()
-        yield CommandExecutor(bot=application.bot, db=db, publisher=Publisher(redis)), sim
-    await application.shutdown()
-    await runner.cleanup()
+    async with serving(sim_config()) as running:
+        application = build_application(gateway_settings(database_url, redis_url, running.url))
+        await application.initialize()
+        async with httpx.AsyncClient(base_url=running.url) as sim:
+            # the guest writes first, so the private chat exists for the bot to answer in
+            body = {"text": "hi", "first_name": "G", "language_code": "ru"}
+            (await sim.post(f"/sim/users/{GUEST}/messages", json=body)).raise_for_status()
+            yield CommandExecutor(bot=application.bot, db=db, publisher=Publisher(redis)), sim
+        await application.shutdown()
 
 
 def private_update(update_id: int, user_id: int, *, language: str = "ru") -> Update:

@@ -12,7 +12,7 @@ from telegram import Bot
 
 from shared.commands import FindBotMessage
 from telegram_gateway.message_probe import find_bot_message
-from tests.simulators.tgsim_helpers import RunningSim, serve, sim_config
+from tests.simulators.tgsim_helpers import RunningSim, serving, sim_config
 
 pytestmark = pytest.mark.integration
 CHAT = -1009876543210
@@ -21,11 +21,9 @@ CARD = {"inline_keyboard": [[{"text": "Take", "callback_data": "stickers_lead:1:
 
 @pytest.fixture
 async def sim() -> AsyncIterator[RunningSim]:
-    runner, running = await serve(sim_config())
-    await running.say(1000, "hello", chat_id=CHAT, chat_title="Leads")  # message 1, a user's
-    yield running
-    await running.http.close()
-    await runner.cleanup()
+    async with serving(sim_config()) as running:
+        await running.say(1000, "hello", chat_id=CHAT, chat_title="Leads")  # message 1, a user's
+        yield running
 
 
 @pytest.fixture
