@@ -39,6 +39,16 @@ def flood(seconds: int) -> TelegramErrorInfo:
     )
 
 
+async def flooded(
+    db: Database, command_id: str, method: str, params: dict[str, Any], *, retry_after: int
+) -> None:
+    """A command the gateway sent and Telegram answered with 429 ``retry_after`` seconds (no reply stream)."""
+    async with db.transaction() as repos:
+        await repos.tg_commands.add(command_id, method=method, params=params, reply_to=None)
+        await repos.tg_commands.start_sending(command_id, stale_after=timedelta(0))
+        await repos.tg_commands.finish(command_id, ok=False, error=flood(retry_after).model_dump())
+
+
 class LimiterClock:
     """Monotonic time for the gateway's limiter that a test can move forward (its pauses end)."""
 
@@ -230,10 +240,7 @@ async def test_a_flood_controlled_failure_text_is_sent_again_after_retry_after_o
     job = await job_in(db, "failed", stickers=0)
     failure = failure_command_id(job)
     params = {"chat_id": GUEST, "text": "Something went wrong"}
-    async with db.transaction() as repos:
-        await repos.tg_commands.add(failure, method="send_message", params=params, reply_to=None)
-        await repos.tg_commands.start_sending(failure, stale_after=timedelta(0))
-        await repos.tg_commands.finish(failure, ok=False, error=flood(30).model_dump())
+    await flooded(db, failure, "send_message", params, retry_after=30)
     publisher = Publisher(redis)
     assert await resend_flooded_texts(db, publisher, deadline_s=900) == 0  # the wait is not over
     await let_time_pass(db, 31)
@@ -250,12 +257,7 @@ async def test_a_flood_controlled_still_working_notice_of_a_failed_job_is_droppe
 ) -> None:
     job = await job_in(db, "failed", stickers=0)
     notice = f"job:{job.id}:still_working:{int(job.created_at.timestamp())}"
-    async with db.transaction() as repos:
-        await repos.tg_commands.add(
-            notice, method="send_message", params={"chat_id": GUEST, "text": "…"}, reply_to=None
-        )
-        await repos.tg_commands.start_sending(notice, stale_after=timedelta(0))
-        await repos.tg_commands.finish(notice, ok=False, error=flood(5).model_dump())
+    await flooded(db, notice, "send_message", {"chat_id": GUEST, "text": "…"}, retry_after=5)
     await let_time_pass(db, 6)
     assert await resend_flooded_texts(db, Publisher(redis), deadline_s=900) == 0
 
@@ -266,12 +268,7 @@ async def test_a_flood_controlled_generating_text_is_resent_only_while_the_job_i
 ) -> None:
     job = await job_in(db, status, stickers=0)
     generating = f"job:{job.id}:generating"
-    async with db.transaction() as repos:
-        await repos.tg_commands.add(
-            generating, method="send_message", params={"chat_id": GUEST, "text": "…"}, reply_to=None
-        )
-        await repos.tg_commands.start_sending(generating, stale_after=timedelta(0))
-        await repos.tg_commands.finish(generating, ok=False, error=flood(5).model_dump())
+    await flooded(db, generating, "send_message", {"chat_id": GUEST, "text": "…"}, retry_after=5)
     await let_time_pass(db, 6)
     assert await resend_flooded_texts(db, Publisher(redis), deadline_s=900) == resent
 
@@ -280,12 +277,7 @@ async def test_a_flood_controlled_admin_alert_is_sent_again_after_retry_after(
     db: Database, redis: aioredis.Redis
 ) -> None:
     alert = "alert:0123456789abcdef:1"
-    async with db.transaction() as repos:
-        await repos.tg_commands.add(
-            alert, method="send_admin_message", params={"text": "Job X FAILED"}, reply_to=None
-        )
-        await repos.tg_commands.start_sending(alert, stale_after=timedelta(0))
-        await repos.tg_commands.finish(alert, ok=False, error=flood(5).model_dump())
+    await flooded(db, alert, "send_admin_message", {"text": "Job X FAILED"}, retry_after=5)
     await let_time_pass(db, 6)
     assert await resend_flooded_texts(db, Publisher(redis), deadline_s=900) == 1
     async with db.transaction() as repos:

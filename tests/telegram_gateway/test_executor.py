@@ -9,7 +9,6 @@ from typing import Any
 import httpx
 import pytest
 import redis.asyncio as aioredis
-from aiohttp import web
 from PIL import Image
 from telegram.ext import ExtBot
 
@@ -17,43 +16,37 @@ from shared import streams
 from shared.messages import TelegramResult, decode
 from shared.repositories import Database
 from shared.streams import Publisher
-from simulators.telegram.app import create_app
-from simulators.telegram.config import SimConfig
 from telegram_gateway.executor import CommandExecutor
 from telegram_gateway.flood import FloodLimiter
+from tests.simulators.tgsim_helpers import TOKEN, serving, sim_config
 
 pytestmark = pytest.mark.integration
-TOKEN = "123456789:TEST-token-for-the-simulator-000000000"
 GUEST = 4242
 
 
 @pytest.fixture
 async def sim_url() -> AsyncIterator[str]:
-    app = create_app(
-        SimConfig(token=TOKEN, bot_username="stickerbooth_bot", private_per_second=0, global_per_second=0)
-    )
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    yield f"http://127.0.0.1:{port}"
-    await runner.cleanup()
+    async with serving(sim_config()) as running:
+        yield running.url
 
 
-@pytest.fixture
-async def executor(sim_url: str, db: Database, redis: aioredis.Redis) -> AsyncIterator[CommandExecutor]:
+async def started_bot(sim_url: str, **options: Any) -> ExtBot[None]:
+    """An initialized ``ExtBot`` on the simulator (``options``: its ``rate_limiter`` or ``request``), after
+    the guest has sent ``/start`` so the private chat exists."""
     bot: ExtBot[None] = ExtBot(
-        TOKEN,
-        base_url=f"{sim_url}/bot",
-        base_file_url=f"{sim_url}/file/bot",
-        rate_limiter=FloodLimiter(max_retries=0),
+        TOKEN, base_url=f"{sim_url}/bot", base_file_url=f"{sim_url}/file/bot", **options
     )
     await bot.initialize()
     async with httpx.AsyncClient(base_url=sim_url) as sim:
         (
             await sim.post(f"/sim/users/{GUEST}/messages", json={"text": "/start", "first_name": "Ann"})
         ).raise_for_status()
+    return bot
+
+
+@pytest.fixture
+async def executor(sim_url: str, db: Database, redis: aioredis.Redis) -> AsyncIterator[CommandExecutor]:
+    bot = await started_bot(sim_url, rate_limiter=FloodLimiter(max_retries=0))
     yield CommandExecutor(bot=bot, db=db, publisher=Publisher(redis))
     await bot.shutdown()
 
@@ -219,17 +212,8 @@ async def test_a_send_that_timed_out_after_telegram_applied_it_is_not_repeated(
 ) -> None:
     from telegram.request import HTTPXRequest
 
-    bot: ExtBot[None] = ExtBot(
-        TOKEN,
-        base_url=f"{sim_url}/bot",
-        base_file_url=f"{sim_url}/file/bot",
-        request=HTTPXRequest(read_timeout=0.5),
-    )
-    await bot.initialize()
+    bot = await started_bot(sim_url, request=HTTPXRequest(read_timeout=0.5))
     async with httpx.AsyncClient(base_url=sim_url) as sim:
-        (
-            await sim.post(f"/sim/users/{GUEST}/messages", json={"text": "/start", "first_name": "Ann"})
-        ).raise_for_status()
         fault = {"method": "sendMessage", "kind": "delay_after_apply", "seconds": 2}
         (await sim.post("/sim/faults", json=fault)).raise_for_status()
     executor = CommandExecutor(bot=bot, db=db, publisher=Publisher(redis))

@@ -37,6 +37,14 @@ async def holder_pid(admin: asyncpg.Connection) -> int | None:
     return int(pid) if pid is not None else None
 
 
+async def cut_the_lock_connection(admin: asyncpg.Connection) -> int:
+    """Terminate the backend that holds the gateway lock, as a Postgres restart does; returns its pid."""
+    pid = await holder_pid(admin)
+    assert pid is not None
+    assert await admin.fetchval("SELECT pg_terminate_backend($1)", pid)
+    return pid
+
+
 async def test_a_lock_cut_with_its_connection_is_taken_again_and_the_gateway_carries_on(
     database_url: str, admin: asyncpg.Connection
 ) -> None:
@@ -45,9 +53,7 @@ async def test_a_lock_cut_with_its_connection_is_taken_again_and_the_gateway_car
     held, stop = asyncio.Event(), asyncio.Event()
     keeper = asyncio.create_task(keep_lock(lock, held=held, stop=stop, check_every_s=0.1, retry_cap_s=0.5))
     try:
-        first = await holder_pid(admin)
-        assert first is not None
-        assert await admin.fetchval("SELECT pg_terminate_backend($1)", first)
+        first = await cut_the_lock_connection(admin)
         async with asyncio.timeout(15):
             while (await holder_pid(admin)) in (None, first):
                 await asyncio.sleep(0.05)
@@ -68,8 +74,7 @@ async def test_a_lock_another_gateway_took_while_it_was_lost_ends_the_gateway_wi
     held, stop = asyncio.Event(), asyncio.Event()
     keeper = asyncio.create_task(keep_lock(lock, held=held, stop=stop, check_every_s=1.0, retry_cap_s=0.5))
     try:
-        pid = await holder_pid(admin)
-        assert await admin.fetchval("SELECT pg_terminate_backend($1)", pid)
+        await cut_the_lock_connection(admin)
         await admin.execute("SELECT pg_advisory_lock($1)", GATEWAY_LOCK_KEY)  # the other gateway
         async with asyncio.timeout(15):
             assert await keeper == 1
