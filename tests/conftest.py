@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -27,6 +28,7 @@ from devstack.infra import (
     redis_answers,
     with_redis_db,
 )
+from devstack.processes import Stack, running_stack
 from shared.db import create_engine
 from shared.db.tables import metadata
 from shared.migrate import migrate
@@ -57,6 +59,18 @@ class Namespace:
 
     def database(self, prefix: str) -> str:
         return f"{prefix}_{os.getpid()}"
+
+    @contextmanager
+    def running_stack(self, prefix: str, *, redis_offset: int, extra_env: dict[str, str]) -> Iterator[Stack]:
+        """The whole stack as processes (``devstack.processes.running_stack``) on this run's database
+        ``prefix`` (fresh, dropped afterwards) and Redis database ``redis_offset`` (flushed first)."""
+        with running_stack(
+            postgres_url=self.infra.postgres_url,
+            database=self.database(prefix),
+            redis_url=self.redis_url(redis_offset),
+            extra_env=extra_env,
+        ) as stack:
+            yield stack
 
 
 @pytest.fixture(scope="session")

@@ -18,8 +18,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import Browser, ConsoleMessage, Page, Playwright, sync_playwright
 
-from devstack.infra import Infra
-from devstack.processes import Stack, running_stack
+from devstack.processes import Stack
 from tests.browser.kiosk_helpers import ADMIN_TOKEN
 
 REPO = Path(__file__).resolve().parents[2]
@@ -40,13 +39,8 @@ EXTRA_ENV = {"ADMIN_TOKEN": ADMIN_TOKEN}
 
 
 @pytest.fixture(scope="session")
-def stack(infra: Infra, namespace: Any) -> Iterator[Stack]:
-    with running_stack(
-        postgres_url=infra.postgres_url,
-        database=namespace.database("sb_browser"),
-        redis_url=namespace.redis_url(3),
-        extra_env=EXTRA_ENV,
-    ) as s:
+def stack(namespace: Any) -> Iterator[Stack]:
+    with namespace.running_stack("sb_browser", redis_offset=3, extra_env=EXTRA_ENV) as s:
         yield s
 
 

@@ -20,7 +20,6 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from devstack.infra import Infra
 from devstack.journey import (
     LINK,
     bot_texts,
@@ -31,7 +30,7 @@ from devstack.journey import (
     start_session,
     wait_until,
 )
-from devstack.processes import Stack, running_stack
+from devstack.processes import Stack
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
 PHOTOS = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "photos"
@@ -39,13 +38,8 @@ EXTRA_ENV: dict[str, str] = {}
 
 
 @pytest.fixture(scope="module")
-def stack(infra: Infra, namespace: Any) -> Iterator[Stack]:
-    with running_stack(
-        postgres_url=infra.postgres_url,
-        database=namespace.database("sb_e2e"),
-        redis_url=namespace.redis_url(1),
-        extra_env=EXTRA_ENV,
-    ) as s:
+def stack(namespace: Any) -> Iterator[Stack]:
+    with namespace.running_stack("sb_e2e", redis_offset=1, extra_env=EXTRA_ENV) as s:
         yield s
 
 
@@ -82,24 +76,49 @@ def _job_status(stack: Stack, session_id: str) -> dict[str, Any]:
     return body
 
 
+def _claimed_job(
+    stack: Stack,
+    kiosk: httpx.Client,
+    sim: httpx.Client,
+    *,
+    user_id: int,
+    outfit: str,
+    photo: str,
+    capture_id: str,
+) -> str:
+    """A guest's session with ``outfit`` and consent, the fixture ``photo`` uploaded; returns the session id
+    once a worker has claimed its job (``processing``)."""
+    session = start_session(kiosk, sim, user_id=user_id)
+    sid: str = session["id"]
+    kiosk.put(f"/sessions/{sid}/outfit", json={"outfit_id": outfit}).raise_for_status()
+    consent(kiosk, sid).raise_for_status()
+    kiosk.post(
+        f"/sessions/{sid}/photo",
+        files={"photo": (f"p{Path(photo).suffix}", (PHOTOS / photo).read_bytes())},
+        data={"capture_id": capture_id},
+    ).raise_for_status()
+    deadline = time.monotonic() + 60
+    while _job_status(stack, sid)["jobs"][0]["status"] != "processing":
+        assert time.monotonic() < deadline, "the job was never claimed"
+        time.sleep(0.05)
+    return sid
+
+
 def test_a_worker_killed_mid_job_still_gives_one_pack_and_one_link(stack: Stack) -> None:
     user_id = 5002
     with (
         httpx.Client(base_url=stack.ingest_url, timeout=60) as kiosk,
         httpx.Client(base_url=stack.sim_url) as sim,
     ):
-        session = start_session(kiosk, sim, user_id=user_id)
-        sid = session["id"]
-        kiosk.put(f"/sessions/{sid}/outfit", json={"outfit_id": "pirate"}).raise_for_status()
-        consent(kiosk, sid).raise_for_status()
-        photo = (PHOTOS / "face-older-man-white-hair.jpg").read_bytes()
-        kiosk.post(
-            f"/sessions/{sid}/photo", files={"photo": ("p.jpg", photo)}, data={"capture_id": "k1"}
-        ).raise_for_status()
-        deadline = time.monotonic() + 60
-        while _job_status(stack, sid)["jobs"][0]["status"] != "processing":
-            assert time.monotonic() < deadline, "the job was never claimed"
-            time.sleep(0.05)
+        sid = _claimed_job(
+            stack,
+            kiosk,
+            sim,
+            user_id=user_id,
+            outfit="pirate",
+            photo="face-older-man-white-hair.jpg",
+            capture_id="k1",
+        )
         stack.kill("worker")
         time.sleep(1)
         assert _job_status(stack, sid)["jobs"][0]["status"] == "processing"  # the owner is dead, not done
@@ -203,18 +222,9 @@ def test_sigterm_lets_the_running_job_finish_before_the_worker_exits(stack: Stac
         httpx.Client(base_url=stack.ingest_url, timeout=60) as kiosk,
         httpx.Client(base_url=stack.sim_url) as sim,
     ):
-        session = start_session(kiosk, sim, user_id=user_id)
-        sid = session["id"]
-        kiosk.put(f"/sessions/{sid}/outfit", json={"outfit_id": "chef"}).raise_for_status()
-        consent(kiosk, sid).raise_for_status()
-        photo = (PHOTOS / "face-woman-red-hat.png").read_bytes()
-        kiosk.post(
-            f"/sessions/{sid}/photo", files={"photo": ("p.png", photo)}, data={"capture_id": "t1"}
-        ).raise_for_status()
-        deadline = time.monotonic() + 60
-        while _job_status(stack, sid)["jobs"][0]["status"] != "processing":
-            assert time.monotonic() < deadline, "the job was never claimed"
-            time.sleep(0.05)
+        sid = _claimed_job(
+            stack, kiosk, sim, user_id=user_id, outfit="chef", photo="face-woman-red-hat.png", capture_id="t1"
+        )
         assert stack.stop("worker") == 0  # SIGTERM: graceful
         status = _job_status(stack, sid)["jobs"][0]["status"]
         assert status in ("rendered", "delivering", "delivered")  # finished inside the grace period

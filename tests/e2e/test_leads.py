@@ -27,9 +27,8 @@ import httpx
 import pytest
 import redis
 
-from devstack.infra import Infra
 from devstack.journey import LINK, bot_texts, chat_messages, play
-from devstack.processes import Stack, running_stack
+from devstack.processes import Stack
 from telegram_gateway.leads_updates import TRY_AGAIN
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
@@ -49,13 +48,8 @@ T = TypeVar("T")
 
 
 @pytest.fixture(scope="module")
-def stack(infra: Infra, namespace: Any) -> Iterator[Stack]:
-    with running_stack(
-        postgres_url=infra.postgres_url,
-        database=namespace.database("sb_e2e_leads"),
-        redis_url=namespace.redis_url(2),
-        extra_env=EXTRA_ENV,
-    ) as s:
+def stack(namespace: Any) -> Iterator[Stack]:
+    with namespace.running_stack("sb_e2e_leads", redis_offset=2, extra_env=EXTRA_ENV) as s:
         yield s
 
 
