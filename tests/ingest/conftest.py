@@ -9,9 +9,9 @@ import pytest
 import redis.asyncio as aioredis
 
 from ingest.main import create_app
-from ingest.settings import IngestSettings
 from shared.repositories import Database
 from shared.streams import Publisher
+from tests.ingest.ingest_helpers import app_client, ingest_settings
 
 #: The admin token the ``admin_client`` app is configured with, and the header that carries it.
 ADMIN_TOKEN = "an-admin-token-that-is-long-enough-0123456789"
@@ -23,12 +23,6 @@ async def admin_client(
     db: Database, redis: aioredis.Redis, database_url: str, redis_url: str
 ) -> AsyncIterator[httpx.AsyncClient]:
     """An HTTP client of an ingest app with ``ADMIN_TOKEN`` set (send :data:`ADMIN_AUTH`)."""
-    settings = IngestSettings(  # type: ignore[call-arg]
-        DATABASE_URL=database_url,
-        REDIS_URL=redis_url,
-        BOT_USERNAME="stickerbooth_bot",
-        ADMIN_TOKEN=ADMIN_TOKEN,
-    )
-    app = create_app(settings, db=db, publisher=Publisher(redis))
-    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://ingest") as c:
+    settings = ingest_settings(database_url, redis_url, ADMIN_TOKEN=ADMIN_TOKEN)
+    async with app_client(create_app(settings, db=db, publisher=Publisher(redis))) as c:
         yield c

@@ -20,25 +20,18 @@ from ingest.main import create_app
 from ingest.settings import IngestSettings
 from shared.repositories import Database
 from shared.streams import Publisher
+from tests.ingest.ingest_helpers import app_client, ingest_settings
 
 pytestmark = pytest.mark.integration
 ADMIN_TOKEN = "s3cret-admin-token-0123456789"
 
 
 def settings(database_url: str, redis_url: str) -> IngestSettings:
-    return IngestSettings(  # type: ignore[call-arg]
-        DATABASE_URL=database_url,
-        REDIS_URL=redis_url,
-        BOT_USERNAME="stickerbooth_bot",
-        ADMIN_TOKEN=ADMIN_TOKEN,
-    )
+    return ingest_settings(database_url, redis_url, ADMIN_TOKEN=ADMIN_TOKEN)
 
 
 async def client_for(app: Any) -> httpx.AsyncClient:
-    # raise_app_exceptions=False: see the 500 the server sends instead of the exception it re-raises
-    return httpx.AsyncClient(
-        transport=httpx.ASGITransport(app=app, raise_app_exceptions=False), base_url="http://ingest"
-    )
+    return app_client(app, raise_app_exceptions=False)
 
 
 @pytest.fixture

@@ -14,50 +14,23 @@ import sqlalchemy as sa
 from PIL import Image
 
 from ingest.main import create_app
-from ingest.settings import IngestSettings
 from shared import streams
 from shared.messages import JobQueued, TelegramCommand, decode
 from shared.repositories import Database
 from shared.streams import Publisher
+from tests.ingest.ingest_helpers import agree, app_client, ingest_settings, linked_session
 
 pytestmark = pytest.mark.integration
 PHOTOS = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "photos"
-
-
-def settings(database_url: str, redis_url: str, **overrides: object) -> IngestSettings:
-    env = {"DATABASE_URL": database_url, "REDIS_URL": redis_url, "BOT_USERNAME": "stickerbooth_bot"}
-    return IngestSettings(**env, **overrides)  # type: ignore[arg-type]
 
 
 @pytest.fixture
 async def client(
     db: Database, redis: aioredis.Redis, database_url: str, redis_url: str
 ) -> AsyncIterator[httpx.AsyncClient]:
-    app = create_app(settings(database_url, redis_url), db=db, publisher=Publisher(redis))
-    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://kiosk") as c:
+    app = create_app(ingest_settings(database_url, redis_url), db=db, publisher=Publisher(redis))
+    async with app_client(app, base_url="http://kiosk") as c:
         yield c
-
-
-async def linked_session(
-    client: httpx.AsyncClient, db: Database, *, outfit: str | None = "astronaut", consent: bool = True
-) -> str:
-    """A session bound to Telegram user 77 with ``outfit`` chosen and (``consent``) "Agree" given."""
-    body = (await client.post("/sessions", json={"station": "hall-a"})).json()
-    token = body["deep_link"].split("start=")[1]
-    async with db.transaction() as repos:
-        await repos.sessions.bind_telegram(token, user_id=77, chat_id=77, name="Ann", language="ru")
-    if outfit:
-        assert (
-            await client.put(f"/sessions/{body['id']}/outfit", json={"outfit_id": outfit})
-        ).status_code == 200
-    if consent:
-        assert (await agree(client, str(body["id"]))).status_code == 200
-    return str(body["id"])
-
-
-async def agree(client: httpx.AsyncClient, sid: str, language: str = "en") -> httpx.Response:
-    version = (await client.get("/consent")).json()["version"]
-    return await client.put(f"/sessions/{sid}/consent", json={"version": version, "language": language})
 
 
 async def stored_rows(db: Database, table: str) -> int:
@@ -142,7 +115,7 @@ async def test_upload_before_telegram_or_outfit_is_refused(client: httpx.AsyncCl
 async def test_the_consent_screen_names_the_providers_the_link_and_the_retention(
     db: Database, redis: aioredis.Redis, database_url: str, redis_url: str
 ) -> None:
-    venue = settings(
+    venue = ingest_settings(
         database_url,
         redis_url,
         PRIMARY_AI_PROVIDER="openai",
@@ -151,7 +124,7 @@ async def test_the_consent_screen_names_the_providers_the_link_and_the_retention
         STICKER_RETENTION_DAYS=14,
     )
     app = create_app(venue, db=db, publisher=Publisher(redis))
-    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://kiosk") as client:
+    async with app_client(app, base_url="http://kiosk") as client:
         body = (await client.get("/consent")).json()
     assert body["providers"] == ["openai", "local"]
     assert (body["selfie_retention_hours"], body["sticker_retention_days"]) == (6, 14)
@@ -167,16 +140,16 @@ async def test_the_consent_text_and_its_version_come_from_the_settings(
 ) -> None:
     bodies = []
     for text in ("Photos go to {providers}.\\nKept {selfie_hours} h.", "Photos go to {providers}."):
-        venue = settings(database_url, redis_url, CONSENT_VERSION="2026-12", CONSENT_TEXT_EN=text)
+        venue = ingest_settings(database_url, redis_url, CONSENT_VERSION="2026-12", CONSENT_TEXT_EN=text)
         app = create_app(venue, db=db, publisher=Publisher(redis))
-        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://k") as client:
+        async with app_client(app, base_url="http://k") as client:
             bodies.append((await client.get("/consent")).json())
     assert bodies[0]["points"]["en"] == ["Photos go to Google Gemini or OpenAI.", "Kept 24 h."]
     assert bodies[1]["points"]["en"] == ["Photos go to Google Gemini or OpenAI."]
     versions = [b["version"] for b in bodies]
     assert all(v.startswith("2026-12-") for v in versions) and versions[0] != versions[1]
     with pytest.raises(ValueError, match="unknown placeholder"):
-        settings(database_url, redis_url, CONSENT_TEXT_RU="Фото уходит в {provider}")
+        ingest_settings(database_url, redis_url, CONSENT_TEXT_RU="Фото уходит в {provider}")
 
 
 async def test_an_upload_without_consent_is_refused_and_nothing_is_written(
@@ -271,9 +244,9 @@ async def test_an_oversized_upload_is_refused_before_decoding(
     db: Database, redis: aioredis.Redis, database_url: str, redis_url: str
 ) -> None:
     app = create_app(
-        settings(database_url, redis_url, MAX_UPLOAD_BYTES=1000), db=db, publisher=Publisher(redis)
+        ingest_settings(database_url, redis_url, MAX_UPLOAD_BYTES=1000), db=db, publisher=Publisher(redis)
     )
-    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://kiosk") as client:
+    async with app_client(app, base_url="http://kiosk") as client:
         sid = await linked_session(client, db)
         response = await upload(client, sid, photo_bytes())
     assert response.status_code == 413 and response.json()["error"]["code"] == "file_too_large"
@@ -301,9 +274,9 @@ async def test_maintenance_mode_answers_503(
     db: Database, redis: aioredis.Redis, database_url: str, redis_url: str
 ) -> None:
     app = create_app(
-        settings(database_url, redis_url, MAINTENANCE_MODE=True), db=db, publisher=Publisher(redis)
+        ingest_settings(database_url, redis_url, MAINTENANCE_MODE=True), db=db, publisher=Publisher(redis)
     )
-    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://kiosk") as client:
+    async with app_client(app, base_url="http://kiosk") as client:
         response = await client.post("/sessions", json={})
     assert response.status_code == 503 and response.json()["error"]["code"] == "maintenance"
 
@@ -313,9 +286,9 @@ async def test_postgres_down_answers_503_not_500(redis: aioredis.Redis, redis_ur
 
     dead = Database(create_engine("postgresql://postgres@127.0.0.1:1/x", connect_timeout_s=1))
     app = create_app(
-        settings("postgresql://postgres@127.0.0.1:1/x", redis_url), db=dead, publisher=Publisher(redis)
+        ingest_settings("postgresql://postgres@127.0.0.1:1/x", redis_url), db=dead, publisher=Publisher(redis)
     )
-    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://kiosk") as client:
+    async with app_client(app, base_url="http://kiosk") as client:
         response = await client.post("/sessions", json={})
         ready = await client.get("/readyz")
     await dead.dispose()
@@ -329,8 +302,10 @@ async def test_redis_down_still_accepts_the_photo_and_leaves_the_hint_for_the_re
     from shared.streams import create_redis
 
     dead_redis = create_redis("redis://127.0.0.1:1/0")
-    app = create_app(settings(database_url, "redis://127.0.0.1:1/0"), db=db, publisher=Publisher(dead_redis))
-    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://kiosk") as client:
+    app = create_app(
+        ingest_settings(database_url, "redis://127.0.0.1:1/0"), db=db, publisher=Publisher(dead_redis)
+    )
+    async with app_client(app, base_url="http://kiosk") as client:
         sid = await linked_session(client, db)
         response = await upload(client, sid, photo_bytes())
     await dead_redis.aclose()

@@ -15,9 +15,9 @@ import pytest
 import redis.asyncio as aioredis
 
 from ingest.main import create_app
-from ingest.settings import IngestSettings
 from shared.repositories import Database
 from shared.streams import Publisher
+from tests.ingest.ingest_helpers import app_client, ingest_settings, linked_session
 
 pytestmark = pytest.mark.integration
 PHOTOS = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "photos"
@@ -66,30 +66,11 @@ HEADERS = {"Content-Type": f"multipart/form-data; boundary={BOUNDARY}"}
 async def client(
     db: Database, redis: aioredis.Redis, database_url: str, redis_url: str
 ) -> AsyncIterator[httpx.AsyncClient]:
-    settings = IngestSettings(  # type: ignore[call-arg]
-        DATABASE_URL=database_url,
-        REDIS_URL=redis_url,
-        BOT_USERNAME="stickerbooth_bot",
-        MAX_UPLOAD_BYTES=LIMIT,
+    app = create_app(
+        ingest_settings(database_url, redis_url, MAX_UPLOAD_BYTES=LIMIT), db=db, publisher=Publisher(redis)
     )
-    app = create_app(settings, db=db, publisher=Publisher(redis))
-    transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
-    async with httpx.AsyncClient(transport=transport, base_url="http://kiosk") as c:
+    async with app_client(app, base_url="http://kiosk", raise_app_exceptions=False) as c:
         yield c
-
-
-async def linked_session(client: httpx.AsyncClient, db: Database) -> str:
-    body = (await client.post("/sessions", json={"station": "hall-a"})).json()
-    async with db.transaction() as repos:
-        await repos.sessions.bind_telegram(
-            body["deep_link"].split("start=")[1], user_id=77, chat_id=77, name="Ann", language="en"
-        )
-    assert (
-        await client.put(f"/sessions/{body['id']}/outfit", json={"outfit_id": "pirate"})
-    ).status_code == 200
-    version = (await client.get("/consent")).json()["version"]
-    assert (await client.put(f"/sessions/{body['id']}/consent", json={"version": version})).status_code == 200
-    return str(body["id"])
 
 
 async def test_an_unknown_session_is_a_404_before_any_of_a_huge_body_is_read(

@@ -14,11 +14,11 @@ import redis.asyncio as aioredis
 from fastapi import FastAPI
 
 from ingest.main import create_app
-from ingest.settings import IngestSettings
 from shared import streams
 from shared.messages import LeadCreated, LeadRepeated, decode
 from shared.repositories import Database
 from shared.streams import Publisher
+from tests.ingest.ingest_helpers import ingest_settings
 
 pytestmark = pytest.mark.integration
 ADMIN_TOKEN = "admin-token-for-tests-0123456789"
@@ -34,9 +34,7 @@ def lead(request_id: str = "req-00000001", **fields: Any) -> dict[str, Any]:
 @pytest.fixture
 def make_app(db: Database, redis: aioredis.Redis, database_url: str, redis_url: str) -> AppFactory:
     def make(publisher: Publisher | None = None, **env: Any) -> FastAPI:
-        settings = IngestSettings(  # type: ignore[call-arg]
-            DATABASE_URL=database_url, REDIS_URL=redis_url, BOT_USERNAME="stickerbooth_bot", **env
-        )
+        settings = ingest_settings(database_url, redis_url, **env)
         return create_app(settings, db=db, publisher=publisher or Publisher(redis))
 
     return make
@@ -258,12 +256,7 @@ async def test_the_admin_listing_needs_the_token(
 
 def test_a_weak_admin_token_is_refused_at_start(database_url: str, redis_url: str) -> None:
     with pytest.raises(ValueError, match="ADMIN_TOKEN"):
-        IngestSettings(  # type: ignore[call-arg]
-            DATABASE_URL=database_url,
-            REDIS_URL=redis_url,
-            BOT_USERNAME="stickerbooth_bot",
-            ADMIN_TOKEN="changeme",
-        )
+        ingest_settings(database_url, redis_url, ADMIN_TOKEN="changeme")
 
 
 def _now() -> Any:

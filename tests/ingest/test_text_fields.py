@@ -14,9 +14,9 @@ import redis.asyncio as aioredis
 
 from ingest.api.text import first_invalid_character
 from ingest.main import create_app
-from ingest.settings import IngestSettings
 from shared.repositories import Database
 from shared.streams import Publisher
+from tests.ingest.ingest_helpers import app_client, ingest_settings, linked_session
 
 pytestmark = pytest.mark.integration
 
@@ -39,12 +39,8 @@ LEAD_FIELDS = ["name", "contact", "message", "sourcePage", "utm.utm_source", "re
 async def client(
     db: Database, redis: aioredis.Redis, database_url: str, redis_url: str
 ) -> AsyncIterator[httpx.AsyncClient]:
-    settings = IngestSettings(  # type: ignore[call-arg]
-        DATABASE_URL=database_url, REDIS_URL=redis_url, BOT_USERNAME="stickerbooth_bot"
-    )
-    app = create_app(settings, db=db, publisher=Publisher(redis))
-    transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
-    async with httpx.AsyncClient(transport=transport, base_url="http://ingest") as c:
+    app = create_app(ingest_settings(database_url, redis_url), db=db, publisher=Publisher(redis))
+    async with app_client(app, raise_app_exceptions=False) as c:
         yield c
 
 
@@ -129,16 +125,7 @@ async def test_an_outfit_thumbnail_path_with_a_nul_is_refused(client: httpx.Asyn
 async def test_a_capture_id_with_a_nul_or_invalid_utf8_is_refused(
     client: httpx.AsyncClient, db: Database
 ) -> None:
-    body = (await client.post("/sessions", json={})).json()
-    async with db.transaction() as repos:
-        await repos.sessions.bind_telegram(
-            body["deep_link"].split("start=")[1], user_id=5, chat_id=5, name="A", language="en"
-        )
-    assert (
-        await client.put(f"/sessions/{body['id']}/outfit", json={"outfit_id": "pirate"})
-    ).status_code == 200
-    version = (await client.get("/consent")).json()["version"]
-    assert (await client.put(f"/sessions/{body['id']}/consent", json={"version": version})).status_code == 200
+    sid = await linked_session(client, db)
     for capture in (b"cap\x00one", b"cap\xff\xfe"):
         boundary = "b0undary"
         content = (
@@ -150,7 +137,7 @@ async def test_a_capture_id_with_a_nul_or_invalid_utf8_is_refused(
             + f"\r\n--{boundary}--\r\n".encode()
         )
         response = await client.post(
-            f"/sessions/{body['id']}/photo",
+            f"/sessions/{sid}/photo",
             content=content,
             headers={"Content-Type": f"multipart/form-data; boundary={boundary}"},
         )
