@@ -14,6 +14,7 @@ from shared.domain import Job
 from shared.joblife import retry_failed_job
 from shared.repositories import Database
 from shared.streams import Publisher
+from tests.outbox_helpers import stored_texts
 
 pytestmark = pytest.mark.integration
 NOTICE, DEADLINE = 300.0, 900.0
@@ -35,16 +36,6 @@ async def job_aged(db: Database, minutes: float, *, status: str = "queued", capt
     return fresh
 
 
-async def guest_texts(db: Database) -> list[str]:
-    async with db.transaction() as repos:
-        rows = await repos.conn.execute(
-            sa.text(
-                "SELECT params->>'text' FROM tg_commands WHERE method = 'send_message' ORDER BY created_at"
-            )
-        )
-        return [r[0] for r in rows]
-
-
 async def sweep(db: Database, redis: aioredis.Redis) -> tuple[int, int]:
     return await enforce_deadlines(db, Publisher(redis), notice_after_s=NOTICE, deadline_s=DEADLINE)
 
@@ -53,7 +44,7 @@ async def test_a_slow_job_gets_one_still_working_notice(db: Database, redis: aio
     job = await job_aged(db, 6, status="processing")
     assert await sweep(db, redis) == (0, 1)
     assert await sweep(db, redis) == (0, 0)
-    assert await guest_texts(db) == ["Still working on your stickers — almost there!"]
+    assert await stored_texts(db, "send_message") == ["Still working on your stickers — almost there!"]
     async with db.transaction() as repos:
         current = await repos.jobs.get(job.id)
     assert current is not None and current.status == "processing"
@@ -65,7 +56,7 @@ async def test_a_job_past_the_deadline_gets_only_the_failure_text(
     job = await job_aged(db, 20)
     assert await sweep(db, redis) == (1, 0)
     assert await sweep(db, redis) == (0, 0)
-    texts = await guest_texts(db)
+    texts = await stored_texts(db, "send_message")
     assert len(texts) == 1 and texts[0].startswith("Something went wrong")
     async with db.transaction() as repos:
         current = await repos.jobs.get(job.id)
@@ -76,7 +67,7 @@ async def test_finished_and_young_jobs_are_left_alone(db: Database, redis: aiore
     await job_aged(db, 30, status="delivered", capture="a")
     await job_aged(db, 1, capture="b")
     assert await sweep(db, redis) == (0, 0)
-    assert await guest_texts(db) == []
+    assert await stored_texts(db, "send_message") == []
 
 
 async def test_an_admin_retry_starts_a_new_deadline_and_a_new_failure_text(
@@ -96,4 +87,4 @@ async def test_an_admin_retry_starts_a_new_deadline_and_a_new_failure_text(
             .values(created_at=sa.func.now() - timedelta(minutes=16))
         )
     assert await sweep(db, redis) == (1, 0)
-    assert len(await guest_texts(db)) == 2
+    assert len(await stored_texts(db, "send_message")) == 2

@@ -17,6 +17,7 @@ from shared.errors import ErrorClass, JobCostExceeded, ProviderUnavailable
 from shared.repositories import Database
 from shared.repositories.usage import ApiCall
 from shared.streams import Publisher
+from tests.outbox_helpers import stored_texts
 from worker.cost import CostLedger, DbUsageStore, pacific_day_start, warn_image_rpd
 
 pytestmark = pytest.mark.integration
@@ -114,16 +115,7 @@ async def test_the_image_rpd_warning_is_sent_once_per_pacific_day(
     kwargs = {"providers": ["gemini", "openai", "local"], "limit": 10, "warn_frac": 0.7, "now": now}
     assert await warn_image_rpd(store, alert, **kwargs) == ["gemini"]  # type: ignore[arg-type]
     assert await warn_image_rpd(store, alert, **kwargs) == []  # type: ignore[arg-type]
-    async with db.transaction() as repos:
-        texts = (
-            (
-                await repos.conn.execute(
-                    sa.text("SELECT params->>'text' FROM tg_commands WHERE method = 'send_admin_message'")
-                )
-            )
-            .scalars()
-            .all()
-        )
+    texts = await stored_texts(db, "send_admin_message")
     assert len(texts) == 1 and "7 image requests today" in texts[0]
     await store.record(call(0.0))
     kwargs["warn_frac"] = 0.9

@@ -20,6 +20,7 @@ from shared.messages import JobRendered, decode
 from shared.outfits import Outfit, load_catalog
 from shared.repositories import Database
 from shared.streams import Publisher
+from tests.outbox_helpers import stored_texts
 from worker.generation import Generator
 from worker.imaging.finish import Sticker
 from worker.outcomes import recover_crashed, requeue_on_shutdown
@@ -103,27 +104,9 @@ async def test_a_charged_failure_requeues_with_a_durable_delay_then_fails_at_max
     await gen.process(job.id)
     final = await job_now(db, job)
     assert (final.status, final.error_class) == ("failed", "internal")
-    async with db.transaction() as repos:
-        texts = (
-            (
-                await repos.conn.execute(
-                    sa.text("SELECT params->>'text' FROM tg_commands WHERE method = 'send_message'")
-                )
-            )
-            .scalars()
-            .all()
-        )
+    texts = await stored_texts(db, "send_message")
     assert len(texts) == 1 and texts[0].startswith("Something went wrong")
-    async with db.transaction() as repos:
-        alerts = (
-            (
-                await repos.conn.execute(
-                    sa.text("SELECT params->>'text' FROM tg_commands WHERE method = 'send_admin_message'")
-                )
-            )
-            .scalars()
-            .all()
-        )
+    alerts = await stored_texts(db, "send_admin_message")
     assert len(alerts) == 1 and alerts[0].startswith(f"Job {job.id} FAILED")
 
 
@@ -136,16 +119,7 @@ async def test_no_face_fails_at_once_and_tells_the_guest(
     )
     final = await job_now(db, job)
     assert (final.status, final.attempts, final.error_class) == ("failed", 0, "permanent")
-    async with db.transaction() as repos:
-        texts = (
-            (
-                await repos.conn.execute(
-                    sa.text("SELECT params->>'text' FROM tg_commands WHERE method = 'send_message'")
-                )
-            )
-            .scalars()
-            .all()
-        )
+    texts = await stored_texts(db, "send_message")
     assert texts == ["We couldn't find a face in your photo. Please take another selfie at the booth."]
 
 

@@ -8,12 +8,13 @@ every call lands in ``api_usage``)."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from typing import Any
 
 import pytest
 import redis.asyncio as aioredis
-import sqlalchemy as sa
 
 from shared import maintenance
 from shared.domain import Job
@@ -23,6 +24,7 @@ from shared.repositories.usage import ApiCall
 from shared.streams import Publisher
 from shared.texts import text
 from simulators.ai.state import CONTENT_KINDS
+from tests.outbox_helpers import stored_texts
 from tests.simulators.ai.helpers import KEY, RunningAiSim, photo
 from worker.generation import Generator
 from worker.main import alerter
@@ -41,7 +43,7 @@ class Sleeps:
         self.waits.append(seconds)
 
 
-async def run_job(
+async def _run_job(
     db: Database,
     redis: aioredis.Redis,
     aisim: RunningAiSim,
@@ -88,24 +90,29 @@ async def run_job(
     return current, sleeps
 
 
+RunJob = Callable[..., Awaitable[tuple[Job, Sleeps]]]
+
+
+@pytest.fixture
+def run_job(
+    db: Database, redis: aioredis.Redis, aisim: RunningAiSim, database_url: str, redis_url: str
+) -> RunJob:
+    """Render one queued job of a guest speaking ``language`` through the worker's composition with these
+    stores and the AI simulator, ``env`` added to the worker's settings: ``await run_job(language=…,
+    **env)`` gives the job as it is afterwards and the sleeps the chain asked for."""
+    return partial(_run_job, db, redis, aisim, database_url, redis_url)
+
+
 async def usage(db: Database, job: Job) -> list[ApiCall]:
     async with db.transaction() as repos:
         return await repos.usage.for_job(job.id)
 
 
-async def admin_texts(db: Database) -> list[str]:
-    async with db.transaction() as repos:
-        rows = await repos.conn.execute(
-            sa.text("SELECT params->>'text' FROM tg_commands WHERE method = 'send_admin_message'")
-        )
-        return list(rows.scalars().all())
-
-
 async def test_a_rate_limit_waits_then_falls_back_and_the_job_renders(
-    db: Database, redis: aioredis.Redis, aisim: RunningAiSim, database_url: str, redis_url: str
+    run_job: RunJob, db: Database, aisim: RunningAiSim
 ) -> None:
     await aisim.fault("rate_limit", provider="gemini", request="passport", count=4)
-    job, sleeps = await run_job(db, redis, aisim, database_url, redis_url)
+    job, sleeps = await run_job()
     assert job.status == "rendered"
     assert len(sleeps.waits) == 3  # 5, 15, 30 s plus up to 20 % jitter, then the fallback
     assert all(d <= w <= d * 1.2 for w, d in zip(sleeps.waits, (5, 15, 30), strict=True))
@@ -116,25 +123,20 @@ async def test_a_rate_limit_waits_then_falls_back_and_the_job_renders(
     ]
     assert {c.provider for c in calls if c.kind == "sheet"} == {"gemini"}  # the chain starts at the primary
     assert sum(c.cost_usd for c in calls) > 0.2 and all(c.cost_usd == 0 for c in calls if c.outcome != "ok")
-    assert [t for t in await admin_texts(db) if "fallback" in t or "served instead" in t]
+    assert [
+        t for t in await stored_texts(db, "send_admin_message") if "fallback" in t or "served instead" in t
+    ]
 
 
 @pytest.mark.parametrize(
     ("gemini", "openai", "reason"), [("credit", "credit", "credit"), ("auth", "outage", "auth")]
 )
 async def test_billing_or_auth_everywhere_pauses_until_resume_and_refunds(
-    db: Database,
-    redis: aioredis.Redis,
-    aisim: RunningAiSim,
-    database_url: str,
-    redis_url: str,
-    gemini: str,
-    openai: str,
-    reason: str,
+    run_job: RunJob, db: Database, aisim: RunningAiSim, gemini: str, openai: str, reason: str
 ) -> None:
     await aisim.fault(gemini, provider="gemini")
     await aisim.fault(openai, provider="openai")
-    job, sleeps = await run_job(db, redis, aisim, database_url, redis_url)
+    job, sleeps = await run_job()
     assert (job.status, job.attempts, job.error_class) == ("queued", 0, reason)
     async with db.transaction() as repos:
         pause = await maintenance.current_pause(repos)
@@ -144,12 +146,12 @@ async def test_billing_or_auth_everywhere_pauses_until_resume_and_refunds(
 
 
 async def test_an_outage_everywhere_pauses_with_the_providers_retry_after(
-    db: Database, redis: aioredis.Redis, aisim: RunningAiSim, database_url: str, redis_url: str
+    run_job: RunJob, db: Database, aisim: RunningAiSim
 ) -> None:
     await aisim.fault("overloaded", provider="gemini", retry_after_s=90)
     await aisim.fault("drop", provider="openai")
     before = datetime.now(UTC)
-    job, _ = await run_job(db, redis, aisim, database_url, redis_url)
+    job, _ = await run_job()
     assert (job.status, job.attempts) == ("queued", 0)
     async with db.transaction() as repos:
         pause = await maintenance.current_pause(repos)
@@ -158,13 +160,13 @@ async def test_an_outage_everywhere_pauses_with_the_providers_retry_after(
 
 
 async def test_the_daily_budget_pauses_until_midnight_utc(
-    db: Database, redis: aioredis.Redis, aisim: RunningAiSim, database_url: str, redis_url: str
+    run_job: RunJob, db: Database, aisim: RunningAiSim
 ) -> None:
     async with db.transaction() as repos:
         await repos.usage.record(
             ApiCall("gemini", "gemini-3.1-flash-image", "sheet", "image", "ok", 0.6, 20.0)
         )
-    job, _ = await run_job(db, redis, aisim, database_url, redis_url, DAILY_BUDGET_USD="0.5")
+    job, _ = await run_job(DAILY_BUDGET_USD="0.5")
     assert (job.status, job.attempts, job.error_class) == ("queued", 0, "budget")
     async with db.transaction() as repos:
         pause = await maintenance.current_pause(repos)
@@ -174,22 +176,14 @@ async def test_the_daily_budget_pauses_until_midnight_utc(
 
 
 async def test_the_job_cost_ceiling_fails_the_job_without_a_retry(
-    db: Database, redis: aioredis.Redis, aisim: RunningAiSim, database_url: str, redis_url: str
+    run_job: RunJob, db: Database, aisim: RunningAiSim
 ) -> None:
-    job, _ = await run_job(db, redis, aisim, database_url, redis_url, JOB_MAX_COST_USD="0.05")
+    job, _ = await run_job(JOB_MAX_COST_USD="0.05")
     assert (job.status, job.error_class) == ("failed", "job_cost")
     calls = await usage(db, job)
     spent_before_last = sum(c.cost_usd for c in calls[:-1])
     assert spent_before_last < 0.05 <= sum(c.cost_usd for c in calls)  # the last call passed the ceiling
     assert len(await aisim.calls()) == len(calls)  # nothing was sent after it
-
-
-async def guest_texts(db: Database) -> list[str]:
-    async with db.transaction() as repos:
-        rows = await repos.conn.execute(
-            sa.text("SELECT params->>'text' FROM tg_commands WHERE method = 'send_message' ORDER BY 1")
-        )
-        return list(rows.scalars().all())
 
 
 def image_calls(calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -207,19 +201,12 @@ def sent_after_the_refusal(calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
     [("safety", "safety", "en"), ("prohibited_content", "content_policy", "ru")],
 )
 async def test_a_refusal_of_the_first_sheet_fails_the_job_as_content_and_the_selfie_is_not_sent_again(
-    db: Database,
-    redis: aioredis.Redis,
-    aisim: RunningAiSim,
-    database_url: str,
-    redis_url: str,
-    gemini: str,
-    openai: str,
-    language: str,
+    run_job: RunJob, db: Database, aisim: RunningAiSim, gemini: str, openai: str, language: str
 ) -> None:
     # Every image call would be refused: only the chain's own restraint limits how often it is sent.
     await aisim.fault(gemini, provider="gemini", call="image", count=50)
     await aisim.fault(openai, provider="openai", call="image", count=50)
-    job, sleeps = await run_job(db, redis, aisim, database_url, redis_url, language=language)
+    job, sleeps = await run_job(language=language)
     assert (job.status, job.error_class, job.attempts, job.not_before) == ("failed", "content", 0, None)
     calls = await aisim.calls()
     assert [(c["provider"], c["kind"], c["outcome"]) for c in image_calls(calls)] == [
@@ -228,7 +215,9 @@ async def test_a_refusal_of_the_first_sheet_fails_the_job_as_content_and_the_sel
     ]
     assert sent_after_the_refusal(calls) == []  # no other sheet, figure, regeneration, QA or retry
     assert sleeps.waits == []
-    assert await guest_texts(db) == [text("content_refused", language)]  # one text, the guest's language
+    assert await stored_texts(db, "send_message") == [
+        text("content_refused", language)
+    ]  # one text, the guest's language
     recorded = await usage(db, job)
     assert len(recorded) == len(calls)  # every call made is in api_usage
     assert [(c.provider, c.outcome) for c in recorded if c.call_type == "image"] == [
@@ -238,14 +227,14 @@ async def test_a_refusal_of_the_first_sheet_fails_the_job_as_content_and_the_sel
 
 
 async def test_parallel_sheets_are_cancelled_when_one_is_refused_and_still_recorded(
-    db: Database, redis: aioredis.Redis, aisim: RunningAiSim, database_url: str, redis_url: str
+    run_job: RunJob, db: Database, aisim: RunningAiSim
 ) -> None:
     # Consistency path: the anchor is drawn, then the 3 sheets go out at once; the first to arrive is
     # refused by both providers while the other two are still being drawn (slow answers).
     await aisim.fault("safety", provider="gemini", request="sheet", count=1)
     await aisim.fault("timeout", provider="gemini", request="sheet", count=2, delay_s=120)
     await aisim.fault("safety", provider="openai", request="sheet", count=50)
-    job, _ = await run_job(db, redis, aisim, database_url, redis_url, LIKENESS_MODE="")
+    job, _ = await run_job(LIKENESS_MODE="")
     assert (job.status, job.error_class) == ("failed", "content")
     calls = await aisim.calls()
     assert sent_after_the_refusal(calls) == []
@@ -257,10 +246,10 @@ async def test_parallel_sheets_are_cancelled_when_one_is_refused_and_still_recor
 
 
 async def test_after_one_providers_refusal_the_other_draws_the_whole_job(
-    db: Database, redis: aioredis.Redis, aisim: RunningAiSim, database_url: str, redis_url: str
+    run_job: RunJob, aisim: RunningAiSim
 ) -> None:
     await aisim.fault("safety", provider="gemini", call="image", count=50)
-    job, _ = await run_job(db, redis, aisim, database_url, redis_url)
+    job, _ = await run_job()
     assert job.status == "rendered"
     by_provider = [c["provider"] for c in image_calls(await aisim.calls())]
     assert by_provider.count("gemini") == 1 and by_provider.count("openai") >= 3
@@ -268,12 +257,10 @@ async def test_after_one_providers_refusal_the_other_draws_the_whole_job(
 
 @pytest.mark.parametrize("where", ["gemini", "*"])
 async def test_images_that_are_not_images_are_invalid_and_charged_never_a_crash(
-    db: Database, redis: aioredis.Redis, aisim: RunningAiSim, database_url: str, redis_url: str, where: str
+    run_job: RunJob, db: Database, aisim: RunningAiSim, where: str
 ) -> None:
     await aisim.fault("not_image", provider=where, request="sheet", count=1 if where == "gemini" else 10)
-    job, _ = await run_job(
-        db, redis, aisim, database_url, redis_url, FIGURE_SHEET_ATTEMPTS="1", FIGURE_FALLBACK_ENABLED="0"
-    )
+    job, _ = await run_job(FIGURE_SHEET_ATTEMPTS="1", FIGURE_FALLBACK_ENABLED="0")
     sheets = [(c.provider, c.outcome, c.cost_usd > 0) for c in await usage(db, job) if c.kind == "sheet"]
     assert sheets[0] == ("gemini", "invalid", True)  # recorded at its price: the provider billed it
     if where == "gemini":  # the fallback drew that sheet
