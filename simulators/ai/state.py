@@ -34,13 +34,14 @@ Imperfections of the next sheets (:mod:`simulators.ai.imperfect`): ``off_green``
 from __future__ import annotations
 
 import time
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, TypeVar, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = [
     "CONTENT_KINDS",
     "CallRecord",
+    "ContentKind",
     "FaultKind",
     "FaultSpec",
     "Imperfection",
@@ -49,6 +50,17 @@ __all__ = [
     "SimState",
 ]
 
+#: The content-refusal fault kinds (see the module docstring).
+ContentKind = Literal[
+    "safety",
+    "finish_safety",
+    "prohibited_content",
+    "image_prohibited_content",
+    "blocklist",
+    "spii",
+    "prompt_blocked",
+    "content_policy",
+]
 FaultKind = Literal[
     "rate_limit",
     "quota_day",
@@ -61,31 +73,13 @@ FaultKind = Literal[
     "overloaded",
     "drop",
     "timeout",
-    "safety",
-    "finish_safety",
-    "prohibited_content",
-    "image_prohibited_content",
-    "blocklist",
-    "spii",
-    "prompt_blocked",
-    "content_policy",
+    ContentKind,
     "no_image",
     "not_image",
     "refusal",
 ]
-#: The content-refusal fault kinds (see the module docstring).
-CONTENT_KINDS = frozenset(
-    {
-        "safety",
-        "finish_safety",
-        "prohibited_content",
-        "image_prohibited_content",
-        "blocklist",
-        "spii",
-        "prompt_blocked",
-        "content_policy",
-    }
-)
+#: :data:`ContentKind` as a set, to test a fault's kind against.
+CONTENT_KINDS: frozenset[str] = frozenset(get_args(ContentKind))
 Imperfection = Literal["off_green", "shaded", "touching", "missing", "edge_cut"]
 Provider = Literal["gemini", "openai", "*"]
 CallType = Literal["image", "vision", "*"]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import time
+from typing import Any
 
 import numpy as np
 import pytest
@@ -19,6 +20,7 @@ from simulators.ai.state import CONTENT_KINDS
 from worker.imaging.cut import cut_sheet
 from worker.providers.answers import PASSPORT_SCHEMA
 from worker.providers.base import (
+    CallUsage,
     DrawSpec,
     ImageRequest,
     InputImage,
@@ -70,6 +72,25 @@ def keyed(url: str, name: str, key: str) -> Provider:
     return OpenAIProvider(key, base_url=f"{url}/v1", image_model="m", vision_model="m", timeout_s=5)
 
 
+async def draw_sheet(aisim: RunningAiSim, name: str) -> bytes:
+    """One ``sheet_request()`` image call from a fresh client of provider ``name``, closed afterwards."""
+    client = provider(aisim, name)
+    try:
+        return await client.generate_image(sheet_request(), timeout_s=30)
+    finally:
+        await client.aclose()
+
+
+async def ask_passport(aisim: RunningAiSim, name: str) -> tuple[dict[str, Any], CallUsage]:
+    """One ``passport_request()`` vision call from a fresh client of provider ``name``, closed afterwards:
+    the JSON answer and the usage."""
+    client = provider(aisim, name)
+    try:
+        return await client.vision_json(passport_request(), timeout_s=30)
+    finally:
+        await client.aclose()
+
+
 async def failure(call: object) -> ProviderCallError:
     try:
         await call  # type: ignore[misc]
@@ -80,11 +101,7 @@ async def failure(call: object) -> ProviderCallError:
 
 @pytest.mark.parametrize("name", ["gemini", "openai"])
 async def test_a_sheet_comes_back_drawn_from_the_selfie_with_its_grid(aisim: RunningAiSim, name: str) -> None:
-    client = provider(aisim, name)
-    try:
-        data = await client.generate_image(sheet_request(), timeout_s=30)
-    finally:
-        await client.aclose()
+    data = await draw_sheet(aisim, name)
     with Image.open(io.BytesIO(data)) as image:
         sheet = np.asarray(image.convert("RGB"))
     assert sheet.shape == (1024, 1024, 3)
@@ -102,11 +119,7 @@ async def test_a_sheet_comes_back_drawn_from_the_selfie_with_its_grid(aisim: Run
 
 @pytest.mark.parametrize("name", ["gemini", "openai"])
 async def test_a_vision_call_answers_the_passport_as_json(aisim: RunningAiSim, name: str) -> None:
-    client = provider(aisim, name)
-    try:
-        answer, usage = await client.vision_json(passport_request(), timeout_s=30)
-    finally:
-        await client.aclose()
+    answer, usage = await ask_passport(aisim, name)
     assert answer["skin_tone_hex"].startswith("#") and len(answer["face_box"]) == 4
     assert usage.input_tokens > 0
 
@@ -164,11 +177,7 @@ async def test_each_fault_is_classified_from_its_wire_shape_with_one_request(
 @pytest.mark.parametrize("name", ["gemini", "openai"])
 async def test_a_rate_limit_carries_the_providers_retry_hint(aisim: RunningAiSim, name: str) -> None:
     await aisim.fault("rate_limit", provider=name, retry_after_s=26)
-    client = provider(aisim, name)
-    try:
-        error = await failure(client.vision_json(passport_request(), timeout_s=30))
-    finally:
-        await client.aclose()
+    error = await failure(ask_passport(aisim, name))
     assert (error.error_class, error.retry_after_s) == (ErrorClass.RATE_LIMIT, 26.0)
 
 
@@ -197,11 +206,7 @@ async def test_every_content_refusal_of_an_image_call_is_content(
     aisim: RunningAiSim, name: str, kind: str, seen: str
 ) -> None:
     await aisim.fault(kind, provider=name, call="image")
-    client = provider(aisim, name)
-    try:
-        error = await failure(client.generate_image(sheet_request(), timeout_s=30))
-    finally:
-        await client.aclose()
+    error = await failure(draw_sheet(aisim, name))
     assert error.error_class is ErrorClass.CONTENT, error
     assert seen in error.message
     [call] = await aisim.calls()
@@ -213,11 +218,7 @@ async def test_bytes_that_are_not_an_image_come_back_as_bytes_the_worker_cannot_
     aisim: RunningAiSim, name: str
 ) -> None:
     await aisim.fault("not_image", provider=name, call="image")
-    client = provider(aisim, name)
-    try:
-        data = await client.generate_image(sheet_request(), timeout_s=30)  # the SDK sees a success
-    finally:
-        await client.aclose()
+    data = await draw_sheet(aisim, name)  # the SDK sees a success
     assert data == NOT_AN_IMAGE
     with pytest.raises(ProviderCallError) as raised:
         decode_output(data)
@@ -237,11 +238,7 @@ async def test_an_image_answer_without_an_image_is_never_an_empty_success(
     aisim: RunningAiSim, name: str, kind: str, expected: ErrorClass
 ) -> None:
     await aisim.fault(kind, provider=name, call="image")
-    client = provider(aisim, name)
-    try:
-        error = await failure(client.generate_image(sheet_request(), timeout_s=30))
-    finally:
-        await client.aclose()
+    error = await failure(draw_sheet(aisim, name))
     assert error.error_class is expected
 
 
