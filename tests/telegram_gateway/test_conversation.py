@@ -85,18 +85,23 @@ async def test_while_paused_guests_get_the_maintenance_text_and_admins_keep_thei
     assert (await replies(sim, ADMIN, 1))[0].startswith("Paused.")
     async with db.transaction() as repos:
         pause = await maintenance.current_pause(repos)
-        await repos.sessions.create(station="s", token="kiosk-token-2")
+        created = await repos.sessions.create(station="s", token="kiosk-token-2")
     assert pause is not None and pause.source == "admin"
     await say(sim, GUEST, "/start kiosk-token-2")
     assert (await replies(sim, GUEST, 1)) == [
         "The sticker booth is taking a short break. Please try again in a few minutes."
     ]
+    async with db.transaction() as repos:  # linked all the same: the kiosk carries on after the break
+        linked = await repos.sessions.get(created.id)
+    assert linked is not None and linked.tg_user_id == GUEST
+    await say(sim, GUEST, "hello")  # anything else still gets only the break text
+    assert (await replies(sim, GUEST, 2))[1].startswith("The sticker booth is taking a short break")
     await say(sim, ADMIN, "/status")
     assert "Queue paused (admin" in (await replies(sim, ADMIN, 2))[1]
     await say(sim, ADMIN, "/resume")
     assert (await replies(sim, ADMIN, 3))[2].startswith("Resumed (admin")
     await say(sim, GUEST, "/start kiosk-token-2")
-    assert (await replies(sim, GUEST, 2))[1].startswith("You're linked!")
+    assert (await replies(sim, GUEST, 3))[2].startswith("You're linked!")
 
 
 async def test_admin_commands_from_a_guest_do_nothing(

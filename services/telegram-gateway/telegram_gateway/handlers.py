@@ -15,6 +15,7 @@ from telegram.ext import Application, CommandHandler, ContextTypes, MessageHandl
 
 from shared import command_ids
 from shared.errors import DatabaseUnavailable
+from shared.maintenance import current_pause
 from shared.outbox import tell_guest
 from shared.repositories import Database
 from telegram_gateway.executor import CommandExecutor
@@ -29,9 +30,10 @@ TRY_AGAIN = {
 class GuestHandlers:
     """Handlers that need the database; registered on the application by :meth:`register`."""
 
-    def __init__(self, db: Database, executor: CommandExecutor) -> None:
+    def __init__(self, db: Database, executor: CommandExecutor, *, env_maintenance: bool = False) -> None:
         self.db = db
         self.executor = executor
+        self.env_maintenance = env_maintenance
 
     def register(self, app: Application) -> None:
         private = filters.ChatType.PRIVATE
@@ -39,7 +41,10 @@ class GuestHandlers:
         app.add_handler(MessageHandler(private & ~filters.COMMAND, self.reply_hello))
 
     async def start_bind(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
-        """Bind the guest's Telegram account to the kiosk session named by ``/start <token>``."""
+        """Bind the guest's Telegram account to the kiosk session named by ``/start <token>``.
+
+        During a pause the binding happens all the same and the answer is the maintenance text (the
+        maintenance gate lets deep links through, :mod:`telegram_gateway.maintenance_gate`)."""
         message, user, chat = update.effective_message, update.effective_user, update.effective_chat
         if message is None or user is None or chat is None:
             return
@@ -54,7 +59,8 @@ class GuestHandlers:
                 session = await repos.sessions.bind_telegram(
                     token, user_id=user.id, chat_id=chat.id, name=user.first_name, language=lang
                 )
-                answer = "linked" if session is not None else "unknown_token"
+                paused = await current_pause(repos, env_on=self.env_maintenance) is not None
+                answer = "unknown_token" if session is None else "maintenance" if paused else "linked"
                 await tell_guest(repos, command_id, chat.id, answer, lang)
         except DatabaseUnavailable:
             log.warning("BIND_DB_UNAVAILABLE")

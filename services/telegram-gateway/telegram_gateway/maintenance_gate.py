@@ -2,6 +2,12 @@
 them (spec/000 "Maintenance mode sources"). Admins keep their commands, non-private updates (the leads
 group) pass, and if the database cannot be read the guest is let through: normal service beats silence.
 
+A deep-link ``/start <token>`` passes to the binding handler, which links the guest's chat to the kiosk
+session and answers with the maintenance text itself (:meth:`telegram_gateway.handlers.GuestHandlers.
+start_bind`): the spec/000 answer is the same, but the kiosk now knows who scanned, so when the pause ends
+the guest carries on without scanning again, and a maintenance reply lost to a flood wait in their chat no
+longer leaves them stuck (seen in the chaos run: a guest never linked).
+
 Erasure passes too (``/delete`` and its two buttons, :mod:`telegram_gateway.erasure`): a guest's right to
 have their data deleted does not wait for a pause to end (an ``auto`` pause after a 402 can last the evening),
 and erasure needs only Postgres and the outbox, not the AI providers a pause protects.
@@ -36,6 +42,14 @@ def is_erasure(update: Update) -> bool:
     return command == ERASURE_COMMAND
 
 
+def is_deep_link_start(update: Update) -> bool:
+    """``/start <token>`` (the QR code's deep link), not a bare ``/start``."""
+    if update.callback_query is not None or update.effective_message is None:
+        return False
+    words = (update.effective_message.text or "").split()
+    return len(words) >= 2 and words[0].split("@", 1)[0] == "/start"
+
+
 class MaintenanceGate:
     """The maintenance text is a reply like any other (:mod:`telegram_gateway.handlers`): recorded under
     ``update:<update_id>`` in the same transaction that read the pause and executed at once, so an update
@@ -57,7 +71,7 @@ class MaintenanceGate:
         chat, user = update.effective_chat, update.effective_user
         if chat is None or chat.type != "private" or user is None or user.id in self.admin_ids:
             return
-        if is_erasure(update):
+        if is_erasure(update) or is_deep_link_start(update):
             return
         command_id = reply_command_id(update)
         message = update.callback_query is None and update.effective_message is not None
