@@ -43,6 +43,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from shared.db import client_target, table_names
 from shared.errors import StickerBoothError
 from shared.logging import configure_logging
+from shared.settings import settings_or_exit
 
 #: The table Alembic keeps the schema revision in: a restore without it would not know its schema.
 ALEMBIC_TABLE = "alembic_version"
@@ -220,8 +221,17 @@ def take_backup(settings: BackupSettings, *, now: datetime | None = None) -> Gen
     """Dump, check, rename into place, rotate. ``now`` (aware, default the current time) names the file.
 
     Raises:
-        BackupError: any failed step; the partial file is removed and no generation is deleted.
+        BackupError: any failed step, including the directory itself failing (stage ``directory``: not
+            writable, read-only file system, disk full, …); the partial file is removed and no generation
+            is deleted.
     """
+    try:
+        return _take_backup(settings, now=now)
+    except OSError as exc:
+        raise BackupError("directory", f"{settings.backup_dir}: {exc.strerror or exc}") from exc
+
+
+def _take_backup(settings: BackupSettings, *, now: datetime | None) -> Generation:
     db = target(settings.database_url)
     directory = settings.backup_dir
     directory.mkdir(parents=True, exist_ok=True)
@@ -281,7 +291,7 @@ def main(argv: list[str] | None = None) -> int:
     restore_cmd = commands.add_parser("restore", help="restore a generation into DATABASE_URL")
     restore_cmd.add_argument("file", type=Path, help="a .dump file of BACKUP_DIR")
     args = parser.parse_args(argv)
-    settings = BackupSettings()
+    settings = settings_or_exit(BackupSettings, "backup")
     configure_logging(service="backup", level=settings.log_level, fmt=settings.log_format)
     log = structlog.get_logger("shared.backup")  # after configure: bound to this run's stderr
     if args.command == "restore":

@@ -85,6 +85,14 @@ class ServiceSettings(BaseSettings):
             raise ValueError("DATABASE_URL must be a postgresql:// URL")
         return value
 
+    @field_validator("redis_url")
+    @classmethod
+    def _require_redis(cls, value: str) -> str:
+        """The schemes redis-py's ``Redis.from_url`` accepts; anything else failed later with a traceback."""
+        if not value.startswith(("redis://", "rediss://", "unix://")):
+            raise ValueError("REDIS_URL must be a redis://, rediss:// or unix:// URL")
+        return value
+
 
 class BotIdentitySettings(BaseSettings):
     """The bot's public username, needed for deep links and sticker set names (not a secret).

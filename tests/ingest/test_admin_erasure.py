@@ -56,6 +56,17 @@ async def test_erasure_needs_the_token_and_exactly_one_guest(admin_client: httpx
     assert (await admin_client.post("/admin/erasures", json=both, headers=AUTH)).status_code == 422
 
 
+@pytest.mark.parametrize("user_id", [2**63, 10**30, True, "42", 0, -1])
+async def test_a_user_id_telegram_cannot_have_is_a_422_not_a_500(
+    admin_client: httpx.AsyncClient, user_id: object
+) -> None:
+    """Beyond Postgres' bigint (2**63 was a 500 and a dropped connection), a bool, a string, not positive."""
+    response = await admin_client.post("/admin/erasures", json={"tg_user_id": user_id}, headers=AUTH)
+    assert response.status_code == 422 and response.json()["error"]["code"] == "invalid_request", (
+        response.text
+    )
+
+
 async def test_an_admin_erases_a_guest_by_telegram_user(
     admin_client: httpx.AsyncClient, db: Database, redis: aioredis.Redis
 ) -> None:

@@ -152,6 +152,17 @@ async def test_the_consent_text_and_its_version_come_from_the_settings(
         ingest_settings(database_url, redis_url, CONSENT_TEXT_RU="Фото уходит в {provider}")
 
 
+@pytest.mark.parametrize(
+    "text", ["{providers:d}", "{providers!z}", "{providers:{selfie_hours}}", "{selfie_hours:>30000000}"]
+)
+def test_a_placeholder_with_a_format_spec_or_conversion_stops_ingest_at_start_up(
+    text: str, database_url: str, redis_url: str
+) -> None:
+    """They would pass a names-only check and then fail (500) or balloon on every GET /consent."""
+    with pytest.raises(ValueError, match="must be written bare"):
+        ingest_settings(database_url, redis_url, CONSENT_TEXT_EN=f"Photos go to {text}.")
+
+
 async def test_an_upload_without_consent_is_refused_and_nothing_is_written(
     client: httpx.AsyncClient, db: Database, redis: aioredis.Redis
 ) -> None:

@@ -341,6 +341,31 @@ def test_a_failed_dump_exits_1_logs_the_stage_without_the_password_and_keeps_old
     assert names(tmp_path) == [".lock", good.path.name]
 
 
+@pytest.mark.usefixtures("logging_restored")
+def test_a_directory_that_cannot_be_written_is_a_logged_backup_failure_not_a_traceback(
+    database_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A read-only or full mount fails as stage ``directory`` with BACKUP_FAILED (alerts read that line);
+    a directory below a plain file stands in for it, since the tests run as root and chmod does not bind."""
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    monkeypatch.setenv("DATABASE_URL", database_url)
+    monkeypatch.setenv("BACKUP_DIR", str(blocker / "backups"))
+    assert backup.main([]) == 1
+    err = capsys.readouterr().err
+    assert "BACKUP_FAILED" in err and '"stage": "directory"' in err and "Traceback" not in err
+
+
+def test_a_bad_backup_keep_exits_2_with_one_line(database_url: str, tmp_path: Path) -> None:
+    env = {**os.environ, "DATABASE_URL": database_url, "BACKUP_DIR": str(tmp_path), "BACKUP_KEEP": "0"}
+    done = subprocess.run(
+        [sys.executable, "-m", "shared.backup"], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.strip().startswith("backup: invalid settings: BACKUP_KEEP")
+    assert len(done.stderr.strip().splitlines()) == 1
+
+
 def test_rotation_keeps_exactly_backup_keep_newest_generations(database_url: str, tmp_path: Path) -> None:
     keep = 3
     taken = [

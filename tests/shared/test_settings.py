@@ -41,6 +41,7 @@ def test_load_settings_names_each_bad_variable(monkeypatch: pytest.MonkeyPatch) 
             {"DATABASE_URL": "mysql://root:hunter2-secret@db/booth"},
             "delivery: invalid settings: DATABASE_URL",
         ),
+        ("leads", {"REDIS_URL": "http://u:hunter2-secret@x"}, "leads: invalid settings: REDIS_URL"),
     ],
 )
 def test_a_service_with_bad_settings_exits_2_with_one_line(

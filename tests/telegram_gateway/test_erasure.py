@@ -18,6 +18,7 @@ import pytest
 import redis.asyncio as aioredis
 import sqlalchemy as sa
 from PIL import Image
+from telegram import CallbackQuery, Chat, Message, Update, User
 from telegram.ext import Application
 
 from shared import command_ids, maintenance
@@ -30,6 +31,7 @@ from shared.repositories import Database
 from shared.repositories.usage import ApiCall
 from shared.streams import Publisher
 from shared.texts import text
+from telegram_gateway.erasure import ErasureHandlers
 from telegram_gateway.executor import CommandExecutor, TelegramUnreachable
 from tests.simulators.tgsim_helpers import TOKEN, serving, sim_config
 from tests.telegram_gateway.gateway_helpers import gateway_settings, running_gateway
@@ -239,6 +241,30 @@ async def test_another_guest_keeps_their_data(gateway: Gateway, db: Database) ->
         assert await repos.jobs.get(other_job) is not None
         assert len(await repos.blobs.ids_for_job(other_job, "sticker")) == 3
         assert await repos.tg_commands.get(command_ids.link(other_job)) is not None
+
+
+async def test_a_press_on_someone_elses_prompt_erases_nobody(gateway: Gateway, db: Database) -> None:
+    """Telegram shows the buttons only in the guest's own chat (the simulator refuses a press from another
+    user with 404); should an update ever carry another user's press on the guest's prompt, the handler
+    erases nobody: neither the guest nor the one who pressed."""
+    job_id, name = await delivered_guest(gateway, db, GUEST, "kiosk-8")
+    other_job, _ = await delivered_guest(gateway, db, OTHER, "kiosk-9")
+    prompt = await ask_to_delete(gateway, GUEST)
+    forged = await gateway.sim.post(
+        "/sim/callbacks", json={"user_id": OTHER, "message_id": prompt, "data": "erase:yes"}
+    )
+    assert forged.status_code == 404
+    presser = User(id=OTHER, first_name="Eve", is_bot=False, language_code="en")
+    message = Message(message_id=prompt, date=datetime.now(UTC), chat=Chat(id=GUEST, type="private"))
+    query = CallbackQuery(
+        id="forged-1", from_user=presser, chat_instance="x", message=message, data="erase:yes"
+    )
+    query.set_bot(gateway.app.bot)
+    handlers = ErasureHandlers(db=db, publisher=gateway.executor.publisher, executor=gateway.executor)
+    await handlers.answer(Update(update_id=999_001, callback_query=query), None)  # type: ignore[arg-type]
+    assert await gateway.set_exists(name)
+    async with db.transaction() as repos:
+        assert await repos.jobs.get(job_id) is not None and await repos.jobs.get(other_job) is not None
 
 
 async def test_telegram_failing_on_delete_keeps_the_data_deleted_and_retries_until_done(

@@ -73,15 +73,25 @@ class ConsentRequired(UploadRejected):
 
 
 def check_template(template: str) -> str:
-    """``template`` unchanged when it is a consent text: at least one point, only the known placeholders.
+    """``template`` unchanged when it is a consent text: at least one point, only the known placeholders,
+    each written bare (``{providers}``): a format spec or conversion (``{providers:d}``, ``{x!r}``,
+    ``{selfie_hours:>9999999}``) could fail at every request or blow the screen up, so it is refused here,
+    at start-up.
 
     Raises:
-        ValueError: empty, an unknown ``{name}`` or a stray brace (a literal brace is written ``{{``/``}}``).
+        ValueError: empty, an unknown ``{name}``, a placeholder with a format spec or conversion, or a
+            stray brace (a literal brace is written ``{{``/``}}``).
     """
     try:
-        fields = {name for _, name, _, _ in string.Formatter().parse(template) if name is not None}
+        parsed = [
+            (name, spec, conversion) for _, name, spec, conversion in string.Formatter().parse(template)
+        ]
     except ValueError as exc:
         raise ValueError(f"not a text template ({exc}); write a literal brace as {{{{ or }}}}") from exc
+    fields = {name for name, _, _ in parsed if name is not None}
+    dressed = sorted({name for name, spec, conversion in parsed if name is not None and (spec or conversion)})
+    if dressed:
+        raise ValueError(f"placeholder(s) {dressed} must be written bare, e.g. {{providers}}")
     unknown = fields - PLACEHOLDERS
     if unknown:
         raise ValueError(f"unknown placeholder(s) {sorted(unknown)}; known: {sorted(PLACEHOLDERS)}")

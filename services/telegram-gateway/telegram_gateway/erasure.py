@@ -12,6 +12,8 @@ button press are made directly (no outbox row would survive to name the guest). 
 
 from __future__ import annotations
 
+import contextlib
+
 import structlog
 from telegram import Update
 from telegram.error import TelegramError
@@ -75,6 +77,13 @@ class ErasureHandlers:
         """A press on the prompt: erase on confirm, then edit the prompt to the outcome."""
         query = update.callback_query
         if query is None or query.from_user is None:
+            return
+        chat = update.effective_chat
+        if chat is None or chat.id != query.from_user.id:
+            # The prompt is only ever sent in the guest's own private chat; a press from anyone else (or
+            # on a message we cannot place) erases nobody and edits nothing.
+            with contextlib.suppress(TelegramError):
+                await query.answer()
             return
         lang = query.from_user.language_code
         if query.data == CONFIRM:

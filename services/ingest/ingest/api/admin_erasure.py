@@ -13,7 +13,7 @@ from typing import Any
 from uuid import UUID
 
 from fastapi import APIRouter, Depends
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, model_validator
 
 from ingest.api.admin_leads import admin_required
 from ingest.context import Ctx
@@ -23,11 +23,15 @@ from shared.outbox import dispatch_commands
 router = APIRouter(dependencies=[Depends(admin_required)])
 
 
+TG_ID_MAX = 2**63 - 1
+
+
 class ErasureRequest(BaseModel):
     """Exactly one of ``tg_user_id`` (a Telegram user id) and ``job_id``."""
 
     model_config = ConfigDict(extra="forbid")
-    tg_user_id: int | None = Field(None, gt=0)
+    #: Telegram ids are positive and fit in 64 bits (Postgres ``bigint``); ``true`` or ``"42"`` are refused.
+    tg_user_id: StrictInt | None = Field(None, gt=0, le=TG_ID_MAX)
     job_id: UUID | None = None
 
     @model_validator(mode="after")
