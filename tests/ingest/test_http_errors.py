@@ -149,7 +149,7 @@ async def test_every_route_documents_the_error_body(client: httpx.AsyncClient) -
     for path, operations in document["paths"].items():
         for method, operation in operations.items():
             responses = operation["responses"]
-            for status in ("404", "422", "500", "503"):
+            for status in ("404", "413", "422", "500", "503"):
                 assert status in responses, (method, path, status)
                 schema = responses[status]["content"]["application/json"]["schema"]
                 assert schema == {"$ref": "#/components/schemas/ErrorBody"}, (method, path, status, schema)

@@ -14,6 +14,7 @@ from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
 
 from ingest.api import admin_erasure, admin_jobs, admin_leads, errors, kiosk, landing, leads, ops, pages
+from ingest.api.body_limit import BodyLimitMiddleware
 from ingest.api.request_metrics import RequestMetricsMiddleware, count_500s_from_zero
 from ingest.context import IngestContext
 from ingest.ratelimit import RateLimiter
@@ -79,7 +80,15 @@ def create_app(
         routers += [leads.router, landing.router]
     for router in routers:  # no prefixes: each route's path is its template in stk_http_requests_total
         app.include_router(router, responses=errors.ERROR_RESPONSES)
-    count_500s_from_zero([*app.routes, *(route for router in routers for route in router.routes)])
+    routes = [*(route for router in routers for route in router.routes), *app.routes]
+    count_500s_from_zero(routes)
+    # Middleware added first sits innermost: CORS headers go on the body limit's 413 too.
+    app.add_middleware(
+        BodyLimitMiddleware,
+        max_body_bytes=settings.max_json_body_bytes,
+        routes=routes,
+        streamed={kiosk.upload_photo},
+    )
     if settings.leads_enabled and settings.leads_cors_origins:
         app.add_middleware(
             CORSMiddleware,
@@ -89,7 +98,7 @@ def create_app(
             max_age=600,
         )
 
-    app.add_middleware(RequestMetricsMiddleware)
+    app.add_middleware(RequestMetricsMiddleware)  # outermost: counts the body limit's 413s too
 
     return app
 

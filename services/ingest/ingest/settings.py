@@ -16,6 +16,12 @@ class IngestSettings(ServiceSettings, BotIdentitySettings, RetentionSettings):
 
     Upload limits: ``MAX_UPLOAD_BYTES`` (bytes, default 15 MB), ``MAX_UPLOAD_PIXELS`` (px, default 40 MP;
     larger images are refused before a full decode), ``MAX_CAPTURES_PER_SESSION`` (2, DESIGN.md §4).
+    ``MAX_JSON_BODY_BYTES`` (bytes, default 64 KiB): every other request body (413 ``request_too_large``,
+    :mod:`ingest.api.body_limit`). The largest legitimate one is a ``POST /leads`` with every field at
+    its length limit: 3,938 code points plus ~170 bytes of keys, so at most ~16 KB as UTF-8 (what a
+    browser's ``JSON.stringify`` sends) and 44 KB even if every code point of the free-text fields came
+    as a ``\\uXXXX\\uXXXX`` escape (12 bytes; ``tests/ingest/test_body_limit.py`` sends that one);
+    kiosk and admin bodies are under 300 bytes. 64 KiB keeps half as much again above that worst case.
 
     Leads (DESIGN.md §8): ``LEADS_ENABLED`` (``0`` removes ``POST /leads`` and the landing form),
     ``LEADS_RATE_LIMIT`` submissions per client per ``LEADS_RATE_WINDOW_SEC`` (10 per 600 s, counted in
@@ -36,6 +42,7 @@ class IngestSettings(ServiceSettings, BotIdentitySettings, RetentionSettings):
     host: str = Field("0.0.0.0", validation_alias="HOST")
     port: int = Field(8000, validation_alias="PORT")
     max_upload_bytes: int = Field(15 * 1024 * 1024, gt=0, validation_alias="MAX_UPLOAD_BYTES")
+    max_json_body_bytes: int = Field(64 * 1024, gt=0, validation_alias="MAX_JSON_BODY_BYTES")
     max_upload_pixels: int = Field(40_000_000, gt=0, validation_alias="MAX_UPLOAD_PIXELS")
     max_captures_per_session: int = Field(2, ge=1, validation_alias="MAX_CAPTURES_PER_SESSION")
     require_face: bool = Field(True, validation_alias="REQUIRE_FACE")

@@ -18,6 +18,8 @@ code                       status  when
                                    above
 ``malformed_multipart``    400     an upload that is not valid ``multipart/form-data``
 ``file_too_large``         413     an upload over ``MAX_UPLOAD_BYTES``
+``request_too_large``      413     any other request body over ``MAX_JSON_BODY_BYTES``
+                                   (:mod:`ingest.api.body_limit`; nothing of it is stored)
 ``unauthorized``           401     an admin route without a valid ``Authorization: Bearer`` header
 ``not_found``              404     no such route (or row)
 ``method_not_allowed``     405     the route exists but not with this method (``Allow`` lists them)
@@ -53,6 +55,25 @@ class ApiError(StickerBoothError):
         self.message = message
 
 
+class RequestTooLarge(StarletteHTTPException):
+    """413 ``request_too_large``: a request body over ``MAX_JSON_BODY_BYTES`` (:mod:`ingest.api.body_limit`).
+
+    An :class:`starlette.exceptions.HTTPException` because FastAPI's body parsing passes those on as they
+    are (any other exception raised while it reads the body becomes a 400).
+
+    Args:
+        limit: the limit that was passed (bytes).
+    """
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(413, f"The request body is larger than {limit} bytes.")
+
+
+def request_too_large_response(limit: int) -> JSONResponse:
+    """The 413 ``request_too_large`` answer for a body over ``limit`` bytes."""
+    return error_response(413, "request_too_large", RequestTooLarge(limit).detail)
+
+
 class FieldProblem(BaseModel):
     """One rejected field: its dotted location (``utm.utm_source``) and why."""
 
@@ -81,6 +102,7 @@ def _described(text: str) -> dict[str, Any]:
 ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
     404: _described("`not_found`: no such route or row"),
     405: _described("`method_not_allowed`"),
+    413: _described("`request_too_large`: the body is over `MAX_JSON_BODY_BYTES`"),
     422: _described("`invalid_request` or `invalid_characters`, with `fields`"),
     500: _described("`internal_error`"),
     503: _described("`database_unavailable` (or `maintenance` on kiosk routes)"),
@@ -127,6 +149,10 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(UploadRejected)
     async def _upload(_request: Request, exc: UploadRejected) -> JSONResponse:
         return error_response(exc.status, exc.code, exc.detail)
+
+    @app.exception_handler(RequestTooLarge)
+    async def _too_large(_request: Request, exc: RequestTooLarge) -> JSONResponse:
+        return error_response(413, "request_too_large", exc.detail)
 
     @app.exception_handler(NotFound)
     async def _not_found(_request: Request, exc: NotFound) -> JSONResponse:
