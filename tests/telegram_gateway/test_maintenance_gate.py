@@ -46,9 +46,7 @@ async def sim_executor(
 def private_update(update_id: int, user_id: int, *, language: str = "ru") -> Update:
     user = User(id=user_id, first_name="G", is_bot=False, language_code=language)
     chat = Chat(id=user_id, type="private")
-    message = Message(
-        message_id=update_id, date=datetime.now(UTC), chat=chat, from_user=user, text="hello"
-    )
+    message = Message(message_id=update_id, date=datetime.now(UTC), chat=chat, from_user=user, text="hello")
     return Update(update_id=update_id, message=message)
 
 
