@@ -23,6 +23,21 @@ fields left out). Rows written before ``v`` existed have no ``v`` and read as ve
 | :class:`FindBotMessage` | ``find_bot_message`` | ``editMessageReplyMarkup`` probes (``message_probe``) |
 
 Field names and meanings follow core.telegram.org/bots/api for the call each model makes.
+
+Results (issue 11, data minimisation): what the gateway stores in ``tg_commands.result`` and publishes in
+:class:`shared.messages.TelegramResult` is :func:`minimal_result` of the call's answer: only the fields a
+producer reads, never Telegram's ``chat``/``from`` objects, names, usernames, texts or set names.
+
+| ``method`` | result | read by |
+|---|---|---|
+| ``send_message``, ``send_admin_message``, ``edit_message_*`` | ``{"message_id"}`` (1) | leads (ids) |
+| ``create_sticker_set`` | ``{"created", "sticker_count"}`` | delivery (only ``ok``) |
+| ``get_sticker_set`` | ``{"sticker_count"}`` | delivery (readiness poll) |
+| ``find_bot_message`` | ``{"message_id", "conclusive", "probes"}`` | leads (an unsure send) |
+| ``answer_callback_query``, ``delete_sticker_set`` | ``true`` | nobody |
+
+(1) ``true`` for an edit that changed nothing; ``{"sent": false}`` for an admin message without an
+``ADMIN_CHAT_ID``.
 """
 
 from __future__ import annotations
@@ -47,6 +62,7 @@ __all__ = [
     "SendMessage",
     "StickerRef",
     "load",
+    "minimal_result",
     "stored",
 ]
 
@@ -137,7 +153,7 @@ class CreateStickerSet(_Command):
 
 
 class GetStickerSet(_Command):
-    """Read set ``name``; the result is ``{"name", "title", "sticker_count"}``. Repeatable."""
+    """Read set ``name``; the result is ``{"sticker_count"}``. Repeatable."""
 
     method: Literal["get_sticker_set"] = "get_sticker_set"
     name: str
@@ -194,3 +210,31 @@ def load(method: str, params: Mapping[str, Any]) -> Command:
         pydantic.ValidationError: unknown ``method``, newer ``v``, missing, extra or malformed field.
     """
     return _ADAPTER.validate_python({**params, "method": method})
+
+
+_MESSAGE_FIELDS = frozenset({"message_id", "sent"})
+#: The keys of a dict result kept per ``method`` (module docstring "Results"); a method not listed keeps none.
+RESULT_FIELDS: dict[str, frozenset[str]] = {
+    "send_message": _MESSAGE_FIELDS,
+    "send_admin_message": _MESSAGE_FIELDS,
+    "edit_message_text": _MESSAGE_FIELDS,
+    "edit_message_reply_markup": _MESSAGE_FIELDS,
+    "create_sticker_set": frozenset({"created", "sticker_count"}),
+    "get_sticker_set": frozenset({"sticker_count"}),
+    "find_bot_message": frozenset({"message_id", "conclusive", "probes"}),
+}
+
+
+def minimal_result(method: str, result: Any) -> Any:
+    """The part of the gateway's answer to ``method`` that is stored and published (module docstring
+    "Results"): a dict keeps only the :data:`RESULT_FIELDS` of its method (an allowlist: a field Telegram
+    adds later is dropped), a ``bool`` or ``None`` stays as it is, anything else becomes ``None``.
+
+    Idempotent, so a result stored before this rule is reduced the same way when it is announced again.
+    """
+    if result is None or isinstance(result, bool):
+        return result
+    if isinstance(result, Mapping):
+        kept = RESULT_FIELDS.get(method, frozenset())
+        return {key: value for key, value in result.items() if key in kept}
+    return None

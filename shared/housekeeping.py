@@ -14,7 +14,11 @@ so tests advance the clock instead of sleeping), each window a setting of
   ``api_usage`` kept with ``job_id`` cleared; the sticker sets stay in Telegram);
 - ``purge_tg_commands``: ``sent``/``failed`` Telegram commands and their results
   ``TG_COMMAND_RETENTION_DAYS`` after they ended (never a ``pending`` or ``sending`` one);
-- ``purge_leads``: leads and their repeat notices ``LEAD_RETENTION_DAYS`` after the last contact.
+- ``purge_leads``: leads and their repeat notices ``LEAD_RETENTION_DAYS`` after the last contact;
+- ``trim_streams``: Redis stream entries (``stk:*``, ``tg:*``, their ``:dead`` streams)
+  ``STREAM_RETENTION_HOURS`` after they were added (:func:`shared.streams.trim_before`; why that is safe:
+  :class:`shared.settings.RetentionSettings`). Its first argument is arq's Redis pool, not the database;
+  it has no batches (one ``XTRIM`` per stream); its kind is ``stream_entries``.
 
 Each job loops over batches of ``RETENTION_BATCH_SIZE`` rows, one transaction each, rows locked by others
 skipped (:mod:`shared.repositories.retention`), until a batch finds fewer than that; so it never holds
@@ -58,13 +62,14 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import redis.asyncio as aioredis
 import structlog
 from arq.connections import ArqRedis
 from arq.cron import CronJob, cron
 from arq.typing import WorkerCoroutine
 from arq.worker import Worker
 
-from shared import metrics
+from shared import metrics, streams
 from shared.repositories import Database
 from shared.repositories.retention import PurgedBatch, RetentionRepository
 from shared.runtime import LongTask, wait_any, wait_any_task
@@ -80,6 +85,8 @@ JOB_TIMEOUT_S = 600
 HOUSEKEEPING_KEEP_RESULT_S = 3600
 #: Seconds between a failed scheduler (e.g. Redis unreachable) and a fresh one.
 RESTART_DELAY_S = 5.0
+#: The ``kind`` label of stream entries in ``stk_retention_deleted_total``.
+STREAM_ENTRIES = "stream_entries"
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,6 +98,7 @@ class RetentionPolicy:
     session: timedelta
     tg_command: timedelta
     lead: timedelta
+    stream: timedelta
     batch_size: int
 
     @classmethod
@@ -101,6 +109,7 @@ class RetentionPolicy:
             session=timedelta(days=settings.session_retention_days),
             tg_command=timedelta(days=settings.tg_command_retention_days),
             lead=timedelta(days=settings.lead_retention_days),
+            stream=timedelta(hours=settings.stream_retention_hours),
             batch_size=settings.retention_batch_size,
         )
 
@@ -219,18 +228,46 @@ async def purge_leads(
     )
 
 
+async def trim_streams(
+    redis: aioredis.Redis, policy: RetentionPolicy, *, now: datetime, max_batches: int | None = None
+) -> Purged:
+    """Stream entries added more than ``policy.stream`` before ``now`` (``max_batches`` unused: one
+    ``XTRIM`` per stream). Logs ``RETENTION_PURGED`` with the total, no stream contents.
+
+    Raises:
+        redis.exceptions.RedisError: Redis failed; a later run trims the rest.
+    """
+    per_stream = await streams.trim_before(redis, now - policy.stream)
+    total = sum(per_stream.values())
+    if total:
+        metrics.RETENTION_DELETED.labels(kind=STREAM_ENTRIES).inc(total)
+    log.info("RETENTION_PURGED", job="trim_streams", batches=1, done=True, deleted={STREAM_ENTRIES: total})
+    return Purged(batches=1, deleted={STREAM_ENTRIES: total}, api_usage_unlinked=0, done=True)
+
+
 Job = Callable[..., Awaitable[Purged]]
 #: Every housekeeping job, in the order they run in one period.
-JOBS: tuple[Job, ...] = (purge_selfies, purge_stickers, purge_sessions, purge_tg_commands, purge_leads)
+JOBS: tuple[Job, ...] = (
+    purge_selfies,
+    purge_stickers,
+    purge_sessions,
+    purge_tg_commands,
+    purge_leads,
+    trim_streams,
+)
+#: The jobs that work on Redis (arq's pool, ``ctx["redis"]``) instead of the database (``ctx["db"]``).
+REDIS_JOBS: frozenset[Job] = frozenset({trim_streams})
 
 
 def _arq_job(job: Job) -> WorkerCoroutine:
-    """``job`` as an arq coroutine: ``ctx`` holds ``db`` and ``policy``; returns the counts (arq's result)."""
+    """``job`` as an arq coroutine: ``ctx`` holds ``db``, ``policy`` and arq's ``redis`` pool; returns the
+    counts (arq's result)."""
 
     async def run(ctx: dict[Any, Any], *args: Any, **kwargs: Any) -> dict[str, int]:
         log.info("HOUSEKEEPING_RUN", job=job.__name__, run=ctx["job_id"], attempt=ctx["job_try"])
         try:
-            purged = await job(ctx["db"], ctx["policy"], now=datetime.now(UTC))
+            store = ctx["redis"] if job in REDIS_JOBS else ctx["db"]
+            purged = await job(store, ctx["policy"], now=datetime.now(UTC))
         except Exception as exc:
             log.warning("RETENTION_FAILED", job=job.__name__, error=type(exc).__name__)
             raise

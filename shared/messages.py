@@ -88,7 +88,13 @@ class TelegramErrorInfo(BaseModel):
 
 
 class TelegramResult(_Message):
-    """``tg:results:<service>``: the outcome of a command, stored in ``tg_commands`` before it is sent."""
+    """``tg:results:<service>``: the outcome of a command, stored in ``tg_commands`` before it is sent.
+
+    ``result`` is :func:`shared.commands.minimal_result` of Telegram's answer (ids and counts, no chat, user,
+    name, username or text; the table in :mod:`shared.commands`). Still version 1: the reduction only left
+    out fields no consumer needs (leads reads the chat from its own command row, falling back to the leads
+    chat as before), so a consumer of either age reads a result of either age.
+    """
 
     type: Literal["tg.result"] = "tg.result"
     command_id: str

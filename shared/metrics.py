@@ -48,7 +48,9 @@ DEADLINE_MISSES = Counter("stk_deadline_misses_total", "Jobs that missed a guest
 LEADS = Counter("stk_leads_total", "Lead events", ["event"])
 LEADS_PENDING_AGE = Gauge("stk_leads_pending_age_seconds", "Age of the oldest lead without a posted card (s)")
 RETENTION_DELETED = Counter(
-    "stk_retention_deleted_total", "Rows and blobs deleted by retention (shared.housekeeping)", ["kind"]
+    "stk_retention_deleted_total",
+    "Rows, blobs and stream entries deleted by retention (shared.housekeeping)",
+    ["kind"],
 )
 HTTP_REQUESTS = Counter("stk_http_requests_total", "HTTP requests served", ["route", "status"])
 
@@ -70,7 +72,7 @@ _ZERO_EVENTS: tuple[tuple[str, dict[str, str]], ...] = (
     # what retention deletes (shared.housekeeping, in delivery)
     *(
         ("stk_retention_deleted_total", {"kind": k})
-        for k in ("selfie", "sticker", "session", "tg_command", "lead")
+        for k in ("selfie", "sticker", "session", "tg_command", "lead", "stream_entries")
     ),
 )
 _COUNTERS = {

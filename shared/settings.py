@@ -119,8 +119,17 @@ class RetentionSettings(BaseSettings):
     results this long after they ended; a week outlasts every flow that reads them (the longest, the
     resend of a flooded set deletion, gives up after 7 days, :data:`shared.erasure.RESEND_WITHIN`).
     ``LEAD_RETENTION_DAYS`` (180): leads this long after the last contact; half a year covers a sales
-    follow-up season. ``RETENTION_BATCH_SIZE`` (200): rows per transaction. ``HOUSEKEEPING_EVERY_MIN``
-    (15, a divisor of 60): how often the housekeeping runs, so a window is overrun by at most that long.
+    follow-up season. ``STREAM_RETENTION_HOURS`` (24): Redis stream entries (``stk:*``, ``tg:*`` and their
+    ``:dead`` streams) are deleted this long after they were added. Safe, because by then every entry is
+    acked or dead-lettered: a running consumer takes over an entry idle longer than ``STREAM_LEASE_SEC``
+    (60 s) and dead-letters it after ``MAX_DELIVERIES`` (5), minutes in all (:mod:`shared.streams`); and an
+    entry is only a hint, its Postgres outbox row the truth, so a hint trimmed while its row is still
+    pending (its consumer down for a day) is published again by the reconcilers (``REPUBLISH_AFTER_SEC``;
+    a lost result is announced again from its ``tg_commands`` row). Only a staff button press on
+    ``tg:updates:leads`` has no row: one unread for a day (leads down that long) is lost. A dead letter is
+    alerted when it is written and kept as long. ``RETENTION_BATCH_SIZE`` (200): rows per transaction.
+    ``HOUSEKEEPING_EVERY_MIN`` (15, a divisor of 60): how often the housekeeping runs, so a window is
+    overrun by at most that long.
     """
 
     model_config = SettingsConfigDict(env_file=None, extra="ignore", case_sensitive=False)
@@ -130,6 +139,7 @@ class RetentionSettings(BaseSettings):
     session_retention_days: int = Field(30, ge=1, validation_alias="SESSION_RETENTION_DAYS")
     tg_command_retention_days: int = Field(7, ge=1, validation_alias="TG_COMMAND_RETENTION_DAYS")
     lead_retention_days: int = Field(180, ge=1, validation_alias="LEAD_RETENTION_DAYS")
+    stream_retention_hours: int = Field(24, ge=1, validation_alias="STREAM_RETENTION_HOURS")
     retention_batch_size: int = Field(200, ge=1, le=10_000, validation_alias="RETENTION_BATCH_SIZE")
     housekeeping_every_min: int = Field(15, ge=1, le=60, validation_alias="HOUSEKEEPING_EVERY_MIN")
 

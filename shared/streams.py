@@ -6,6 +6,10 @@ slots; ack after the handler's commit; take over entries idle longer than the le
 refreshing the lease of entries still being worked on; dead-letter an entry delivered more than
 ``max_deliveries`` times to ``<stream>:dead``; create groups idempotently (``MKSTREAM``, ``BUSYGROUP`` is
 success) and re-create them on ``NOGROUP`` (Redis restarted empty), backing off instead of spinning.
+
+Trimming: :class:`Publisher` caps each stream by length (``STREAM_MAXLEN``, approximate) at every ``XADD``;
+:func:`trim_before` deletes entries by age (the housekeeping job
+:func:`shared.housekeeping.trim_streams`, ``STREAM_RETENTION_HOURS``).
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import contextlib
 import random
 import time
 from collections.abc import Awaitable, Callable
+from datetime import datetime
 from typing import Any
 
 import redis.asyncio as aioredis
@@ -34,6 +39,11 @@ DELIVERY = "stk:delivery"
 LEADS = "stk:leads"
 TG_OUTBOX = "tg:outbox"
 TG_UPDATES_LEADS = "tg:updates:leads"
+
+
+#: Key prefixes of every stream the services write: the names above, ``tg:results:<service>`` and each
+#: one's ``<stream>:dead``. Other keys under them (``stk:ratelimit:…``) are no streams and are left alone.
+STREAM_PREFIXES = ("stk:", "tg:")
 
 
 def results_stream(service: str) -> str:
@@ -366,6 +376,34 @@ async def stream_depths(client: aioredis.Redis, groups: dict[str, str]) -> None:
                 lag = info.get("lag")
                 if lag is not None:
                     metrics.STREAM_LAG.labels(stream=stream, group=group).set(lag)
+
+
+async def trim_before(client: aioredis.Redis, before: datetime) -> dict[str, int]:
+    """Delete the entries added before ``before`` from every stream under :data:`STREAM_PREFIXES`
+    (``XTRIM <key> MINID <unix ms of before>-0``, an entry id being its ``XADD`` time in ms).
+
+    Exact, not ``~``: an approximate trim removes only whole radix-tree nodes whose newest entry is older,
+    so in a quiet stream an old entry would stay as long as its node keeps receiving new ones. One run
+    costs a ``SCAN`` and one ``XTRIM`` per stream (a handful). Consumer groups are left as they are; a
+    pending entry trimmed away is dropped from the group by the next ``XAUTOCLAIM``
+    (``STREAM_ENTRY_DELETED_WHILE_PENDING``).
+
+    Returns:
+        entries deleted per stream key, streams that lost none left out.
+
+    Raises:
+        redis.exceptions.RedisError: Redis failed or could not be reached (the streams trimmed so far stay
+            trimmed; a later run does the rest).
+    """
+    min_id = f"{int(before.timestamp() * 1000)}-0"
+    deleted: dict[str, int] = {}
+    for prefix in STREAM_PREFIXES:
+        async for key in client.scan_iter(match=f"{prefix}*", count=1000, _type="stream"):
+            name = key.decode() if isinstance(key, bytes) else str(key)
+            count = int(await client.xtrim(name, minid=min_id, approximate=False))
+            if count:
+                deleted[name] = count
+    return deleted
 
 
 def build_consumer(

@@ -1,14 +1,29 @@
-"""A job with its 12 stored stickers in a given state, for the delivery tests."""
+"""Delivery test helpers: a job with its 12 stored stickers in a given state; delivery and the gateway's
+executor on the Telegram simulator, stepped by hand (:func:`gateway_rig`)."""
 
 from __future__ import annotations
 
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from typing import Any
 
+import redis.asyncio as aioredis
 import sqlalchemy as sa
+from telegram.ext import ExtBot
 
+from delivery.packs import PackDelivery
+from delivery.settings import DeliverySettings
+from shared import streams
 from shared.db.tables import jobs
 from shared.domain import Job
+from shared.messages import decode
 from shared.repositories import Database
+from shared.streams import Publisher
+from telegram_gateway.executor import CommandExecutor
+from telegram_gateway.flood import FloodLimiter
+from tests.simulators.tgsim_helpers import TOKEN, RunningSim, serve, sim_config
 
 
 async def job_with_stickers(db: Database, **values: Any) -> Job:
@@ -24,3 +39,80 @@ async def job_with_stickers(db: Database, **values: Any) -> Job:
             )
         await repos.conn.execute(sa.update(jobs).where(jobs.c.id == job.id).values(**values))
     return job
+
+
+class LimiterClock:
+    """Monotonic time for the gateway's limiter that a test can move forward (its pauses end)."""
+
+    def __init__(self) -> None:
+        self.offset = 0.0
+
+    def __call__(self) -> float:
+        return time.monotonic() + self.offset
+
+
+@dataclass
+class Rig:
+    """Delivery, the gateway's executor and the simulator, stepped by hand."""
+
+    db: Database
+    redis: aioredis.Redis
+    sim: RunningSim
+    delivery: PackDelivery
+    executor: CommandExecutor
+    clock: LimiterClock
+    outbox_cursor: str = "0-0"
+    results_cursor: str = "0-0"
+
+    async def step(self) -> list[str]:
+        """The gateway runs every hinted command, then delivery applies the results."""
+        executed = []
+        for entry_id, fields in await self.redis.xrange(streams.TG_OUTBOX, min=f"({self.outbox_cursor}"):
+            self.outbox_cursor = entry_id
+            command = decode(fields)
+            await self.executor.execute(command.command_id)  # type: ignore[union-attr]
+            executed.append(command.command_id)  # type: ignore[union-attr]
+        stream = streams.results_stream("delivery")
+        for entry_id, fields in await self.redis.xrange(stream, min=f"({self.results_cursor}"):
+            self.results_cursor = entry_id
+            await self.delivery.handle_result(decode(fields))
+        return executed
+
+    async def calls(self, method: str) -> list[dict[str, Any]]:
+        found: list[dict[str, Any]] = await self.sim.get(f"/sim/calls?method={method}")
+        return found
+
+
+@asynccontextmanager
+async def gateway_rig(
+    db: Database, redis: aioredis.Redis, database_url: str, redis_url: str, *, guest: int, **profile: Any
+) -> AsyncIterator[Rig]:
+    """A :class:`Rig` on a fresh Telegram simulator, after ``guest`` sent ``/start`` with ``profile``
+    (``first_name``, ``username``, … as the simulator takes them); the gateway's limiter does not retry."""
+    runner, running = await serve(sim_config())
+    await running.say(guest, "/start", **profile)
+    clock = LimiterClock()
+    bot: ExtBot[None] = ExtBot(
+        TOKEN,
+        base_url=f"{running.url}/bot",
+        base_file_url=f"{running.url}/file/bot",
+        rate_limiter=FloodLimiter(max_retries=0, clock=clock),
+    )
+    await bot.initialize()
+    settings = DeliverySettings(
+        DATABASE_URL=database_url, REDIS_URL=redis_url, BOT_USERNAME="stickerbooth_bot"
+    )  # type: ignore[call-arg]
+    publisher = Publisher(redis)
+    try:
+        yield Rig(
+            db=db,
+            redis=redis,
+            sim=running,
+            delivery=PackDelivery(db=db, publisher=publisher, settings=settings),
+            executor=CommandExecutor(bot=bot, db=db, publisher=publisher),
+            clock=clock,
+        )
+    finally:
+        await bot.shutdown()
+        await running.http.close()
+        await runner.cleanup()

@@ -3,31 +3,24 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 import redis.asyncio as aioredis
 import sqlalchemy as sa
-from telegram.ext import ExtBot
 
 from delivery.deadlines import resend_flooded_texts
-from delivery.packs import PackDelivery
-from delivery.settings import DeliverySettings
-from shared import streams
 from shared.commands import SendMessage, load
 from shared.db.tables import jobs, tg_commands
 from shared.domain import Job
 from shared.joblife import failure_command_id
-from shared.messages import TelegramErrorInfo, TelegramResult, decode
+from shared.messages import TelegramErrorInfo, TelegramResult
 from shared.repositories import Database
 from shared.streams import Publisher
-from telegram_gateway.executor import CommandExecutor
-from telegram_gateway.flood import FloodLimiter
-from tests.simulators.tgsim_helpers import TOKEN, RunningSim, png, serve, sim_config
+from tests.delivery.delivery_helpers import Rig, gateway_rig
+from tests.simulators.tgsim_helpers import png
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
 GUEST = 5001
@@ -49,75 +42,10 @@ async def flooded(
         await repos.tg_commands.finish(command_id, ok=False, error=flood(retry_after).model_dump())
 
 
-class LimiterClock:
-    """Monotonic time for the gateway's limiter that a test can move forward (its pauses end)."""
-
-    def __init__(self) -> None:
-        self.offset = 0.0
-
-    def __call__(self) -> float:
-        return time.monotonic() + self.offset
-
-
-@dataclass
-class Rig:
-    """Delivery, the gateway's executor and the simulator, stepped by hand."""
-
-    db: Database
-    redis: aioredis.Redis
-    sim: RunningSim
-    delivery: PackDelivery
-    executor: CommandExecutor
-    clock: LimiterClock
-    outbox_cursor: str = "0-0"
-    results_cursor: str = "0-0"
-
-    async def step(self) -> list[str]:
-        """The gateway runs every hinted command, then delivery applies the results."""
-        executed = []
-        for entry_id, fields in await self.redis.xrange(streams.TG_OUTBOX, min=f"({self.outbox_cursor}"):
-            self.outbox_cursor = entry_id
-            command = decode(fields)
-            await self.executor.execute(command.command_id)  # type: ignore[union-attr]
-            executed.append(command.command_id)  # type: ignore[union-attr]
-        stream = streams.results_stream("delivery")
-        for entry_id, fields in await self.redis.xrange(stream, min=f"({self.results_cursor}"):
-            self.results_cursor = entry_id
-            await self.delivery.handle_result(decode(fields))
-        return executed
-
-    async def calls(self, method: str) -> list[dict[str, Any]]:
-        found: list[dict[str, Any]] = await self.sim.get(f"/sim/calls?method={method}")
-        return found
-
-
 @pytest.fixture
 async def rig(db: Database, redis: aioredis.Redis, database_url: str, redis_url: str) -> AsyncIterator[Rig]:
-    runner, running = await serve(sim_config())
-    await running.say(GUEST, "/start", first_name="Ann")
-    clock = LimiterClock()
-    bot: ExtBot[None] = ExtBot(
-        TOKEN,
-        base_url=f"{running.url}/bot",
-        base_file_url=f"{running.url}/file/bot",
-        rate_limiter=FloodLimiter(max_retries=0, clock=clock),
-    )
-    await bot.initialize()
-    settings = DeliverySettings(
-        DATABASE_URL=database_url, REDIS_URL=redis_url, BOT_USERNAME="stickerbooth_bot"
-    )  # type: ignore[call-arg]
-    publisher = Publisher(redis)
-    yield Rig(
-        db=db,
-        redis=redis,
-        sim=running,
-        delivery=PackDelivery(db=db, publisher=publisher, settings=settings),
-        executor=CommandExecutor(bot=bot, db=db, publisher=publisher),
-        clock=clock,
-    )
-    await bot.shutdown()
-    await running.http.close()
-    await runner.cleanup()
+    async with gateway_rig(db, redis, database_url, redis_url, guest=GUEST, first_name="Ann") as rig:
+        yield rig
 
 
 async def job_in(db: Database, status: str, *, stickers: int = 12, created_ago_s: float = 60) -> Job:

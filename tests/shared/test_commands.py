@@ -21,6 +21,7 @@ from shared.commands import (
     SendMessage,
     StickerRef,
     load,
+    minimal_result,
     stored,
 )
 from shared.outbox import add_command
@@ -121,3 +122,42 @@ def test_commands_are_frozen() -> None:
     command = SendMessage(chat_id=1, text="x")
     with pytest.raises(ValidationError):
         command.text = "y"  # type: ignore[misc]
+
+
+SENT_MESSAGE = {
+    "message_id": 7,
+    "date": 1700000000,
+    "chat": {"id": 4242, "type": "private", "first_name": "Ann", "username": "ann"},
+    "from": {"id": 1, "is_bot": True, "first_name": "Sticker Booth", "username": "stickerbooth_bot"},
+    "text": "Your pack: https://t.me/addstickers/sbx_by_stickerbooth_bot",
+}
+
+
+@pytest.mark.parametrize(
+    ("method", "answer", "kept"),
+    [
+        ("send_message", SENT_MESSAGE, {"message_id": 7}),
+        ("edit_message_text", SENT_MESSAGE, {"message_id": 7}),
+        ("edit_message_reply_markup", True, True),
+        ("send_admin_message", {"sent": False}, {"sent": False}),
+        (
+            "create_sticker_set",
+            {"name": "sbx_by_b", "created": True, "sticker_count": 12},
+            {"created": True, "sticker_count": 12},
+        ),
+        ("get_sticker_set", {"name": "sbx_by_b", "title": "Mine", "sticker_count": 3}, {"sticker_count": 3}),
+        (
+            "find_bot_message",
+            {"chat_id": -100, "message_id": None, "conclusive": True, "probes": 3},
+            {"message_id": None, "conclusive": True, "probes": 3},
+        ),
+        ("delete_sticker_set", True, True),
+        ("answer_callback_query", True, True),
+        ("no_such_method", {"message_id": 1}, {}),
+        ("send_message", ["a", "list"], None),
+        ("send_message", None, None),
+    ],
+)
+def test_a_result_keeps_only_what_its_readers_use(method: str, answer: Any, kept: Any) -> None:
+    assert minimal_result(method, answer) == kept
+    assert minimal_result(method, minimal_result(method, answer)) == kept  # idempotent

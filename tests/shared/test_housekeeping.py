@@ -12,9 +12,10 @@ import pytest
 import redis.asyncio as aioredis
 import sqlalchemy as sa
 from arq.connections import ArqRedis
+from prometheus_client import REGISTRY
 from structlog.testing import capture_logs
 
-from shared import housekeeping
+from shared import housekeeping, streams
 from shared.db.tables import api_usage, jobs, lead_repeats, leads, tg_commands
 from shared.domain import JobStatus
 from shared.housekeeping import RetentionPolicy
@@ -228,6 +229,42 @@ async def test_a_row_locked_by_the_guest_flow_is_skipped_not_waited_for(db: Data
         "anchor",
         "passport",
     }
+
+
+def stream_id(moment: datetime, seq: int = 0) -> str:
+    """The stream entry id ``XADD`` would give at ``moment`` (its unix time in ms)."""
+    return f"{int(moment.timestamp() * 1000)}-{seq}"
+
+
+async def test_stream_entries_go_their_window_after_they_were_added_dead_letters_too(
+    redis: aioredis.Redis,
+) -> None:
+    now = datetime.now(UTC)
+    old, recent = now - timedelta(hours=25), now - timedelta(hours=23)
+    ours = (streams.JOBS, streams.results_stream("delivery"), streams.dead_letter_stream(streams.DELIVERY))
+    for key in (*ours, "other:stream"):
+        await redis.xadd(key, {"data": "old"}, id=stream_id(old))
+        await redis.xadd(key, {"data": "old"}, id=stream_id(old, 1))
+        await redis.xadd(key, {"data": "recent"}, id=stream_id(recent))
+        await redis.xadd(key, {"data": "new"})  # now, by Redis's clock
+    await redis.xgroup_create(streams.JOBS, "worker", id="0")
+    await redis.set("stk:ratelimit:leads:x", "1")  # under the prefix, but no stream
+    before = REGISTRY.get_sample_value("stk_retention_deleted_total", {"kind": "stream_entries"}) or 0.0
+
+    with capture_logs() as logs:
+        purged = await housekeeping.trim_streams(redis, POLICY, now=now)
+
+    assert purged.deleted == {"stream_entries": 6} and purged.done
+    for key in ours:
+        assert [fields["data"] for _id, fields in await redis.xrange(key)] == ["recent", "new"], key
+    assert await redis.xlen("other:stream") == 4  # not a stream of ours
+    assert [g["name"] for g in await redis.xinfo_groups(streams.JOBS)] == ["worker"]  # groups stay
+    assert await redis.get("stk:ratelimit:leads:x") == "1"
+    after = REGISTRY.get_sample_value("stk_retention_deleted_total", {"kind": "stream_entries"})
+    assert after == before + 6
+    (logged,) = [e for e in logs if e["event"] == "RETENTION_PURGED"]
+    assert logged["job"] == "trim_streams" and logged["deleted"] == {"stream_entries": 6}  # counts only
+    assert (await housekeeping.trim_streams(redis, POLICY, now=now)).deleted == {"stream_entries": 0}
 
 
 async def test_two_schedulers_on_one_redis_run_each_cron_job_once(

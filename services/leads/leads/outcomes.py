@@ -120,7 +120,10 @@ class OutcomeHandler:
     ) -> bool:
         now = self.now()
         if result.ok and isinstance(result.result, dict):
-            return await self._posted(repos, post, result.result, event="published")
+            chat_id = await self._command_chat(repos, result.command_id)
+            return await self._posted(
+                repos, post, int(result.result["message_id"]), chat_id, event="published"
+            )
         error = result.error
         code = error.error_code if error else 500
         description = error.description if error else "no result"
@@ -181,9 +184,8 @@ class OutcomeHandler:
         if found is not None and found.get("message_id"):
             if post.state != "checking" or post.probes != command.number:
                 return False
-            chat_id = int(found.get("chat_id") or self.policy.chat_id)
-            body = {"message_id": found["message_id"], "chat": {"id": chat_id}}
-            return await self._posted(repos, post, body, event="found")
+            chat_id = await self._command_chat(repos, result.command_id)
+            return await self._posted(repos, post, int(found["message_id"]), chat_id, event="found")
         if found is not None:
             moved = await repos.lead_posts.probe_absent(post.kind, post.id, command.number, now=now)
             if moved is not None and not found.get("conclusive", True):
@@ -218,11 +220,16 @@ class OutcomeHandler:
             await self._maybe_alert(repos, moved, description, alerts)
         return moved is not None
 
+    async def _command_chat(self, repos: Repositories, command_id: str) -> int:
+        """The chat the command was sent to or searched (its ``tg_commands`` params): a result carries no
+        chat (:func:`shared.commands.minimal_result`). The policy's chat when the row is gone."""
+        record = await repos.tg_commands.get(command_id)
+        chat_id = record.params.get("chat_id") if record is not None else None
+        return int(chat_id or self.policy.chat_id)
+
     async def _posted(
-        self, repos: Repositories, post: LeadPost, message: dict[str, Any], *, event: str
+        self, repos: Repositories, post: LeadPost, message_id: int, chat_id: int, *, event: str
     ) -> bool:
-        chat_id = int((message.get("chat") or {}).get("id") or self.policy.chat_id)
-        message_id = int(message["message_id"])
         # the chat row before the post's row, as in every transaction here: no lock-order deadlocks
         await repos.lead_posts.note_message_id(
             chat_id, message_id, now=self.now(), capacity=self.policy.per_minute

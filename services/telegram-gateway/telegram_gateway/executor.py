@@ -2,9 +2,12 @@
 
 For a command id the gateway takes the ``tg_commands`` row ``pending → sending``, calls Telegram, stores the
 outcome (``sent`` with the result, ``failed`` with Telegram's error) and publishes it to
-``tg:results:<reply_to>``. A redelivered command whose row is final gets the stored result again, never a
-second call. Transient failures (network errors before the request left) put the row back to ``pending``
-and raise, so the stream delivers the command again later.
+``tg:results:<reply_to>``. The result stored and published is :func:`shared.commands.minimal_result` of
+Telegram's answer: the ids and counts the producers read, never a chat, user, name, username or text
+(issue 11: stream entries outlive a guest's erasure until they are trimmed). A redelivered command whose
+row is final gets the stored result again, never a second call. Transient failures (network errors before
+the request left) put the row back to ``pending`` and raise, so the stream delivers the command again
+later.
 
 Flood control: a 429 that the rate limiter (:mod:`telegram_gateway.flood`) did not wait out (longer than
 ``TELEGRAM_FLOOD_WAIT_MAX_SEC``, or still 429 after ``RATE_LIMIT_MAX_RETRIES`` waits) finishes the command
@@ -59,6 +62,7 @@ from shared.commands import (
     SendAdminMessage,
     SendMessage,
     load,
+    minimal_result,
 )
 from shared.domain import FINAL_COMMAND_STATUSES, CommandStatus, TelegramCommandRecord
 from shared.errors import UnavailableError
@@ -236,6 +240,7 @@ class CommandExecutor:
         error: TelegramErrorInfo | None = None,
     ) -> None:
         error_body = error.model_dump() if error else None
+        result = minimal_result(record.method, result)
         async with self.db.transaction() as repos:
             await repos.tg_commands.finish(record.command_id, ok=ok, result=result, error=error_body)
         if not ok:
@@ -254,7 +259,7 @@ class CommandExecutor:
         result = TelegramResult(
             command_id=record.command_id,
             ok=record.status == CommandStatus.SENT,
-            result=record.result,
+            result=minimal_result(record.method, record.result),  # a row stored before the rule, too
             error=error,
         )
         await self._publish(record.reply_to, result)
@@ -270,7 +275,8 @@ class CommandExecutor:
     # --- the commands -------------------------------------------------------------------------------
 
     async def _call(self, command: Command) -> Any:
-        """Make the Bot API call(s) for ``command``; returns the JSON-safe result stored with the row.
+        """Make the Bot API call(s) for ``command``; returns the JSON-safe answer, whose
+        :func:`~shared.commands.minimal_result` is stored with the row.
 
         ``create_sticker_set`` has the fallback for a set too big for one request and resumes a set an
         earlier run started (:mod:`telegram_gateway.sticker_sets`); ``find_bot_message`` searches the
@@ -303,11 +309,7 @@ class CommandExecutor:
                 return await create_sticker_set(self.bot, self.db, command)
             case GetStickerSet():
                 sticker_set = await self.bot.get_sticker_set(command.name)
-                return {
-                    "name": sticker_set.name,
-                    "title": sticker_set.title,
-                    "sticker_count": len(sticker_set.stickers),
-                }
+                return {"sticker_count": len(sticker_set.stickers)}
             case DeleteStickerSet():
                 return await self._delete_sticker_set(command)
             case FindBotMessage():
