@@ -17,6 +17,8 @@ tell "retry later" from "permanent" without knowing which library failed.
     │   └── ConsentRequired          (ingest.consent) no "Agree" on the session: 403
     │                                `consent_required`, nothing read or stored
     ├── ApiError                     (ingest.api.errors) any other HTTP 4xx/5xx a route answers with
+    ├── RequestTooLarge              (ingest.api.errors) a body over MAX_JSON_BODY_BYTES: 413; also a
+    │                                Starlette ``HTTPException``, which FastAPI's body parsing passes on
     ├── NotFound                     a row the caller named does not exist
     ├── Conflict                     a state change lost its race or is not allowed from this state
     ├── UndeclaredTransition         code asked for a job transition the state machine does not declare

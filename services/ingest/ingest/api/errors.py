@@ -55,7 +55,7 @@ class ApiError(StickerBoothError):
         self.message = message
 
 
-class RequestTooLarge(StarletteHTTPException):
+class RequestTooLarge(StarletteHTTPException, StickerBoothError):
     """413 ``request_too_large``: a request body over ``MAX_JSON_BODY_BYTES`` (:mod:`ingest.api.body_limit`).
 
     An :class:`starlette.exceptions.HTTPException` because FastAPI's body parsing passes those on as they
