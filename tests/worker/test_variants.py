@@ -159,6 +159,24 @@ async def test_figure_sheets_never_valid_fall_back_to_composite(aisim: RunningAi
     assert kinds(await aisim.calls())["heads"] == 2
 
 
+async def test_a_retry_of_a_job_that_fell_back_goes_to_composite_at_once(aisim: RunningAiSim) -> None:
+    """The first attempt paid for figure sheets that were never valid; the retry (same artefacts, e.g.
+    after a refunded pause) does not draw them again (the full chaos run saw such a job pass
+    JOB_MAX_COST_USD on its second attempt)."""
+    artefacts = MemoryArtefacts()
+    await aisim.post("/sim/imperfections", {"kinds": ["missing"], "count": 1})
+    first = await render(aisim, "legacy", figure_sheet_attempts=1, artefacts=artefacts)
+    assert_pack(first)
+    assert first.events("FIGURE_FALLBACK_TO_COMPOSITE")
+    drawn = kinds(await aisim.calls())
+    assert drawn["sheet"] == 1  # the figure sheet drawn in vain
+    retry = await render(aisim, "legacy", figure_sheet_attempts=1, artefacts=artefacts)
+    assert_pack(retry)
+    assert retry.events("FIGURE_SKIPPED_AFTER_FALLBACK") and not retry.events("FIGURE_FALLBACK_TO_COMPOSITE")
+    again = kinds(await aisim.calls()) - drawn
+    assert again["sheet"] == 0 and again["heads"] == 2
+
+
 async def test_without_the_fallback_no_valid_sheet_fails_the_attempt(aisim: RunningAiSim) -> None:
     await aisim.post("/sim/imperfections", {"kinds": ["missing"], "count": 1})
     result = await render(aisim, "legacy", figure_sheet_attempts=1, figure_fallback_enabled=False)

@@ -107,6 +107,12 @@ async def _figure_path(
     return await render_legacy(ctx, inputs, face, passport)
 
 
+#: Artefact kind (a blob of the job, like ``passport``/``anchor``): the figure path of this job fell back to
+#: composite; its text is the reason. A retry of the job goes to composite at once (spec/002 "Which path
+#: runs": the fallback is per job).
+FIGURE_FAILED = "figure_failed"
+
+
 async def render_job(ctx: RenderContext) -> Pack:
     """Render the 12 stickers of ``ctx``'s job.
 
@@ -134,15 +140,22 @@ async def render_job(ctx: RenderContext) -> Pack:
             ctx, ctx.artefacts, inputs.selfie, card_attempts=ctx.settings.card_attempts
         )
     face = await ctx.cpu(face_crop, inputs.rgb, passport)
+    fallback = ctx.settings.figure_fallback_enabled
     if mode == "composite":
+        slots = await render_composite(ctx, inputs, face, passport)
+    elif fallback and await ctx.artefacts.get(FIGURE_FAILED) is not None:
+        # An earlier attempt of this job drew every figure sheet in vain and fell back; this selfie would
+        # most likely fail them again, so the retry (e.g. after a refunded pause) does not pay for them twice.
+        ctx.event("FIGURE_SKIPPED_AFTER_FALLBACK", mode=mode)
         slots = await render_composite(ctx, inputs, face, passport)
     else:
         try:
             slots = await _figure_path(ctx, mode, inputs, face, passport)
         except NoValidSheet as exc:
-            if not ctx.settings.figure_fallback_enabled:
+            if not fallback:
                 raise RetryableJobError(f"no valid sheet: {exc}", error_class=ErrorClass.INVALID) from exc
             ctx.event("FIGURE_FALLBACK_TO_COMPOSITE", level="warning", mode=mode, reason=str(exc))
+            await ctx.artefacts.put(FIGURE_FAILED, str(exc).encode(), "text/plain")
             if ctx.alert is not None:
                 with contextlib.suppress(Exception):
                     await ctx.alert(
