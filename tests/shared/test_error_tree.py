@@ -74,9 +74,8 @@ def test_the_drawing_parses() -> None:
     assert tree["ConfigError"] == "StickerBoothError"
 
 
-def test_every_exception_we_define_is_in_the_drawing_under_its_parent() -> None:
-    tree = drawn_tree(errors.__doc__ or "")
-    classes = defined_exceptions()
+def tree_problems(classes: dict[str, type[BaseException]], tree: dict[str, str | None]) -> list[str]:
+    """Each way ``classes`` and the drawing ``tree`` disagree, one line each (empty: they agree)."""
     problems = []
     for name, cls in sorted(classes.items()):
         if not issubclass(cls, errors.StickerBoothError):
@@ -87,25 +86,29 @@ def test_every_exception_we_define_is_in_the_drawing_under_its_parent() -> None:
             continue
         ours = [base.__name__ for base in cls.__bases__ if issubclass(base, errors.StickerBoothError)]
         expected = tree[name]
-        if expected is None:
-            continue
-        if ours != [expected]:
+        if expected is not None and ours != [expected]:
             problems.append(f"{name}: drawn under {expected}, defined under {ours}")
-    for name in tree:
-        if name not in classes:
-            problems.append(f"{name} is drawn but no such class is defined")
-    assert problems == []
+    problems += [f"{name} is drawn but no such class is defined" for name in tree if name not in classes]
+    return problems
 
 
-def test_the_check_sees_a_class_outside_the_root() -> None:
-    """The check can fail: a class outside the root and one under the wrong parent are both caught."""
+def test_every_exception_we_define_is_in_the_drawing_under_its_parent() -> None:
+    assert tree_problems(defined_exceptions(), drawn_tree(errors.__doc__ or "")) == []
+
+
+def test_the_check_sees_a_class_outside_the_root_one_under_the_wrong_parent_and_a_missing_one() -> None:
+    """The checker itself, fed each bad case: it must name all three."""
     tree = drawn_tree(errors.__doc__ or "")
-
-    class Stray(Exception):
-        pass
-
-    assert not issubclass(Stray, errors.StickerBoothError)
-    assert "Stray" not in tree
-    misplaced = type("NoFaceError", (errors.RetryableJobError,), {})
-    ours = [b.__name__ for b in misplaced.__bases__ if issubclass(b, errors.StickerBoothError)]
-    assert ours != [tree["NoFaceError"]]
+    classes = defined_exceptions()
+    stray = type("Stray", (Exception,), {"__module__": "shared.stray"})
+    misplaced = type("NoFaceError", (errors.RetryableJobError,), {"__module__": "shared.errors"})
+    bad = {
+        **{n: c for n, c in classes.items() if n != "ConfigError"},
+        "Stray": stray,
+        "NoFaceError": misplaced,
+    }
+    found = tree_problems(bad, tree)
+    assert "shared.stray.Stray is outside StickerBoothError" in found
+    assert "NoFaceError: drawn under PermanentJobError, defined under ['RetryableJobError']" in found
+    assert "ConfigError is drawn but no such class is defined" in found
+    assert len(found) == 3
