@@ -83,6 +83,14 @@ class Rig:
         return found
 
 
+async def current(db: Database, job: Job) -> Job:
+    """``job`` as it is in Postgres now (it must exist)."""
+    async with db.transaction() as repos:
+        found = await repos.jobs.get(job.id)
+    assert found is not None
+    return found
+
+
 @asynccontextmanager
 async def gateway_rig(
     db: Database, redis: aioredis.Redis, database_url: str, redis_url: str, *, guest: int, **profile: Any

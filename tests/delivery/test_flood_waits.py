@@ -19,7 +19,7 @@ from shared.joblife import failure_command_id
 from shared.messages import TelegramErrorInfo, TelegramResult
 from shared.repositories import Database
 from shared.streams import Publisher
-from tests.delivery.delivery_helpers import Rig, gateway_rig
+from tests.delivery.delivery_helpers import Rig, current, gateway_rig
 from tests.simulators.tgsim_helpers import png
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
@@ -74,13 +74,6 @@ async def job_in(db: Database, status: str, *, stickers: int = 12, created_ago_s
         current = await repos.jobs.get(job.id)
     assert current is not None
     return current
-
-
-async def current(db: Database, job: Job) -> Job:
-    async with db.transaction() as repos:
-        found = await repos.jobs.get(job.id)
-    assert found is not None
-    return found
 
 
 async def commands(db: Database, prefix: str) -> list[str]:

@@ -16,7 +16,7 @@ from shared.db.tables import jobs, tg_commands
 from shared.domain import Job
 from shared.messages import TelegramResult, decode
 from shared.repositories import Database
-from tests.delivery.delivery_helpers import Rig, gateway_rig
+from tests.delivery.delivery_helpers import Rig, current, gateway_rig
 from tests.simulators.tgsim_helpers import png
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
@@ -55,18 +55,11 @@ async def rendered_job(db: Database) -> Job:
     return found
 
 
-async def status_of(db: Database, job: Job) -> str:
-    async with db.transaction() as repos:
-        found = await repos.jobs.get(job.id)
-    assert found is not None
-    return found.status
-
-
 async def test_a_delivered_packs_results_carry_ids_and_counts_only(rig: Rig, db: Database) -> None:
     job = await rendered_job(db)
     await rig.delivery.request_set(job.id)
     await rig.step()  # createNewStickerSet
-    assert await status_of(db, job) == "delivering"
+    assert (await current(db, job)).status == "delivering"
     async with db.transaction() as repos:  # the first readiness poll is due now
         await repos.conn.execute(
             sa.update(jobs).where(jobs.c.id == job.id).values(next_poll_at=sa.func.now())
@@ -74,7 +67,7 @@ async def test_a_delivered_packs_results_carry_ids_and_counts_only(rig: Rig, db:
     assert await rig.delivery.poll_due() == 1
     await rig.step()  # getStickerSet: 3 of 3, the link is queued
     await rig.step()  # sendMessage with the link
-    assert await status_of(db, job) == "delivered"
+    assert (await current(db, job)).status == "delivered"
     messages = await rig.sim.get(f"/sim/chats/{GUEST}/messages")
     assert any("https://t.me/addstickers/" in m["text"] for m in messages if m["from_bot"])
 
