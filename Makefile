@@ -64,7 +64,7 @@ render: install  ## a pack from a photo without the services: PHOTO=… OUTFIT=c
 	$(PY) -m devstack.render --photo "$(or $(PHOTO),../shared/fixtures/photos/astronaut-portrait.png)" \
 		--outfit "$(or $(OUTFIT),chef)" --variant "$(or $(VARIANT),consistency)" --out "$(or $(OUT),out/render)"
 
-bench: install  ## post-processing CPU time per 12-sticker pack next to the floor (decode sheets + encode PNGs)
+bench: install  ## every benchmark of issue 12, written to BENCHMARKS.md (python -m devstack.bench --only NAME for one)
 	$(PY) -m devstack.bench
 
 deploy-check: install  ## lint the Dockerfile, validate compose.yaml, render k8s
