@@ -69,6 +69,8 @@ class KioskSession:
     consent_version: str | None = None
     consent_language: str | None = None
     consented_at: datetime | None = None
+    #: The guest's Telegram ``@username`` without the ``@`` (``None``: they have none, or not linked).
+    tg_username: str | None = None
 
     @property
     def telegram_linked(self) -> bool:

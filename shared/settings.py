@@ -151,3 +151,24 @@ class RetentionSettings(BaseSettings):
                 "HOUSEKEEPING_EVERY_MIN must divide 60 (1, 2, 3, 4, 5, 6, 10, 12, 15, 20, 30, 60)"
             )
         return value
+
+
+class BudgetSettings(BaseSettings):
+    """The spend limits the worker enforces and the operators' figures show (DESIGN.md §5, spec/002
+    "Cost ceiling"): ``DAILY_BUDGET_USD`` (USD per UTC day; unset or empty = no daily budget) and
+    ``IMAGE_RPD_LIMIT`` (1000 image requests per provider per Pacific-time day, Gemini's quota day).
+
+    The worker pauses at the budget and warns at ``IMAGE_RPD_WARN_FRAC`` of the limit; ingest (admin page)
+    and the gateway (``/status``) read the same two settings to show today's figures against them, so give
+    every service the same values (compose.yaml common env, k8s ConfigMap).
+    """
+
+    model_config = SettingsConfigDict(env_file=None, extra="ignore", case_sensitive=False)
+
+    daily_budget_usd: float | None = Field(None, gt=0, validation_alias="DAILY_BUDGET_USD")
+    image_rpd_limit: int = Field(1000, ge=1, validation_alias="IMAGE_RPD_LIMIT")
+
+    @field_validator("daily_budget_usd", mode="before")
+    @classmethod
+    def _empty_budget_is_unset(cls, value: object) -> object:
+        return None if isinstance(value, str) and not value.strip() else value

@@ -19,6 +19,7 @@ import contextlib
 import random
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -49,6 +50,20 @@ STREAM_PREFIXES = ("stk:", "tg:")
 def results_stream(service: str) -> str:
     """``tg:results:<service>``: where the gateway answers commands asked for by ``service``."""
     return f"tg:results:{service}"
+
+
+def consumed_streams() -> tuple[str, ...]:
+    """Every stream a service consumes in a consumer group (the group is named after the consuming
+    service, :meth:`shared.runtime.ServiceRuntime.consumer`): what the admin page and ``/status`` watch."""
+    return (
+        JOBS,
+        DELIVERY,
+        LEADS,
+        TG_OUTBOX,
+        TG_UPDATES_LEADS,
+        results_stream("delivery"),
+        results_stream("leads"),
+    )
 
 
 def dead_letter_stream(stream: str) -> str:
@@ -376,6 +391,64 @@ async def stream_depths(client: aioredis.Redis, groups: dict[str, str]) -> None:
                 lag = info.get("lag")
                 if lag is not None:
                     metrics.STREAM_LAG.labels(stream=stream, group=group).set(lag)
+
+
+@dataclass(frozen=True, slots=True)
+class GroupHealth:
+    """One consumer group of a stream (``XINFO GROUPS``, ``XPENDING``): ``lag`` entries not yet read by
+    the group (``None`` when Redis cannot tell, e.g. after an ``XDEL``), ``pending`` read but not acked,
+    ``oldest_pending_s`` how long ago the oldest pending entry was added (s, from its id; ``None``: none
+    pending)."""
+
+    group: str
+    lag: int | None
+    pending: int
+    oldest_pending_s: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class StreamHealth:
+    """A stream's length, its groups and the entries dead-lettered to ``<stream>:dead`` (kept
+    ``STREAM_RETENTION_HOURS``)."""
+
+    stream: str
+    length: int
+    groups: list[GroupHealth]
+    dead_letters: int
+
+
+async def stream_health(
+    client: aioredis.Redis, names: tuple[str, ...], *, now_ms: int | None = None
+) -> list[StreamHealth]:
+    """Length, groups (lag, pending, oldest pending) and dead letters of each stream in ``names``; a
+    stream that does not exist yet is length 0 with no groups.
+
+    Raises:
+        RedisUnavailable: Redis could not be reached.
+    """
+    now = now_ms if now_ms is not None else int(time.time() * 1000)
+    result = []
+    try:
+        for name in names:
+            length = int(await client.xlen(name))
+            dead = int(await client.xlen(dead_letter_stream(name)))
+            groups: list[GroupHealth] = []
+            infos = await client.xinfo_groups(name) if length or await client.exists(name) else []
+            for info in infos:
+                group = str(info.get("name"))
+                pending = int(info.get("pending") or 0)
+                oldest = None
+                if pending:
+                    summary = await client.xpending(name, group)
+                    first = summary.get("min") if summary else None
+                    if first:
+                        oldest = max(0.0, (now - int(str(first).split("-")[0])) / 1000)
+                lag = info.get("lag")
+                groups.append(GroupHealth(group, None if lag is None else int(lag), pending, oldest))
+            result.append(StreamHealth(name, length, groups, dead))
+    except REDIS_ERRORS as exc:
+        raise RedisUnavailable(f"stream health: {exc}") from exc
+    return result
 
 
 async def trim_before(client: aioredis.Redis, before: datetime) -> dict[str, int]:

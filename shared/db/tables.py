@@ -35,6 +35,8 @@ sessions = sa.Table(
     sa.Column("tg_user_id", sa.BigInteger),
     sa.Column("tg_chat_id", sa.BigInteger),
     sa.Column("guest_name", sa.Text),
+    # migration 0006: the guest's @username (without the @), for the admin page's search
+    sa.Column("tg_username", sa.Text),
     sa.Column("language", sa.Text),
     sa.Column("captures", sa.Integer, nullable=False, server_default="0"),
     sa.Column("created_at", TZ, nullable=False, server_default=sa.func.now()),
@@ -75,6 +77,8 @@ jobs = sa.Table(
     sa.CheckConstraint(f"status IN {JOB_STATUSES!r}", name="ck_jobs_status"),
 )
 sa.Index("ix_jobs_status_updated", jobs.c.status, jobs.c.updated_at)
+sa.Index("ix_jobs_created", jobs.c.created_at, jobs.c.id)  # migration 0006: the admin job list
+sa.Index("ix_jobs_link_sent", jobs.c.link_sent_at)  # migration 0006: the evening figures
 
 job_events = sa.Table(
     "job_events",

@@ -21,9 +21,11 @@ from shared.db import transaction
 from shared.repositories.alerts import AlertRepository
 from shared.repositories.blobs import BlobRepository
 from shared.repositories.erasure import ErasureRepository
+from shared.repositories.job_search import JobSearchRepository
 from shared.repositories.jobs import JobRepository
 from shared.repositories.lead_posts import LeadPostRepository
 from shared.repositories.leads import LeadRepository
+from shared.repositories.overview import OverviewRepository
 from shared.repositories.retention import RetentionRepository
 from shared.repositories.sessions import SessionRepository
 from shared.repositories.settings import SettingsRepository
@@ -49,6 +51,8 @@ class Repositories:
         self.usage = UsageRepository(conn)
         self.erasure = ErasureRepository(conn)
         self.retention = RetentionRepository(conn)
+        self.overview = OverviewRepository(conn)
+        self.job_search = JobSearchRepository(conn)
 
 
 class Database:

@@ -29,6 +29,7 @@ def _session(row: Any) -> KioskSession:
         consent_version=m["consent_version"],
         consent_language=m["consent_language"],
         consented_at=m["consented_at"],
+        tg_username=m["tg_username"],
     )
 
 
@@ -82,9 +83,17 @@ class SessionRepository:
         return _session(row) if row else await self.get(session_id)
 
     async def bind_telegram(
-        self, token: str, *, user_id: int, chat_id: int, name: str | None, language: str | None
+        self,
+        token: str,
+        *,
+        user_id: int,
+        chat_id: int,
+        name: str | None,
+        language: str | None,
+        username: str | None = None,
     ) -> KioskSession | None:
-        """Bind a Telegram user to the session with deep-link ``token``.
+        """Bind a Telegram user to the session with deep-link ``token``; ``name`` is their first name,
+        ``username`` their ``@username`` without the ``@`` (``None`` when they have none).
 
         Succeeds when the session is unbound or already bound to the same user (pressing Start twice).
         Returns ``None`` for an unknown token or one bound to another user.
@@ -100,6 +109,7 @@ class SessionRepository:
                     tg_user_id=user_id,
                     tg_chat_id=chat_id,
                     guest_name=name,
+                    tg_username=username,
                     language=language,
                     bound_at=sa.func.coalesce(sessions.c.bound_at, sa.func.now()),
                 )

@@ -8,10 +8,16 @@ from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import NoDecode
 
 from ingest.consent import DEFAULT_TEXTS, check_template
-from shared.settings import BotIdentitySettings, ProviderName, RetentionSettings, ServiceSettings
+from shared.settings import (
+    BotIdentitySettings,
+    BudgetSettings,
+    ProviderName,
+    RetentionSettings,
+    ServiceSettings,
+)
 
 
-class IngestSettings(ServiceSettings, BotIdentitySettings, RetentionSettings):
+class IngestSettings(ServiceSettings, BotIdentitySettings, RetentionSettings, BudgetSettings):
     """Env of the ingest service (see :class:`shared.settings.ServiceSettings` for the common part).
 
     Upload limits: ``MAX_UPLOAD_BYTES`` (bytes, default 15 MB), ``MAX_UPLOAD_PIXELS`` (px, default 40 MP;
@@ -37,6 +43,8 @@ class IngestSettings(ServiceSettings, BotIdentitySettings, RetentionSettings):
     ``FALLBACK_AI_PROVIDER`` (openai; empty = none) are the worker's settings, read here only to name
     the providers on that screen: give ingest the same values as the worker. ``SELFIE_RETENTION_HOURS``
     (24) and ``STICKER_RETENTION_DAYS`` (30): :class:`shared.settings.RetentionSettings`.
+    ``DAILY_BUDGET_USD`` and ``IMAGE_RPD_LIMIT`` (:class:`shared.settings.BudgetSettings`): the worker's
+    limits, read here to show today's spend and image requests against them on the admin page.
     """
 
     host: str = Field("0.0.0.0", validation_alias="HOST")

@@ -57,7 +57,12 @@ class GuestHandlers:
         try:
             async with self.db.transaction() as repos:
                 session = await repos.sessions.bind_telegram(
-                    token, user_id=user.id, chat_id=chat.id, name=user.first_name, language=lang
+                    token,
+                    user_id=user.id,
+                    chat_id=chat.id,
+                    name=user.first_name,
+                    language=lang,
+                    username=user.username,
                 )
                 paused = await current_pause(repos, env_on=self.env_maintenance) is not None
                 answer = "unknown_token" if session is None else "maintenance" if paused else "linked"

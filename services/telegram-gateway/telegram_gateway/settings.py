@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pydantic import Field, SecretStr, field_validator
 
-from shared.settings import ServiceSettings
+from shared.settings import BudgetSettings, ServiceSettings
 
 
-class GatewaySettings(ServiceSettings):
+class GatewaySettings(ServiceSettings, BudgetSettings):
     """Env of the gateway.
 
     ``TELEGRAM_BOT_TOKEN`` (secret, required), ``TELEGRAM_API_BASE_URL`` (default Telegram; the simulator
@@ -18,6 +18,8 @@ class GatewaySettings(ServiceSettings):
     (30 s: the longest 429 wait slept for one chat or method; a longer one goes back to the producer as a
     429 result with ``retry_after``, :mod:`.flood`), ``LEADS_ENABLED`` / ``LEADS_CHAT_ID``
     (route the staff group and ``stickers_`` buttons to the leads service; :mod:`.leads_updates`).
+    ``DAILY_BUDGET_USD`` (:class:`shared.settings.BudgetSettings`): the worker's daily budget, read here
+    for ``/status`` (spend today against it).
     """
 
     telegram_bot_token: SecretStr = Field(validation_alias="TELEGRAM_BOT_TOKEN")

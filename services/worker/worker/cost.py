@@ -12,13 +12,14 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 from collections.abc import Awaitable, Callable, Sequence
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Protocol
 from uuid import UUID
 
 import structlog
 
 from shared import metrics
+from shared.days import pacific_day_start
 from shared.errors import ErrorClass, JobCostExceeded, ProviderUnavailable
 from shared.repositories import Database
 from shared.repositories.usage import ApiCall
@@ -213,24 +214,6 @@ class CostLedger:
         metrics.PROVIDER_LATENCY.labels(provider=call.provider, model=call.model).observe(call.latency_s)
         if call.cost_usd:
             metrics.PROVIDER_COST.labels(provider=call.provider, model=call.model).inc(call.cost_usd)
-
-
-def pacific_day_start(now: datetime) -> datetime:
-    """The start (as UTC) of the Pacific-time day holding ``now``: Gemini's requests-per-day quota
-    resets at midnight Pacific (REFERENCE.md). US daylight time runs from the second Sunday of March,
-    02:00, to the first Sunday of November, 02:00 (UTC−7; UTC−8 otherwise)."""
-
-    def sunday(year: int, month: int, nth: int) -> date:
-        first = date(year, month, 1)
-        return first + timedelta(days=(6 - first.weekday()) % 7 + 7 * (nth - 1))
-
-    utc = now.astimezone(UTC)
-    year = utc.year
-    dst_start = datetime.combine(sunday(year, 3, 2), datetime.min.time(), UTC) + timedelta(hours=10)
-    dst_end = datetime.combine(sunday(year, 11, 1), datetime.min.time(), UTC) + timedelta(hours=9)
-    offset = timedelta(hours=-7) if dst_start <= utc < dst_end else timedelta(hours=-8)
-    local = utc + offset
-    return datetime.combine(local.date(), datetime.min.time(), UTC) - offset
 
 
 async def warn_image_rpd(

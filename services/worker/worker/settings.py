@@ -6,12 +6,12 @@ from __future__ import annotations
 from typing import Annotated, Literal
 
 from pydantic import Field, SecretStr, field_validator
-from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+from pydantic_settings import NoDecode, SettingsConfigDict
 
-from shared.settings import ProviderName, ServiceSettings
+from shared.settings import BudgetSettings, ProviderName, ServiceSettings
 
 
-class PipelineSettings(BaseSettings):
+class PipelineSettings(BudgetSettings):
     """The generation pipeline (spec/002; every number of its tables is a setting with its name and default).
 
     ``SHEET_LAYOUT``: ``3x4`` (3 sheets of 4) or ``2x6``.
@@ -42,8 +42,9 @@ class PipelineSettings(BaseSettings):
     - 429 backoff: ``RATE_LIMIT_DELAYS`` (5,15,30 s), ``RATE_LIMIT_MAX_HINT_SEC`` (a ``retryDelay`` hint
       is honoured up to 60 s), ``RATE_LIMIT_JITTER`` (up to +20 %); ``FALLBACK_ALERT_COOLDOWN_SEC``
       (600: one fallback alert per provider pair per 10 minutes).
-    - Cost: ``JOB_MAX_COST_USD`` (1.5), ``DAILY_BUDGET_USD`` (unset = no daily budget),
-      ``IMAGE_RPD_LIMIT`` (1000 image requests per Pacific-time day), ``IMAGE_RPD_WARN_FRAC`` (0.7).
+    - Cost: ``JOB_MAX_COST_USD`` (1.5), ``IMAGE_RPD_WARN_FRAC`` (0.7); ``DAILY_BUDGET_USD`` (unset = no
+      daily budget) and ``IMAGE_RPD_LIMIT`` (1000 image requests per Pacific-time day) are
+      :class:`shared.settings.BudgetSettings`, shared with ingest and the gateway.
     """
 
     model_config = SettingsConfigDict(env_file=None, extra="ignore", case_sensitive=False)
@@ -111,8 +112,6 @@ class PipelineSettings(BaseSettings):
 
     # cost
     job_max_cost_usd: float = Field(1.5, gt=0, validation_alias="JOB_MAX_COST_USD")
-    daily_budget_usd: float | None = Field(None, gt=0, validation_alias="DAILY_BUDGET_USD")
-    image_rpd_limit: int = Field(1000, ge=1, validation_alias="IMAGE_RPD_LIMIT")
     image_rpd_warn_frac: float = Field(0.7, gt=0, le=1, validation_alias="IMAGE_RPD_WARN_FRAC")
 
     @field_validator("sticker_render_mode", mode="before")
@@ -140,7 +139,6 @@ class PipelineSettings(BaseSettings):
         return value
 
     @field_validator(
-        "daily_budget_usd",
         "gemini_api_key",
         "openai_api_key",
         "ai_base_url_gemini",
