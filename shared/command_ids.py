@@ -14,6 +14,7 @@ format string or regex.
 | ``job:<job uuid>:create_set[:<n>]`` | delivery: create the sticker set, attempt ``n`` ≥ 2 | attempt |
 | ``job:<job uuid>:poll:<n>`` | delivery: readiness poll ``n`` | poll |
 | ``job:<job uuid>:link[:<n>]`` | delivery: the link message, attempt ``n`` ≥ 2 | attempt |
+| ``job:<job uuid>:resend_link:<n>`` | ingest: the admin page's "Resend link", press ``n`` | press |
 | ``lead:<id>:card:<n>`` / ``repeat:<id>:notice:<n>`` | leads: send the post, attempt ``n`` | attempt |
 | ``lead:<id>:find:<n>`` / ``repeat:<id>:find:<n>`` | leads: search for the post, probe ``n`` | probe |
 | ``lead:<id>:edit:<n>`` | leads: the card edited to status version ``n`` | version |
@@ -71,12 +72,16 @@ __all__ = [
     "poll",
     "repeat_notice_seen",
     "resend",
+    "resend_link",
+    "resend_link_prefix",
     "send_post",
     "unavailable_notice",
     "update_reply",
 ]
 
-JobStep = Literal["generating", "unavailable", "still_working", "failure_text", "create_set", "poll", "link"]
+JobStep = Literal[
+    "generating", "unavailable", "still_working", "failure_text", "create_set", "poll", "link", "resend_link"
+]
 PostOp = Literal["send", "find"]
 AGAIN = ":again"
 
@@ -90,7 +95,7 @@ _JOB = re.compile(
     r"(?P<bare>generating)"
     r"|(?P<run_step>unavailable|still_working|failure_text):(?P<run>\d+)"
     rf"|(?P<try_step>create_set|link)(?::(?P<attempt>{_LATER}))?"
-    r"|(?P<poll>poll):(?P<n>\d+)"
+    r"|(?P<poll>poll|resend_link):(?P<n>\d+)"
     r")$"
 )
 _POST = re.compile(
@@ -222,6 +227,17 @@ def link(job_id: UUID, attempt: int = 1) -> str:
     return f"job:{job_id}:link" + (f":{attempt}" if attempt > 1 else "")
 
 
+def resend_link(job_id: UUID, press: int) -> str:
+    """Press ``press`` (1-based) of the admin page's "Resend link": a new id per press, outside the
+    ``job:<id>:link`` prefix, so delivery never counts a resend as one of its link attempts."""
+    return f"job:{job_id}:resend_link:{press}"
+
+
+def resend_link_prefix(job_id: UUID) -> str:
+    """The start of every "Resend link" id of job ``job_id`` (``tg_commands.with_prefix``)."""
+    return f"job:{job_id}:resend_link:"
+
+
 def send_post(kind: str, post_id: int, attempt: int) -> str:
     """Send attempt ``attempt`` of a card (``kind`` ``card``) or repeat notice (``notice``)."""
     return f"{_PREFIX[kind]}:{post_id}:{_SEND_OP[kind]}:{attempt}"
@@ -324,7 +340,7 @@ def _job(match: re.Match[str], resends: int) -> JobCommandId:
     if match["try_step"]:
         attempt = int(match["attempt"]) if match["attempt"] else 1
         return JobCommandId(job_id, cast(JobStep, match["try_step"]), attempt, resends)
-    return JobCommandId(job_id, "poll", int(match["n"]), resends)
+    return JobCommandId(job_id, cast(JobStep, match["poll"]), int(match["n"]), resends)
 
 
 def _post(match: re.Match[str], resends: int) -> PostCommandId | PostEditId:

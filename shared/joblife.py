@@ -11,6 +11,9 @@ the admin alert. Its callers are the reasons:
 * delivery (:mod:`delivery.packs`): Telegram refused the sticker set, or the link failed ``LINK_ATTEMPTS``
   times.
 
+Around a delivered job: :func:`resend_link` (the admin page's "Resend link"). Which failures an admin
+Retry can fix: :func:`retry_can_help`.
+
 The state machine itself (which moves are allowed, the SQL of each) is
 :mod:`shared.repositories.jobs`; the only way out of ``failed`` is :func:`retry_failed_job`.
 """
@@ -28,6 +31,7 @@ from shared import command_ids, metrics, streams
 from shared.alerts import queue_alert
 from shared.domain import Job, JobStatus
 from shared.errors import ErrorClass
+from shared.link_message import queue_link_message
 from shared.logging import redact
 from shared.messages import JobQueued
 from shared.outbox import tell_guest
@@ -129,3 +133,49 @@ async def retry_failed_job(repos: Repositories, job_id: UUID, *, note: str) -> J
     if not await repos.blobs.ids_for_job(job_id, "selfie"):
         return None
     return await repos.jobs.retry_failed(job_id, note=note)
+
+
+#: Failure classes an admin Retry cannot fix: the same selfie would fail the same way (DESIGN.md §5
+#: "Error classes": ``permanent`` is a missing photo, an unknown outfit or no face; ``content`` means every
+#: provider refused the selfie). The guest was asked for a new photo instead (issue 8, issue 13).
+UNFIXABLE_BY_RETRY = frozenset({str(ErrorClass.PERMANENT), str(ErrorClass.CONTENT)})
+
+
+def retry_can_help(job: Job) -> bool:
+    """Whether an admin Retry of ``job`` can succeed: it is ``failed``, its selfie still exists, and its
+    failure class is not one of :data:`UNFIXABLE_BY_RETRY`."""
+    return (
+        job.status == JobStatus.FAILED
+        and job.selfie_deleted_at is None
+        and job.error_class not in UNFIXABLE_BY_RETRY
+    )
+
+
+async def resend_link(repos: Repositories, job_id: UUID) -> str | None:
+    """Queue the link message of a delivered job again (the admin page's "Resend link"), under a new
+    command id per press (:func:`shared.command_ids.resend_link`), with the builder delivery uses
+    (:func:`shared.link_message.queue_link_message`). Dispatch the returned id after the commit.
+
+    Returns the command id, or ``None`` when the job is not ``delivered``, has no sticker set or its guest
+    no Telegram chat.
+    """
+    ctx = await repos.jobs.get_context(job_id)
+    if ctx is None or ctx.job.status != JobStatus.DELIVERED:
+        return None
+    if ctx.job.sticker_set_name is None or ctx.tg_chat_id is None:
+        return None
+    earlier = await repos.tg_commands.with_prefix(command_ids.resend_link_prefix(job_id))
+    press = 1 + sum(1 for r in earlier if not r.command_id.endswith(command_ids.AGAIN))
+    while True:
+        command_id = command_ids.resend_link(job_id, press)
+        queued = await queue_link_message(
+            repos,
+            command_id,
+            chat_id=ctx.tg_chat_id,
+            language=ctx.language,
+            set_name=ctx.job.sticker_set_name,
+        )
+        if queued:
+            log.info("LINK_RESEND_QUEUED", job_id=str(job_id), press=press)
+            return command_id
+        press += 1  # a press of another admin took this number meanwhile

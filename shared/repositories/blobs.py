@@ -66,6 +66,26 @@ class BlobRepository:
         )
         return [_blob(r) for r in rows]
 
+    async def positions_for_job(self, job_id: UUID, kind: str) -> list[tuple[int, str | None]]:
+        """``(position, meta emoji)`` of the job's blobs of ``kind`` by position, without their bytes."""
+        rows = await self.conn.execute(
+            sa.select(blobs.c.position, blobs.c.meta["emoji"].astext)
+            .where(blobs.c.job_id == job_id, blobs.c.kind == kind, blobs.c.position.isnot(None))
+            .order_by(blobs.c.position)
+        )
+        return [(int(r[0]), r[1]) for r in rows]
+
+    async def at_position(self, job_id: UUID, kind: str, position: int) -> Blob | None:
+        """The job's blob of ``kind`` at ``position``, or ``None``."""
+        row = (
+            await self.conn.execute(
+                sa.select(blobs)
+                .where(blobs.c.job_id == job_id, blobs.c.kind == kind, blobs.c.position == position)
+                .limit(1)
+            )
+        ).one_or_none()
+        return _blob(row) if row else None
+
     async def ids_for_job(self, job_id: UUID, kind: str) -> list[UUID]:
         rows = await self.conn.execute(
             sa.select(blobs.c.id)

@@ -38,6 +38,7 @@ EPOCH = int(RUN.timestamp())
         (ids.create_set(JOB), JobCommandId(JOB, "create_set", 1)),
         (ids.create_set(JOB, 3), JobCommandId(JOB, "create_set", 3)),
         (ids.poll(JOB, 4), JobCommandId(JOB, "poll", 4)),
+        (ids.resend_link(JOB, 2), JobCommandId(JOB, "resend_link", 2)),
         (ids.link(JOB), JobCommandId(JOB, "link", 1)),
         (ids.link(JOB, 2), JobCommandId(JOB, "link", 2)),
         (ids.send_post("card", 12, 3), PostCommandId("card", 12, "send", 3)),

@@ -36,8 +36,9 @@ from shared.domain import CommandStatus, Job, JobContext, JobStatus, TelegramCom
 from shared.erasure import queue_set_deletion
 from shared.errors import ErrorClass
 from shared.joblife import fail_job
+from shared.link_message import queue_link_message
 from shared.messages import JobRendered, TelegramResult
-from shared.outbox import add_command, dispatch_commands, tell_guest
+from shared.outbox import add_command, dispatch_commands
 from shared.repositories import Database, Repositories
 from shared.streams import Publisher
 from shared.texts import PACK_TITLE, language_of
@@ -62,10 +63,6 @@ def sticker_set_name(job_id: UUID, bot_username: str) -> str:
     if len(name) > 64 or "__" in name:
         raise ValueError(f"sticker set name {name!r} breaks Telegram's rules")
     return name
-
-
-def pack_link(name: str) -> str:
-    return f"https://t.me/addstickers/{name}"
 
 
 class PackDelivery:
@@ -270,9 +267,13 @@ class PackDelivery:
             return None
         command_id = command_ids.link(job.id, len(attempts) + 1)
         assert job.sticker_set_name is not None and ctx.tg_chat_id is not None  # bound with tg_user_id
-        link = pack_link(job.sticker_set_name)
-        await tell_guest(
-            repos, command_id, ctx.tg_chat_id, "pack_ready", ctx.language, reply_to=SERVICE, link=link
+        await queue_link_message(
+            repos,
+            command_id,
+            chat_id=ctx.tg_chat_id,
+            language=ctx.language,
+            set_name=job.sticker_set_name,
+            reply_to=SERVICE,
         )
         return command_id
 

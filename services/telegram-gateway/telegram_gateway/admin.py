@@ -1,5 +1,8 @@
 """Admin commands in private chats with the bot: ``/pause``, ``/resume``, ``/status`` (DESIGN.md §7, §9).
 
+``/status`` answers from the evening's figures the admin page shows (:mod:`shared.overview`, issue 13
+item 2): queue depth, running, failed today by class, spend today against ``DAILY_BUDGET_USD``, the pause.
+
 Only users in ``ADMIN_USER_IDS`` may use them; everyone else gets the guest fallback. ``/resume`` clears an
 ``auto`` or ``admin`` pause (never ``env``), republishes the queued jobs, and offers one button that
 retries the jobs the 15-minute deadline failed during the pause.
@@ -15,7 +18,9 @@ from telegram.ext import Application, CallbackQueryHandler, CommandHandler, Cont
 
 from shared import maintenance
 from shared.joblife import republish_queued, retry_failed_job
+from shared.overview import Overview, gather_overview
 from shared.repositories import Database
+from shared.settings import BudgetSettings
 from shared.streams import Publisher
 
 log = structlog.get_logger(__name__)
@@ -24,8 +29,15 @@ RETRY_PREFIX = "admin_retry_deadline:"
 
 class AdminHandlers:
     def __init__(
-        self, *, db: Database, publisher: Publisher, admin_ids: frozenset[int], env_maintenance: bool
+        self,
+        *,
+        db: Database,
+        publisher: Publisher,
+        admin_ids: frozenset[int],
+        env_maintenance: bool,
+        budget: BudgetSettings,
     ) -> None:
+        self.budget = budget
         self.db = db
         self.publisher = publisher
         self.admin_ids = admin_ids
@@ -83,14 +95,12 @@ class AdminHandlers:
         await message.reply_text("\n".join(lines), reply_markup=markup)
 
     async def show_status(self, update: Update, _context: ContextTypes.DEFAULT_TYPE) -> None:
-        """Jobs by status and the pause in force."""
-        async with self.db.transaction() as repos:
-            counts = await repos.jobs.count_by_status()
-            pause = await maintenance.current_pause(repos, env_on=self.env_maintenance)
-        state = f"paused ({pause.source}: {pause.reason})" if pause else "running"
-        jobs = ", ".join(f"{k} {v}" for k, v in sorted(counts.items())) or "no jobs"
+        """Queue depth, running, failed today by class, spend today against the budget, the pause."""
+        view = await gather_overview(
+            self.db, self.publisher.redis, budget=self.budget, env_maintenance=self.env_maintenance
+        )
         if update.effective_message:
-            await update.effective_message.reply_text(f"Queue {state}. Jobs: {jobs}.")
+            await update.effective_message.reply_text(status_text(view))
 
     async def retry_deadline_failures(self, update: Update, _context: ContextTypes.DEFAULT_TYPE) -> None:
         """The /resume button: requeue deadline failures since the pause began (while selfies exist)."""
@@ -111,3 +121,35 @@ class AdminHandlers:
         await query.answer(f"{retried} job(s) queued again.")
         if query.message is not None:
             await query.edit_message_reply_markup(reply_markup=None)
+
+
+def status_text(view: Overview) -> str:
+    """The ``/status`` answer: one line per figure, plain text (no parse mode: reasons are free text)."""
+    pause = view.pause
+    if pause is None:
+        state = "Queue running."
+    else:
+        state = f"Queue paused ({pause.source}: {pause.reason or 'no reason given'})."
+        if pause.resume_at:
+            state += f" Resumes by itself at {pause.resume_at:%H:%M} UTC."
+        elif pause.source == "env":
+            state += " MAINTENANCE_MODE=1: only a restart without it ends this."
+        else:
+            state += " /resume to continue."
+    failures = ", ".join(
+        f"{label} {count}"
+        for label, count in sorted(view.failures_today.items(), key=lambda kv: (-kv[1], kv[0]))
+    )
+    budget = view.daily_budget_usd
+    spend = f"Spend today: ${view.spend_today_usd:.2f}"
+    spend += (
+        f" of ${budget:.2f} ({view.spend_today_usd / budget:.0%})." if budget else " (no daily budget set)."
+    )
+    return "\n".join(
+        [
+            state,
+            f"Queue depth: {view.queued} waiting, {view.running} running.",
+            f"Failed today: {view.failed_today}" + (f" ({failures})." if failures else "."),
+            spend,
+        ]
+    )

@@ -82,9 +82,9 @@ def register_handlers(
     MaintenanceGate(db=db, executor=executor, admin_ids=settings.admin_ids, env_maintenance=env).register(
         application
     )
-    AdminHandlers(db=db, publisher=publisher, admin_ids=settings.admin_ids, env_maintenance=env).register(
-        application
-    )
+    AdminHandlers(
+        db=db, publisher=publisher, admin_ids=settings.admin_ids, env_maintenance=env, budget=settings
+    ).register(application)
     ErasureHandlers(db=db, publisher=publisher, executor=executor).register(application)
     GuestHandlers(db, executor, env_maintenance=env).register(application)
     LeadsUpdateRouter(

@@ -1,37 +1,57 @@
-"""Admin API for jobs and the queue (DESIGN.md §2, §9): list and inspect jobs, retry a failed one, pause
-and resume. Behind ``Authorization: Bearer <ADMIN_TOKEN>`` like every ``/admin`` route.
+"""Admin API for jobs and the queue (DESIGN.md §2, §9; issue 13 item 3): the evening's overview, the job
+list with its guest and a search, one job with its timeline, stickers, provider calls and link messages,
+Retry, "Resend link", pause and resume. Behind ``Authorization: Bearer <ADMIN_TOKEN>`` like every
+``/admin`` route (:func:`ingest.api.admin_leads.admin_required`).
 
 Retry follows spec/002 "Job-level outcomes": ``failed → queued`` with a fresh cost ceiling and deadline
-(``created_at`` reset), only while the selfie still exists, and never for a job of class ``content``: every
-provider refused that selfie, a retry would only send it to them again (the worker would refuse it
-itself), so the guest has been asked for a new photo instead (issue 8). Every job carries ``retryable``,
-which the admin page follows.
+(``created_at`` reset), only while the selfie still exists, and never for a failure a retry cannot fix
+(:data:`shared.joblife.UNFIXABLE_BY_RETRY`: ``content``, every provider refused that selfie; ``permanent``,
+no face, no photo or an unknown outfit): the guest has been asked for a new photo instead (issue 8).
+Every job carries ``retryable`` and ``resendable``, which the admin page follows.
+
+Codes of this router besides the common ones (:mod:`ingest.api.errors`):
+
+=====================  ======  ====================================================================
+code                   status  when
+=====================  ======  ====================================================================
+``not_found``          404     no such job, or no such sticker of it (deleted after retention)
+``invalid_cursor``     422     ``cursor`` is not one this API returned
+``not_retryable``      409     Retry of a job that is not failed, or whose selfie is gone
+``content_refused``    409     Retry of a job whose selfie every provider refused
+``retry_cannot_help``  409     Retry of a ``permanent`` failure (no face, no photo, unknown outfit)
+``not_delivered``      409     "Resend link" of a job that is not delivered (or has no Telegram chat)
+=====================  ======  ====================================================================
 """
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any
 from uuid import UUID
 
-from fastapi import APIRouter, Depends, Query
+from fastapi import APIRouter, Depends, Path, Query, Response
 
 from ingest.api.admin_leads import admin_required
 from ingest.api.errors import ApiError
 from ingest.context import Ctx
-from shared import maintenance
+from ingest.sheet import contact_sheet_png
+from shared import command_ids, maintenance
 from shared.domain import Job, JobStatus
 from shared.errors import ErrorClass
-from shared.joblife import republish_queued, retry_failed_job
+from shared.joblife import republish_queued, resend_link, retry_can_help, retry_failed_job
+from shared.outbox import dispatch_commands
+from shared.overview import gather_overview
+from shared.repositories.job_search import JobListing, PageCursor
+from shared.repositories.overview import failure_label
 
 router = APIRouter(dependencies=[Depends(admin_required)])
 
-
-def _retryable(job: Job) -> bool:
-    return (
-        job.status == JobStatus.FAILED
-        and job.selfie_deleted_at is None
-        and job.error_class != str(ErrorClass.CONTENT)
-    )
+#: Jobs per page of the job list: the default and the most a caller may ask for.
+PAGE_SIZE, MAX_PAGE_SIZE = 50, 100
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MICROSECOND = timedelta(microseconds=1)
+#: Images of guests: never cached by a browser or a proxy, never embedded by another origin.
+_PRIVATE = {"Cache-Control": "private, no-store", "X-Content-Type-Options": "nosniff"}
 
 
 def _job(job: Job) -> dict[str, Any]:
@@ -41,13 +61,48 @@ def _job(job: Job) -> dict[str, Any]:
         "outfit_id": job.outfit_id,
         "attempts": job.attempts,
         "error_class": job.error_class,
+        "failure": failure_label(job.error_class, job.error) if job.status == JobStatus.FAILED else None,
         "error": job.error,
         "sticker_set_name": job.sticker_set_name,
         "created_at": job.created_at.isoformat(),
         "updated_at": job.updated_at.isoformat(),
+        "link_sent_at": job.link_sent_at.isoformat() if job.link_sent_at else None,
         "selfie_deleted": job.selfie_deleted_at is not None,
-        "retryable": _retryable(job),
+        "retryable": retry_can_help(job),
+        "resendable": job.status == JobStatus.DELIVERED and job.sticker_set_name is not None,
     }
+
+
+def _listing(row: JobListing) -> dict[str, Any]:
+    return {
+        **_job(row.job),
+        "station": row.station,
+        "guest": {"name": row.guest_name, "username": row.tg_username, "user_id": row.tg_user_id},
+    }
+
+
+def format_cursor(cursor: PageCursor) -> str:
+    """``<µs since the epoch>_<job id hex>``: exact to Postgres' precision, safe in a query string."""
+    return f"{(cursor.created_at - _EPOCH) // _MICROSECOND}_{cursor.job_id.hex}"
+
+
+def parse_cursor(value: str) -> PageCursor:
+    """The cursor :func:`format_cursor` wrote. Raises ``ApiError`` 422 ``invalid_cursor`` otherwise."""
+    micros, _, job_hex = value.partition("_")
+    try:
+        return PageCursor(_EPOCH + int(micros) * _MICROSECOND, UUID(hex=job_hex))
+    except (ValueError, OverflowError) as exc:
+        raise ApiError(422, "invalid_cursor", "cursor is not one this API returned") from exc
+
+
+@router.get("/admin/overview")
+async def evening_overview(ctx: Ctx) -> dict[str, Any]:
+    """The overview row (:mod:`shared.overview`): guests served and time to link (last hour), failures
+    by class, spend and image requests today against their limits, provider health, streams, pause."""
+    view = await gather_overview(
+        ctx.db, ctx.publisher.redis, budget=ctx.settings, env_maintenance=ctx.settings.maintenance_mode
+    )
+    return view.to_json()
 
 
 @router.get("/admin/status")
@@ -62,49 +117,136 @@ async def queue_status(ctx: Ctx) -> dict[str, Any]:
 @router.get("/admin/jobs")
 async def list_jobs(
     ctx: Ctx,
+    q: Annotated[str | None, Query(max_length=100)] = None,
     status: Annotated[JobStatus | None, Query()] = None,
-    limit: Annotated[int, Query(ge=1, le=500)] = 100,
+    cursor: Annotated[str | None, Query(max_length=80)] = None,
+    limit: Annotated[int, Query(ge=1, le=MAX_PAGE_SIZE)] = PAGE_SIZE,
 ) -> dict[str, Any]:
-    """The newest jobs first, optionally of one status."""
+    """One page of jobs, newest first, with guest (first name, ``@username``, Telegram user id), station
+    and outfit. ``q`` searches guest name, ``@username``, user id, job id (prefix) and set name;
+    ``next_cursor`` (``null`` on the last page) is the ``cursor`` of the next page."""
+    after = parse_cursor(cursor) if cursor else None
     async with ctx.db.transaction() as repos:
-        jobs = await repos.jobs.recent(limit=limit, status=status)
-    return {"jobs": [_job(j) for j in jobs]}
+        rows, following = await repos.job_search.search(query=q, status=status, after=after, limit=limit)
+    return {
+        "jobs": [_listing(r) for r in rows],
+        "next_cursor": format_cursor(following) if following else None,
+    }
 
 
 @router.get("/admin/jobs/{job_id}")
 async def show_job(ctx: Ctx, job_id: UUID) -> dict[str, Any]:
-    """One job with its transition log."""
+    """One job: its guest, its transitions, its stickers (image paths under this API), its provider calls
+    with cost (USD) and latency (s), and its link messages (delivery's and every "Resend link")."""
     async with ctx.db.transaction() as repos:
-        job = await repos.jobs.get(job_id)
-        events = await repos.jobs.events(job_id) if job else []
-    if job is None:
-        raise ApiError(404, "not_found", f"job {job_id} does not exist")
+        job_ctx = await repos.jobs.get_context(job_id)
+        if job_ctx is None:
+            raise ApiError(404, "not_found", f"job {job_id} does not exist")
+        session = await repos.sessions.get(job_ctx.job.session_id)
+        events = await repos.jobs.events(job_id)
+        stickers = await repos.blobs.positions_for_job(job_id, "sticker")
+        calls = await repos.usage.for_job(job_id)
+        links = await repos.tg_commands.with_prefix(command_ids.link(job_id))
+        links += await repos.tg_commands.with_prefix(command_ids.resend_link_prefix(job_id))
+    base = f"/admin/jobs/{job_id}"
     return {
-        **_job(job),
+        **_job(job_ctx.job),
+        "station": session.station if session else None,
+        "guest": {
+            "name": session.guest_name if session else None,
+            "username": session.tg_username if session else None,
+            "user_id": job_ctx.tg_user_id,
+            "language": job_ctx.language,
+        },
         "events": [{"from": e[0], "to": e[1], "note": e[2], "at": e[3].isoformat()} for e in events],
+        "stickers": [{"position": p, "emoji": emoji, "url": f"{base}/stickers/{p}"} for p, emoji in stickers],
+        "contact_sheet_url": f"{base}/contact-sheet" if stickers else None,
+        "calls": [
+            {
+                "provider": c.provider,
+                "model": c.model,
+                "kind": c.kind,
+                "call_type": c.call_type,
+                "outcome": c.outcome,
+                "cost_usd": round(c.cost_usd, 6),
+                "latency_s": round(c.latency_s, 3),
+                "error": c.error,
+            }
+            for c in calls
+        ],
+        "cost_usd": round(sum(c.cost_usd for c in calls), 6),
+        "link_messages": [
+            {"command_id": r.command_id, "status": r.status, "at": r.updated_at.isoformat()}
+            for r in sorted(links, key=lambda r: r.created_at)
+        ],
     }
+
+
+@router.get("/admin/jobs/{job_id}/stickers/{position}")
+async def sticker_image(ctx: Ctx, job_id: UUID, position: Annotated[int, Path(ge=0, le=63)]) -> Response:
+    """The job's sticker at ``position`` (0–11) as PNG, for admins only; 404 ``not_found`` when the job
+    has none there (never rendered, or deleted after ``STICKER_RETENTION_DAYS``)."""
+    async with ctx.db.transaction() as repos:
+        blob = await repos.blobs.at_position(job_id, "sticker", position)
+    if blob is None:
+        raise ApiError(404, "not_found", f"job {job_id} has no sticker {position}")
+    return Response(blob.data, media_type=blob.content_type, headers=_PRIVATE)
+
+
+@router.get("/admin/jobs/{job_id}/contact-sheet")
+async def contact_sheet(ctx: Ctx, job_id: UUID) -> Response:
+    """The job's stickers side by side on one PNG (4 columns, numbered 1–12 in reading order, as the
+    worker's pack QA sees them); 404 ``not_found`` when it has none."""
+    async with ctx.db.transaction() as repos:
+        blobs = await repos.blobs.for_job(job_id, "sticker")
+    if not blobs:
+        raise ApiError(404, "not_found", f"job {job_id} has no stickers")
+    return Response(contact_sheet_png([b.data for b in blobs]), media_type="image/png", headers=_PRIVATE)
 
 
 @router.post("/admin/jobs/{job_id}/retry")
 async def retry_job(ctx: Ctx, job_id: UUID) -> dict[str, Any]:
-    """Queue a failed job again; 404 ``not_found`` for an unknown job, 409 ``not_retryable`` when it is not
-    failed or its selfie is gone, 409 ``content_refused`` when the providers refused its selfie (a new
-    photo is needed)."""
+    """Queue a failed job again; 404 ``not_found`` for an unknown job, 409 ``content_refused`` when the
+    providers refused its selfie, 409 ``retry_cannot_help`` for a ``permanent`` failure (no face, no
+    photo, unknown outfit), 409 ``not_retryable`` when it is not failed or its selfie is gone."""
     async with ctx.db.transaction() as repos:
         current = await repos.jobs.get(job_id)
         if current is None:
             raise ApiError(404, "not_found", f"job {job_id} does not exist")
-        if current.error_class == str(ErrorClass.CONTENT):
+        if current.status == JobStatus.FAILED and current.error_class == str(ErrorClass.CONTENT):
             raise ApiError(
                 409,
                 "content_refused",
                 "The AI providers refused this photo; the guest must take a new selfie at the booth.",
+            )
+        if current.status == JobStatus.FAILED and current.error_class == str(ErrorClass.PERMANENT):
+            label = failure_label(current.error_class, current.error)
+            raise ApiError(
+                409,
+                "retry_cannot_help",
+                f"This job failed for good ({label}): the same photo would fail again; the guest must "
+                "take a new selfie at the booth.",
             )
         job = await retry_failed_job(repos, job_id, note="admin retry (web)")
     if job is None:
         raise ApiError(409, "not_retryable", "Only a failed job whose selfie still exists can be retried.")
     await republish_queued(ctx.db, ctx.publisher)
     return _job(job)
+
+
+@router.post("/admin/jobs/{job_id}/resend-link")
+async def resend_job_link(ctx: Ctx, job_id: UUID) -> dict[str, Any]:
+    """Send the guest their link message again (the same message as delivery's, a new command id per
+    press); 404 ``not_found`` for an unknown job, 409 ``not_delivered`` when the job is not delivered or
+    its guest has no Telegram chat. Answers the queued ``command_id``."""
+    async with ctx.db.transaction() as repos:
+        if await repos.jobs.get(job_id) is None:
+            raise ApiError(404, "not_found", f"job {job_id} does not exist")
+        command_id = await resend_link(repos, job_id)
+    if command_id is None:
+        raise ApiError(409, "not_delivered", "Only a delivered job's link can be sent again.")
+    await dispatch_commands(ctx.db, ctx.publisher, [command_id])
+    return {"command_id": command_id}
 
 
 @router.post("/admin/pause")

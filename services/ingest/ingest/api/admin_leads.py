@@ -1,4 +1,5 @@
-"""``GET /admin/leads``: the leads with their status and publication state, for operators (DESIGN.md §2).
+"""``GET /admin/leads``: the leads with their status and publication state, for operators (DESIGN.md §2);
+``GET /admin/leads.csv``: the same as a spreadsheet file (issue 13 item 3).
 
 Behind ``Authorization: Bearer <ADMIN_TOKEN>`` (DESIGN.md §12, admin web behind a token); without an
 ``ADMIN_TOKEN`` setting the endpoint answers 403 ``admin_disabled``. A missing or wrong token is 401.
@@ -6,10 +7,13 @@ Behind ``Authorization: Bearer <ADMIN_TOKEN>`` (DESIGN.md §12, admin web behind
 
 from __future__ import annotations
 
+import csv
+import io
 import secrets
+from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Depends, Header, Query
+from fastapi import APIRouter, Depends, Header, Query, Response
 
 from ingest.api.errors import ApiError
 from ingest.context import Ctx
@@ -57,6 +61,83 @@ async def list_leads(
     async with ctx.db.transaction() as repos:
         rows = await repos.leads.list_recent(limit, status=status)
     return {"leads": [_row(lead, repeats) for lead, repeats in rows]}
+
+
+#: At most this many leads in one CSV export (the newest): years of a venue's landing page.
+CSV_MAX_ROWS = 10_000
+CSV_COLUMNS = (
+    "number",
+    "created_at",
+    "status",
+    "status_by",
+    "status_at",
+    "name",
+    "contact",
+    "contact_kind",
+    "message",
+    "source_page",
+    "utm",
+    "repeats",
+    "card_state",
+)
+#: A cell starting with one of these is a formula to Excel, LibreOffice and Google Sheets (OWASP "CSV
+#: Injection"): such a cell is written with a leading ``'``, which the spreadsheet shows as text.
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_cell(value: object) -> str:
+    """One CSV cell as text: ``None`` is empty, a text that a spreadsheet would run as a formula gets a
+    leading ``'`` (:data:`FORMULA_STARTS`); quoting is the ``csv`` module's (RFC 4180)."""
+    if value is None:
+        return ""
+    text = value.isoformat() if isinstance(value, datetime) else str(value)
+    return "'" + text if text.startswith(FORMULA_STARTS) else text
+
+
+def leads_csv(rows: list[tuple[Lead, int]]) -> str:
+    """The leads as CSV text (RFC 4180: ``\r\n`` line ends, fields with ``,``, ``"`` or line breaks
+    quoted, ``"`` doubled), a header row of :data:`CSV_COLUMNS` first."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\r\n")
+    writer.writerow(CSV_COLUMNS)
+    for lead, repeats in rows:
+        utm = "; ".join(f"{k}={v}" for k, v in sorted(lead.utm.items()))
+        values = (
+            lead.id,
+            lead.created_at,
+            lead.status,
+            lead.status_by_name,
+            lead.status_at,
+            lead.name,
+            lead.contact,
+            lead.contact_kind,
+            lead.message,
+            lead.source_page,
+            utm,
+            repeats,
+            lead.post_state,
+        )
+        writer.writerow([csv_cell(v) for v in values])
+    return out.getvalue()
+
+
+@router.get("/admin/leads.csv")
+async def export_leads(
+    ctx: Ctx, status: Annotated[Literal["new", "taken", "done", "spam"] | None, Query()] = None
+) -> Response:
+    """The newest :data:`CSV_MAX_ROWS` leads (optionally of one status) as a UTF-8 CSV download, with a
+    byte-order mark so that Excel reads Cyrillic names right."""
+    async with ctx.db.transaction() as repos:
+        rows = await repos.leads.list_recent(CSV_MAX_ROWS, status=status)
+    day = datetime.now(UTC).strftime("%Y-%m-%d")
+    return Response(
+        ("\ufeff" + leads_csv(rows)).encode("utf-8"),
+        media_type="text/csv; charset=utf-8",
+        headers={
+            "Content-Disposition": f'attachment; filename="leads-{day}.csv"',
+            "Cache-Control": "private, no-store",
+        },
+    )
 
 
 def _row(lead: Lead, repeats: int) -> dict[str, Any]:
