@@ -19,10 +19,17 @@ from shared.domain import JobStatus
 from shared.repositories import Database
 from shared.repositories.usage import ApiCall
 from shared.streams import Publisher
+from tests.simulators.tgsim_helpers import serving, sim_config
 from tests.telegram_gateway.gateway_helpers import running_gateway
 from tests.telegram_gateway.test_conversation import ADMIN, GUEST, replies, settings_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
+
+
+@pytest.fixture
+async def sim() -> AsyncIterator[httpx.AsyncClient]:
+    async with serving(sim_config()) as running, httpx.AsyncClient(base_url=running.url) as client:
+        yield client
 
 
 @pytest.fixture
@@ -32,9 +39,6 @@ async def gateway(
     settings = settings_for(sim, database_url, redis_url, ADMIN_USER_IDS=str(ADMIN), DAILY_BUDGET_USD="4")
     async with running_gateway(settings, db=db, publisher=Publisher(redis)) as started:
         yield started.application
-
-
-from tests.telegram_gateway.test_conversation import sim  # noqa: E402,F401  (the simulator fixture)
 
 
 async def add_job(db: Database, token: str, status: JobStatus, **values: object) -> None:
