@@ -1,60 +1,121 @@
-"""The admin page in Chromium against the running stack: token, pause/resume, jobs with retry, leads."""
+"""The admin page in Chromium against the running stack (issue 13 items 3 and 5): sign in, pause/resume,
+the overview row, finding a named guest's failed job and retrying it, no Retry for a no-face photo, a
+delivered job's page with its stickers, contact sheet and calls and "Resend link" reaching the guest's
+chat, paging, and the leads CSV export."""
 
 from __future__ import annotations
 
 import asyncio
+import csv
+import io
+import time
+from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, TypeVar
 from uuid import UUID
 
 import httpx
 import pytest
 import sqlalchemy as sa
+from PIL import Image
 from playwright.sync_api import Page, expect
 
-from devstack.journey import start_session
+from devstack.journey import wait_until
 from devstack.processes import Stack
 from shared.db import create_engine
 from shared.db.tables import jobs
 from shared.domain import JobStatus
-from shared.repositories import Database
+from shared.repositories import Database, Repositories
+from shared.repositories.usage import ApiCall
 from tests.browser.kiosk_helpers import ADMIN_TOKEN, PHOTOS, screenshot
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(180)]
 ADMIN = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
+T = TypeVar("T")
 
 
-def failed_job(stack: Stack, *, user_id: int) -> str:
-    """A linked guest's job that failed after two attempts, selfie kept (so it can be retried)."""
+def in_db(stack: Stack, work: Callable[[Repositories], Awaitable[T]]) -> T:
+    """Run ``work`` in one transaction on the stack's database (a thread of its own: Playwright's event
+    loop runs in this one)."""
+
+    async def run() -> T:
+        db = Database(create_engine(stack.config.database_url))
+        try:
+            async with db.transaction() as repos:
+                return await work(repos)
+        finally:
+            await db.dispose()
+
+    with ThreadPoolExecutor(1) as thread:
+        return thread.submit(asyncio.run, run()).result()
+
+
+def linked_guest(stack: Stack, *, user_id: int, first_name: str, username: str) -> UUID:
+    """A kiosk session whose guest pressed Start in the Telegram simulator; returns the session id."""
     with (
         httpx.Client(base_url=stack.ingest_url, timeout=30) as kiosk,
         httpx.Client(base_url=stack.sim_url, timeout=30) as sim,
     ):
-        session_id = UUID(start_session(kiosk, sim, user_id=user_id)["id"])
-
-    async def fail() -> str:
-        db = Database(create_engine(stack.config.database_url))
-        try:
-            async with db.transaction() as repos:  # one transaction: no worker sees it queued
-                job = await repos.jobs.insert_queued(session_id=session_id, capture_id="c1", outfit_id="chef")
-                selfie = (PHOTOS / "face-older-man-white-hair.jpg").read_bytes()
-                await repos.blobs.put(kind="selfie", data=selfie, content_type="image/jpeg", job_id=job.id)
-                await repos.jobs.claim(job.id, owner="browser-test")
-                failing = {"error_class": "invalid", "error": "no valid sheet"}
-                await repos.jobs.fail(job.id, from_statuses=(JobStatus.PROCESSING,), **failing)
-                await repos.conn.execute(sa.update(jobs).where(jobs.c.id == job.id).values(attempts=2))
-            return str(job.id)
-        finally:
-            await db.dispose()
-
-    with ThreadPoolExecutor(1) as thread:  # Playwright's event loop runs in this thread
-        return thread.submit(asyncio.run, fail()).result()
+        session = kiosk.post("/sessions", json={"station": "hall-east"}).raise_for_status().json()
+        token = session["deep_link"].split("start=", 1)[1]
+        sim.post(
+            f"/sim/users/{user_id}/messages",
+            json={
+                "text": f"/start {token}",
+                "first_name": first_name,
+                "username": username,
+                "language_code": "en",
+            },
+        ).raise_for_status()
+        wait_until(
+            lambda: kiosk.get(f"/sessions/{session['id']}").json().get("telegram_linked"), 30, "the bind"
+        )
+    return UUID(session["id"])
 
 
-def test_the_admin_page_pauses_lists_jobs_and_retries_a_failed_one(page: Page, stack: Stack) -> None:
-    job_id = failed_job(stack, user_id=7201)
-    lead = {"requestId": "browser-lead-0001", "name": "<b>Ann</b> & Co", "contact": "ann@example.com"}
-    httpx.post(f"{stack.ingest_url}/leads", json=lead, timeout=10).raise_for_status()
+def job_of(stack: Stack, session_id: UUID, *, status: JobStatus, stickers: int = 0, **values: Any) -> str:
+    """A job of the session, put straight into ``status`` with ``values`` (one transaction: no worker
+    sees it queued), its selfie kept and ``stickers`` PNGs stored."""
 
+    async def make(repos: Repositories) -> str:
+        capture = f"c{time.time_ns()}"
+        job = await repos.jobs.insert_queued(session_id=session_id, capture_id=capture, outfit_id="pirate")
+        selfie = (PHOTOS / "face-older-man-white-hair.jpg").read_bytes()
+        await repos.blobs.put(kind="selfie", data=selfie, content_type="image/jpeg", job_id=job.id)
+        for position in range(stickers):
+            out = io.BytesIO()
+            Image.new("RGBA", (512, 512), (60 + 15 * position, 120, 220, 255)).save(out, format="PNG")
+            await repos.blobs.put(
+                kind="sticker",
+                data=out.getvalue(),
+                content_type="image/png",
+                job_id=job.id,
+                position=position,
+                meta={"emoji": "🏴‍☠️"},
+            )
+        if status == JobStatus.FAILED:  # through the real transitions: the timeline shows them
+            await repos.jobs.claim(job.id, owner="browser-test")
+            failing = {"error_class": values.pop("error_class"), "error": values.pop("error")}
+            await repos.jobs.fail(job.id, from_statuses=(JobStatus.PROCESSING,), **failing)
+        row = {"status": status.value, "attempts": 2 if status == JobStatus.FAILED else 0, **values}
+        if status == JobStatus.DELIVERED:
+            row.setdefault("sticker_set_name", f"sb{job.id.hex}_by_stickerbooth_bot")
+            row.setdefault("link_sent_at", sa.func.now())
+        await repos.conn.execute(sa.update(jobs).where(jobs.c.id == job.id).values(**row))
+        return str(job.id)
+
+    return in_db(stack, make)
+
+
+def sign_in(page: Page, stack: Stack) -> None:
+    page.goto(f"{stack.ingest_url}/admin")
+    page.fill("#token", ADMIN_TOKEN)
+    page.click("#login button[type=submit]")
+    expect(page.locator("#dashboard")).to_be_visible()
+
+
+def test_the_admin_page_signs_in_pauses_and_shows_the_overview(page: Page, stack: Stack) -> None:
     page.goto(f"{stack.ingest_url}/admin")
     page.fill("#token", "not-the-admin-token-000000")
     page.click("#login button[type=submit]")
@@ -72,19 +133,160 @@ def test_the_admin_page_pauses_lists_jobs_and_retries_a_failed_one(page: Page, s
     expect(page.locator("#queue-state")).to_have_text("Running")
     assert httpx.post(f"{stack.ingest_url}/sessions", json={}, timeout=10).status_code == 201
 
-    row = page.locator(f'#jobs tr[data-job-id="{job_id}"]')
-    expect(row).to_contain_text("failed")
-    expect(row).to_contain_text("invalid")
-    row.click()
-    expect(page.locator("#detail-events")).to_contain_text("processing → failed — invalid: no valid sheet")
-    expect(page.locator("#leads")).to_contain_text("<b>Ann</b> & Co")  # shown as text, not markup
-    screenshot(page, "admin-failed-job")
-    row.get_by_role("button", name="Retry").click()
-    expect(row.locator('.pill[class*="status-"]')).not_to_have_text("failed")
-    expect(page.locator("#detail-events")).to_contain_text("failed → queued — admin retry (web)")
-    events = httpx.get(f"{stack.ingest_url}/admin/jobs/{job_id}", headers=ADMIN, timeout=10).json()["events"]
-    assert [e["note"] for e in events if e["from"] == "failed"] == ["admin retry (web)"]
-
+    session = linked_guest(stack, user_id=7301, first_name="Vera", username="vera_v")
+    job_of(
+        stack, session, status=JobStatus.FAILED, error_class="deadline", error="the 15-minute deadline passed"
+    )
+    job_of(stack, session, status=JobStatus.DELIVERED)
+    page.reload()
+    expect(page.locator("#failures")).to_contain_text("deadline")
+    expect(page.locator("#guests")).not_to_have_text("0")
+    expect(page.locator("#link-count")).to_contain_text("p50 · p95 of")
+    expect(page.locator("#spend-sub")).to_contain_text("DAILY_BUDGET_USD")
+    expect(page.locator("#images-sub")).to_contain_text("IMAGE_RPD_LIMIT 1000")
+    expect(page.locator("#streams")).not_to_be_empty()
     page.reload()  # the token is kept for the tab
     expect(page.locator("#dashboard")).to_be_visible()
     expect(page.locator("#login")).to_be_hidden()
+    screenshot(page, "admin-overview")
+
+
+def test_an_operator_finds_a_named_guests_failed_job_sees_why_and_retries_it(
+    page: Page, stack: Stack
+) -> None:
+    session = linked_guest(stack, user_id=7302, first_name="Olga", username="olga_p")
+    job_id = job_of(stack, session, status=JobStatus.FAILED, error_class="invalid", error="no valid sheet")
+    sign_in(page, stack)
+    page.fill("#job-query", "olga")
+    page.click("#job-search button[type=submit]")
+    row = page.locator(f'#jobs tr[data-job-id="{job_id}"]')
+    expect(row).to_contain_text("Olga")
+    expect(row).to_contain_text("@olga_p")
+    expect(row).to_contain_text("hall-east")
+    expect(row).to_contain_text("pirate")
+    expect(row).to_contain_text("invalid")
+    expect(page.locator("#jobs tbody tr")).to_have_count(1)
+    row.click()
+    expect(page).to_have_url(f"{stack.ingest_url}/admin#/jobs/{job_id}")
+    expect(page.locator("#detail-title")).to_contain_text("Olga — pirate at hall-east")
+    expect(page.locator("#detail-notice")).to_contain_text("No usable stickers came back")
+    expect(page.locator("#detail-events")).to_contain_text("processing → failed — invalid: no valid sheet")
+    expect(page.locator("#detail-resend")).to_be_hidden()
+    page.click("#detail-retry")
+    expect(page.locator("#detail-done")).to_contain_text("Queued again")
+    expect(page.locator("#detail-events")).to_contain_text("failed → queued — admin retry (web)")
+    page.click("#detail-back")
+    expect(page.locator("#jobs-card")).to_be_visible()
+
+
+def test_a_no_face_job_offers_no_retry_and_says_why(page: Page, stack: Stack) -> None:
+    session = linked_guest(stack, user_id=7303, first_name="Ivan", username="ivan_q")
+    job_id = job_of(
+        stack,
+        session,
+        status=JobStatus.FAILED,
+        error_class="permanent",
+        error="NoFaceError: no face found in the selfie",
+    )
+    sign_in(page, stack)
+    page.goto(f"{stack.ingest_url}/admin#/jobs/{job_id}")
+    expect(page.locator("#detail-notice")).to_contain_text("Failed: no_face. No face in the photo")
+    expect(page.locator("#detail-retry")).to_be_hidden()
+    expect(page.locator("#detail-resend")).to_be_hidden()
+
+
+def test_a_delivered_jobs_page_shows_its_stickers_and_calls_and_resends_the_link(
+    page: Page, stack: Stack
+) -> None:
+    session = linked_guest(stack, user_id=7304, first_name="Anna", username="anna_k")
+    job_id = job_of(stack, session, status=JobStatus.DELIVERED, stickers=12)
+
+    async def calls(repos: Repositories) -> None:
+        for kind, outcome, cost in (
+            ("passport", "ok", 0.002),
+            ("sheet", "rate_limit", 0.0),
+            ("sheet", "ok", 0.039),
+        ):
+            call = ApiCall(
+                provider="gemini",
+                model="gemini-3.1-flash-image",
+                kind=kind,
+                call_type="image",
+                outcome=outcome,
+                cost_usd=cost,
+                latency_s=4.2,
+                job_id=UUID(job_id),
+                error="429 RESOURCE_EXHAUSTED" if outcome != "ok" else None,
+            )
+            await repos.usage.record(call)
+
+    in_db(stack, calls)
+    sign_in(page, stack)
+    page.goto(f"{stack.ingest_url}/admin#/jobs/{job_id}")
+    expect(page.locator("#detail-stickers img")).to_have_count(12)
+    loaded = "[...document.querySelectorAll('#detail-stickers img')].every((i) => i.naturalWidth === 512)"
+    page.wait_for_function(f"() => {loaded}")
+    expect(page.locator("#detail-calls tbody tr")).to_have_count(3)
+    expect(page.locator("#detail-cost")).to_contain_text("3 calls, $0.04 in all")
+    expect(page.locator("#detail-calls")).to_contain_text("rate_limit")
+    expect(page.locator("#detail-retry")).to_be_hidden()
+    expect(page.locator("#detail-sheet")).to_be_visible()
+    with page.context.expect_page() as sheet_tab:
+        page.click("#detail-sheet")
+    sheet = sheet_tab.value
+    sheet.wait_for_load_state()
+    assert sheet.url.startswith("blob:")
+    sheet.close()
+    page.evaluate("window.scrollTo(0, 0)")
+    screenshot(page, "admin-job")
+
+    page.click("#detail-resend")
+    expect(page.locator("#detail-done")).to_contain_text("Link message queued")
+    expect(page.locator("#detail-links")).to_contain_text("resend_link:1")
+    set_name = f"sb{UUID(job_id).hex}_by_stickerbooth_bot"
+
+    def link_in_chat() -> bool:
+        body: Any = httpx.get(f"{stack.sim_url}/sim/chats/7304/messages", timeout=10).json()
+        messages = body["messages"] if isinstance(body, dict) else body
+        return any(set_name in (m.get("text") or "") for m in messages)
+
+    wait_until(link_in_chat, 30, "the resent link in the guest's chat")
+    page.click("#detail-resend")
+    expect(page.locator("#detail-links")).to_contain_text("resend_link:2")
+
+
+def test_the_job_list_pages_older_and_newer(page: Page, stack: Stack) -> None:
+    session = linked_guest(stack, user_id=7305, first_name="Pager", username="pager_p")
+    for _ in range(27):
+        job_of(stack, session, status=JobStatus.DELIVERED)
+    sign_in(page, stack)
+    page.fill("#job-query", "@pager_p")
+    page.click("#job-search button[type=submit]")
+    expect(page.locator("#jobs tbody tr")).to_have_count(25)
+    expect(page.locator("#page-newer")).to_be_disabled()
+    page.click("#page-older")
+    expect(page.locator("#page-label")).to_have_text("page 2")
+    expect(page.locator("#jobs tbody tr")).to_have_count(2)
+    expect(page.locator("#page-older")).to_be_disabled()
+    page.click("#page-newer")
+    expect(page.locator("#jobs tbody tr")).to_have_count(25)
+
+
+def test_the_leads_export_downloads_a_safe_csv(page: Page, stack: Stack) -> None:
+    lead = {
+        "requestId": f"browser-lead-{time.time_ns()}",
+        "name": "=cmd|' /C calc'!A0",
+        "contact": "csv@example.com",
+        "message": 'Hi, "team"',
+    }
+    httpx.post(f"{stack.ingest_url}/leads", json=lead, timeout=10).raise_for_status()
+    sign_in(page, stack)
+    expect(page.locator("#leads")).to_contain_text("=cmd|' /C calc'!A0")  # shown as text on the page
+    with page.expect_download() as download:
+        page.click("#leads-export")
+    path = download.value.path()
+    assert download.value.suggested_filename.startswith("leads-")
+    text = Path(path).read_text(encoding="utf-8-sig")
+    rows = {r["contact"]: r for r in csv.DictReader(io.StringIO(text, newline=""))}
+    assert rows["csv@example.com"]["name"] == "'=cmd|' /C calc'!A0"
+    assert rows["csv@example.com"]["message"] == 'Hi, "team"'

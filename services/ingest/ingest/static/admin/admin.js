@@ -1,18 +1,24 @@
 /* Sticker Booth admin page over the /admin/* JSON API (services/ingest/ingest/api/admin_jobs.py,
- * admin_leads.py): queue state with Pause/Resume, jobs with Retry and their transitions, leads (read-only).
+ * admin_leads.py): the evening's overview row (shared/overview.py), the queue with Pause/Resume, the job
+ * list with search and keyset paging, a job page (#/jobs/<id>) with its timeline, stickers, contact sheet,
+ * provider calls, Retry and Resend link, and the leads with a CSV export.
  * The token is asked for once and kept in sessionStorage (this tab only). Every value from the server is
- * put on the page as text, never as HTML: lead names and messages come from strangers.
+ * put on the page as text, never as HTML: guest names, lead names and messages come from strangers.
+ * Guest images need the token, so they are fetched and shown as blob: URLs (the CSP allows img blob:).
  */
 "use strict";
 
 (() => {
   const TOKEN_KEY = "stickerBooth.adminToken";
   const REFRESH_MS = 5000;
-  const STATUSES = ["queued", "processing", "rendered", "delivering", "delivered", "failed"];
+  const PAGE_SIZE = 25;
   const $ = (id) => document.getElementById(id);
   let token = sessionStorage.getItem(TOKEN_KEY);
   let refreshTimer = null;
-  let openJobId = null;
+  // Job list: the search in force and the cursors of the pages seen (cursors[k] opens page k).
+  const list = { q: "", status: "", cursors: [null], page: 0 };
+  // The job page's images: fetched once per job, released when another job is opened.
+  let shownImages = { jobId: null, urls: [] };
 
   class HttpError extends Error {
     constructor(status, code, message) {
@@ -22,7 +28,7 @@
     }
   }
 
-  async function api(method, path) {
+  async function request(method, path) {
     let response;
     try {
       response = await fetch(path, { method, cache: "no-store", headers: { Authorization: `Bearer ${token}` } });
@@ -31,13 +37,16 @@
       throw err;
     }
     $("offline").hidden = true;
-    const body = await response.json().catch(() => null);
     if (!response.ok) {
+      const body = await response.json().catch(() => null);
       const error = (body && body.error) || {};
       throw new HttpError(response.status, error.code || "", error.message || response.statusText);
     }
-    return body;
+    return response;
   }
+
+  const api = async (method, path) => (await request(method, path)).json();
+  const blobUrl = async (path) => URL.createObjectURL(await (await request("GET", path)).blob());
 
   function accessProblem(err) {
     if (!(err instanceof HttpError)) return null;
@@ -77,198 +86,401 @@
     }
     sessionStorage.setItem(TOKEN_KEY, token);
     $("login").hidden = true;
+    openDashboard();
+  }
+
+  function openDashboard() {
     $("dashboard").hidden = false;
     $("sign-out").hidden = false;
     refresh();
+  }
+
+  /* ---- Routing: #/ is the lists, #/jobs/<id> a job's page. ---- */
+
+  function routeJobId() {
+    const match = /^#\/jobs\/([0-9a-f-]{36})$/.exec(location.hash);
+    return match ? match[1] : null;
   }
 
   /* ---- Refresh loop. ---- */
 
   async function refresh() {
     clearTimeout(refreshTimer);
-    const filter = $("job-filter").value;
+    const jobId = routeJobId();
+    $("home-view").hidden = Boolean(jobId);
+    $("overview").hidden = Boolean(jobId); // a job's page starts at the job
+    $("job-detail").hidden = !jobId;
     try {
-      const [status, jobs, leads] = await Promise.all([
-        api("GET", "/admin/status"),
-        api("GET", `/admin/jobs?limit=100${filter ? `&status=${filter}` : ""}`),
-        api("GET", "/admin/leads?limit=100"),
-      ]);
-      renderQueue(status);
-      renderJobs(jobs.jobs);
-      renderLeads(leads.leads);
-      if (openJobId) await showJob(openJobId);
+      const overview = api("GET", "/admin/overview");
+      const work = jobId ? [showJob(jobId)] : [loadJobs(), loadLeads()];
+      renderOverview(await overview);
+      await Promise.all(work);
       $("updated").textContent = `updated ${new Date().toLocaleTimeString()}`;
     } catch (err) {
       const problem = accessProblem(err);
       if (problem) return signOut(problem);
     }
-    clearTimeout(refreshTimer); // a refresh started meanwhile (an action, the filter) set one too
+    clearTimeout(refreshTimer); // a refresh started meanwhile (an action, a search) set one too
     refreshTimer = setTimeout(refresh, REFRESH_MS);
   }
 
-  async function act(method, path) {
+  async function act(button, method, path, done) {
     $("action-error").textContent = "";
+    $("detail-done").textContent = "";
+    if (button) button.disabled = true;
     try {
-      await api(method, path);
+      const body = await api(method, path);
+      if (done) $("detail-done").textContent = done(body);
     } catch (err) {
       const problem = accessProblem(err);
       if (problem) return signOut(problem);
       $("action-error").textContent = err.message || String(err);
+    } finally {
+      if (button) button.disabled = false;
     }
     await refresh();
   }
 
-  /* ---- Rendering. ---- */
+  /* ---- Formatting. ---- */
 
-  function cell(text, className) {
-    const td = document.createElement("td");
-    td.textContent = text ?? "—";
-    if (className) td.className = className;
-    return td;
+  function el(tag, text, className) {
+    const node = document.createElement(tag);
+    if (text !== undefined && text !== null) node.textContent = text;
+    if (className) node.className = className;
+    return node;
   }
+
+  const cell = (text, className) => el("td", text ?? "—", className);
 
   function pill(text, kind) {
-    const span = document.createElement("span");
-    span.className = `pill ${kind}`;
-    span.textContent = text;
-    return span;
-  }
-
-  // What each error class of a job means for staff (DESIGN.md §5); shown as the class pill's title.
-  const ERROR_CLASSES = {
-    content: "The AI providers refused this photo (safety filter). The guest was asked for a new selfie; Retry would only be refused again.",
-    invalid: "No usable stickers came back within the attempts (invalid or unreadable images).",
-    permanent: "The photo cannot be used (no face, selfie missing, unknown outfit).",
-    timeout: "The AI providers did not answer in time.",
-    internal: "A bug of ours: see the worker's log for this job.",
-    crashed: "The worker processing it died.",
-    deadline: "The guest's 15-minute deadline passed.",
-    job_cost: "The job reached its cost ceiling (JOB_MAX_COST_USD).",
-  };
-
-  function errorClass(job) {
-    if (!job.error_class) return cell("—");
-    const td = cell("");
-    const shown = job.error_class === "permanent" && /no face/i.test(job.error || "") ? "no_face" : job.error_class;
-    const badge = pill(shown, `error-class class-${job.error_class}`);
-    badge.title = ERROR_CLASSES[job.error_class] || job.error || "";
-    td.append(badge);
-    return td;
+    return el("span", text, `pill ${kind}`);
   }
 
   function age(iso) {
     const s = Math.max(0, (Date.now() - Date.parse(iso)) / 1000);
-    if (s < 60) return `${Math.floor(s)} s`;
-    if (s < 3600) return `${Math.floor(s / 60)} min`;
-    if (s < 86400) return `${Math.floor(s / 3600)} h`;
-    return `${Math.floor(s / 86400)} d`;
+    if (s < 60) return `${Math.floor(s)} s ago`;
+    if (s < 3600) return `${Math.floor(s / 60)} min ago`;
+    if (s < 86400) return `${Math.floor(s / 3600)} h ago`;
+    return `${Math.floor(s / 86400)} d ago`;
   }
 
-  function renderQueue(status) {
-    const pause = status.pause;
-    const state = $("queue-state");
-    state.replaceChildren(pause ? pill("Paused", "warn") : pill("Running", "ok"));
+  function duration(seconds) {
+    if (seconds === null || seconds === undefined) return "—";
+    if (seconds < 90) return `${Math.round(seconds)} s`;
+    return `${Math.floor(seconds / 60)} min ${String(Math.round(seconds % 60)).padStart(2, "0")} s`;
+  }
+
+  const usd = (value) => `$${Number(value).toFixed(2)}`;
+  const percent = (share) => `${Math.round(share * 100)}%`;
+
+  // What each failure of a job means for staff (DESIGN.md §5); a retry cannot fix the first three.
+  const FAILURES = {
+    no_face: "No face in the photo. The guest was asked for another selfie; Retry would fail the same way.",
+    content: "The AI providers refused this photo (safety filter). The guest was asked for a new selfie; Retry would only be refused again.",
+    permanent: "The photo cannot be used (photo missing or unknown outfit); Retry would fail the same way.",
+    invalid: "No usable stickers came back within the attempts (invalid or unreadable images). Retry may work.",
+    timeout: "The AI providers did not answer in time. Retry may work.",
+    internal: "A bug of ours: see the worker's log for this job. Retry may work.",
+    crashed: "The worker processing it died. Retry may work.",
+    deadline: "The guest's 15-minute deadline passed (often during a pause). Retry may work.",
+    job_cost: "The job reached its cost ceiling (JOB_MAX_COST_USD). Retry starts a fresh ceiling.",
+  };
+
+  function guestLabel(guest) {
+    return guest && guest.name ? guest.name : "not linked";
+  }
+
+  function telegramLabel(guest) {
+    if (!guest || !guest.user_id) return null;
+    return guest.username ? `@${guest.username} · ${guest.user_id}` : String(guest.user_id);
+  }
+
+  function failurePill(job) {
+    if (!job.failure) return null;
+    const badge = pill(job.failure, `error-class class-${job.error_class}`);
+    badge.title = FAILURES[job.failure] || job.error || "";
+    return badge;
+  }
+
+  /* ---- Overview row. ---- */
+
+  function meter(label, value, share, title, kind = "") {
+    const row = el("div", null, `meter ${kind}`);
+    row.title = title || "";
+    const head = el("div", null, "meter-head");
+    head.append(el("span", label), el("span", value, "meter-value"));
+    const bar = el("div", null, "bar");
+    const fill = el("span");
+    fill.style.width = `${Math.min(100, Math.round(share * 100))}%`;
+    bar.append(fill);
+    row.append(head, bar);
+    return row;
+  }
+
+  function renderOverview(o) {
+    renderQueue(o);
+    $("guests").textContent = String(o.guests_last_hour);
+    const t = o.time_to_link;
+    $("link-times").textContent = t.count ? `${duration(t.p50_s)} · ${duration(t.p95_s)}` : "—";
+    $("link-count").textContent = t.count
+      ? `p50 · p95 of ${t.count} ${t.count === 1 ? "link" : "links"}, last hour`
+      : "no links in the last hour";
+
+    const failures = Object.entries(o.failures_today);
+    $("failed-total").textContent = String(failures.reduce((sum, [, n]) => sum + n, 0));
+    $("failures").replaceChildren(
+      ...(failures.length
+        ? failures.map(([label, n]) => {
+            const chip = pill(`${label} ${n}`, `error-class class-${label}`);
+            chip.title = FAILURES[label] || "";
+            return chip;
+          })
+        : [el("span", "none today", "muted small")]),
+    );
+
+    const spend = o.spend_today;
+    $("spend").textContent = usd(spend.usd);
+    const spendShare = spend.budget_usd ? spend.usd / spend.budget_usd : 0;
+    $("spend-bar").parentElement.hidden = !spend.budget_usd;
+    $("spend-bar").style.width = `${Math.min(100, Math.round(spendShare * 100))}%`;
+    $("spend-bar").className = spendShare >= 0.9 ? "bad" : spendShare >= 0.7 ? "warn" : "";
+    $("spend-sub").textContent = spend.budget_usd
+      ? `of ${usd(spend.budget_usd)} daily budget (${percent(spendShare)}), UTC day`
+      : "no daily budget (DAILY_BUDGET_USD unset)";
+
+    const images = o.image_requests_today;
+    const used = Object.entries(images.by_provider);
+    $("images").replaceChildren(
+      ...(used.length
+        ? used.map(([provider, n]) => {
+            const share = n / images.limit;
+            return meter(provider, `${n} / ${images.limit}`, share, "", share >= 0.9 ? "bad" : share >= 0.7 ? "warn" : "");
+          })
+        : [el("p", "none yet today", "muted small")]),
+    );
+    $("images-sub").textContent = `IMAGE_RPD_LIMIT ${images.limit} per provider, Pacific-time day`;
+
+    const providers = o.providers.by_provider;
+    $("providers").replaceChildren(
+      ...(providers.length
+        ? providers.map((p) => {
+            const ok = p.calls ? p.ok / p.calls : 1;
+            const errors = Object.entries(p.errors).map(([k, n]) => `${k} ${n}`).join(", ");
+            const title = errors ? `${errors}${p.last_error ? ` — last: ${p.last_error}` : ""}` : "no errors";
+            const kind = p.error_share >= 0.5 ? "bad" : p.error_share >= 0.2 ? "warn" : "ok";
+            return meter(p.provider, `${percent(ok)} ok of ${p.calls}`, ok, title, kind);
+          })
+        : [el("p", "no calls", "muted small")]),
+    );
+    $("providers-sub").textContent = `calls of the last ${o.providers.window_min} min`;
+    renderStreams(o);
+  }
+
+  function renderQueue(o) {
+    const pause = o.pause;
+    $("queue-state").replaceChildren(pause ? pill("Paused", "warn") : pill("Running", "ok"));
     let detail = "Workers take jobs; kiosks accept photos.";
     if (pause) {
-      detail = `Source ${pause.source}: ${pause.reason || "no reason given"} — since ${new Date(pause.since).toLocaleString()}`;
-      if (pause.resume_at) detail += `, resumes by itself at ${new Date(pause.resume_at).toLocaleString()}`;
+      detail = `Source ${pause.source}: ${pause.reason || "no reason given"} — since ${new Date(pause.since).toLocaleTimeString()}`;
+      if (pause.resume_at) detail += `, resumes by itself at ${new Date(pause.resume_at).toLocaleTimeString()}`;
       if (pause.source === "env") detail += ". MAINTENANCE_MODE=1 is set: only a restart without it clears this.";
     }
     $("queue-detail").textContent = detail;
+    $("queue-counts").textContent = `${o.jobs.queued} waiting · ${o.jobs.running} running`;
     $("pause").hidden = Boolean(pause);
-    $("resume").hidden = !pause;
-    $("counts").replaceChildren(
-      ...STATUSES.map((name) => {
-        const chip = document.createElement("span");
-        chip.className = `count status-${name}`;
-        chip.textContent = `${name} ${status.jobs[name] ?? 0}`;
-        return chip;
-      }),
-    );
+    $("resume").hidden = !pause || pause.source === "env";
+  }
+
+  function renderStreams(o) {
+    const box = $("streams");
+    if (!o.streams) {
+      box.replaceChildren(el("p", `Redis not answering: ${o.streams_error || "unknown"}`, "bad small"));
+      return;
+    }
+    const rows = [];
+    for (const s of o.streams) {
+      for (const g of s.groups.length ? s.groups : [null]) {
+        const lag = g ? g.lag ?? 0 : 0;
+        const pending = g ? g.pending : 0;
+        if (!lag && !pending && !s.dead_letters) continue;
+        const row = el("div", null, "stream-row");
+        const stale = g && g.oldest_pending_s !== null && g.oldest_pending_s > 60;
+        row.append(el("span", s.stream, "mono"));
+        const facts = [];
+        if (lag) facts.push(`lag ${lag}`);
+        if (pending) facts.push(`pending ${pending}${g.oldest_pending_s !== null ? ` (oldest ${duration(g.oldest_pending_s)})` : ""}`);
+        if (s.dead_letters) facts.push(`dead ${s.dead_letters}`);
+        row.append(el("span", facts.join(" · "), s.dead_letters || stale ? "bad" : "warn"));
+        rows.push(row);
+      }
+    }
+    box.replaceChildren(...(rows.length ? rows : [el("p", "all caught up: no lag, nothing pending, no dead letters", "ok small")]));
+  }
+
+  /* ---- Job list. ---- */
+
+  async function loadJobs() {
+    const params = new URLSearchParams({ limit: String(PAGE_SIZE) });
+    if (list.q) params.set("q", list.q);
+    if (list.status) params.set("status", list.status);
+    const cursor = list.cursors[list.page];
+    if (cursor) params.set("cursor", cursor);
+    const body = await api("GET", `/admin/jobs?${params}`);
+    list.cursors.length = list.page + 1;
+    if (body.next_cursor) list.cursors.push(body.next_cursor);
+    renderJobs(body.jobs);
+    $("page-newer").disabled = list.page === 0;
+    $("page-older").disabled = !body.next_cursor;
+    $("page-label").textContent = `page ${list.page + 1}`;
+    document.querySelector(".pager").hidden = list.page === 0 && !body.next_cursor;
   }
 
   function renderJobs(jobs) {
     const rows = jobs.map((job) => {
       const tr = document.createElement("tr");
       tr.dataset.jobId = job.id;
-      tr.className = job.id === openJobId ? "open" : "";
+      tr.tabIndex = 0;
       const status = cell("");
       status.append(pill(job.status, `status-${job.status}`));
-      const action = cell("");
-      if (job.status === "failed") {
-        const retry = document.createElement("button");
-        retry.type = "button";
-        retry.className = "btn small";
-        retry.textContent = "Retry";
-        retry.disabled = !job.retryable;
-        if (job.error_class === "content") retry.title = "The providers refused this photo: the guest must take a new selfie.";
-        else if (job.selfie_deleted) retry.title = "The selfie is already deleted: the guest must take a new photo.";
-        retry.addEventListener("click", (event) => {
-          event.stopPropagation();
-          retry.disabled = true;
-          act("POST", `/admin/jobs/${job.id}/retry`);
-        });
-        action.append(retry);
-      }
+      const failure = cell(job.failure ? "" : "—");
+      const badge = failurePill(job);
+      if (badge) failure.append(badge);
+      const started = cell(age(job.created_at));
+      started.title = new Date(job.created_at).toLocaleString();
       tr.append(
-        cell(job.id.slice(0, 8), "mono"), cell(job.outfit_id), status, cell(String(job.attempts)),
-        errorClass(job), cell(age(job.created_at)), action,
+        started, cell(guestLabel(job.guest), job.guest && job.guest.name ? "" : "muted"), cell(telegramLabel(job.guest)),
+        cell(job.station), cell(job.outfit_id), status, failure, cell(job.id.slice(0, 8), "mono"),
       );
-      tr.addEventListener("click", () => showJob(job.id).catch(() => {}));
+      const open = () => { location.hash = `#/jobs/${job.id}`; };
+      tr.addEventListener("click", open);
+      tr.addEventListener("keydown", (event) => { if (event.key === "Enter") open(); });
       return tr;
     });
     $("jobs").tBodies[0].replaceChildren(...rows);
     $("jobs-empty").hidden = rows.length > 0;
   }
 
+  function search(event) {
+    event.preventDefault();
+    list.q = $("job-query").value.trim();
+    list.status = $("job-filter").value;
+    list.cursors = [null];
+    list.page = 0;
+    refresh();
+  }
+
+  /* ---- Job page. ---- */
+
   async function showJob(jobId) {
     let job;
     try {
       job = await api("GET", `/admin/jobs/${jobId}`);
     } catch (err) {
-      if (err instanceof HttpError && err.status === 404) return closeJob();
+      if (err instanceof HttpError && err.status === 404) {
+        $("detail-title").textContent = "No such job";
+        $("detail-fields").replaceChildren();
+        return;
+      }
       throw err;
     }
-    openJobId = jobId;
-    for (const tr of $("jobs").tBodies[0].rows) tr.classList.toggle("open", tr.dataset.jobId === jobId);
-    $("detail-id").textContent = job.id;
+    $("detail-title").textContent = `${guestLabel(job.guest)} — ${job.outfit_id} at ${job.station || "?"}`;
+    const notice = $("detail-notice");
+    notice.hidden = !job.failure;
+    if (job.failure) notice.textContent = `Failed: ${job.failure}. ${FAILURES[job.failure] || ""}`;
+    $("detail-retry").hidden = !job.retryable;
+    $("detail-resend").hidden = !job.resendable;
+    $("detail-retry").dataset.jobId = job.id;
+    $("detail-resend").dataset.jobId = job.id;
+
     const fields = [
-      ["Status", job.status], ["Outfit", job.outfit_id], ["Attempts", job.attempts],
-      ["Error class", job.error_class ? `${job.error_class} — ${ERROR_CLASSES[job.error_class] || ""}` : null],
-      ["Error", job.error], ["Sticker set", job.sticker_set_name],
-      ["Created", new Date(job.created_at).toLocaleString()], ["Updated", new Date(job.updated_at).toLocaleString()],
-      ["Selfie", job.selfie_deleted ? "deleted" : "kept"],
+      ["Status", job.status], ["Guest", guestLabel(job.guest)], ["Telegram", telegramLabel(job.guest)],
+      ["Language", job.guest.language], ["Station", job.station], ["Outfit", job.outfit_id],
+      ["Attempts", String(job.attempts)], ["Error", job.error], ["Sticker set", job.sticker_set_name],
+      ["Started", new Date(job.created_at).toLocaleString()],
+      ["Link sent", job.link_sent_at ? new Date(job.link_sent_at).toLocaleString() : null],
+      ["Selfie", job.selfie_deleted ? "deleted" : "kept"], ["Job id", job.id],
     ];
-    $("detail-fields").replaceChildren(
-      ...fields.flatMap(([name, value]) => {
-        const dt = document.createElement("dt");
-        dt.textContent = name;
-        const dd = document.createElement("dd");
-        dd.textContent = value ?? "—";
-        return [dt, dd];
-      }),
-    );
+    $("detail-fields").replaceChildren(...fields.flatMap(([name, value]) => [el("dt", name), el("dd", value ?? "—")]));
     $("detail-events").replaceChildren(
       ...job.events.map((e) => {
-        const li = document.createElement("li");
-        const when = document.createElement("time");
-        when.textContent = new Date(e.at).toLocaleTimeString();
+        const li = el("li");
+        const when = el("time", new Date(e.at).toLocaleTimeString());
         li.append(when, ` ${e.from ?? "∅"} → ${e.to}${e.note ? ` — ${e.note}` : ""}`);
         return li;
       }),
     );
-    $("job-detail").hidden = false;
+    $("detail-links").replaceChildren(
+      ...(job.link_messages.length
+        ? job.link_messages.map((m) => {
+            const li = el("li");
+            li.append(el("time", new Date(m.at).toLocaleTimeString()), ` ${m.command_id.split(":").slice(2).join(":")} — ${m.status}`);
+            return li;
+          })
+        : [el("li", "none sent", "muted")]),
+    );
+    renderCalls(job);
+    await renderStickers(job);
   }
 
-  function closeJob() {
-    openJobId = null;
-    $("job-detail").hidden = true;
-    for (const tr of $("jobs").tBodies[0].rows) tr.classList.remove("open");
+  function renderCalls(job) {
+    $("detail-cost").textContent = job.calls.length ? `— ${job.calls.length} calls, ${usd(job.cost_usd)} in all` : "";
+    $("detail-calls").tBodies[0].replaceChildren(
+      ...job.calls.map((c, k) => {
+        const tr = el("tr");
+        const outcome = cell("");
+        outcome.append(pill(c.outcome, c.outcome === "ok" ? "ok" : "warn"));
+        tr.append(
+          cell(String(k + 1), "mono"), cell(c.provider), cell(c.model, "mono"), cell(`${c.kind} (${c.call_type})`),
+          outcome, cell(`$${c.cost_usd.toFixed(4)}`, "mono"), cell(`${c.latency_s.toFixed(1)} s`, "mono"),
+          cell(c.error, "small"),
+        );
+        return tr;
+      }),
+    );
+    $("detail-no-calls").hidden = job.calls.length > 0;
+  }
+
+  async function renderStickers(job) {
+    const box = $("detail-stickers");
+    $("detail-no-stickers").hidden = job.stickers.length > 0;
+    $("detail-sheet").hidden = !job.contact_sheet_url;
+    if (shownImages.jobId === job.id && shownImages.count === job.stickers.length) return;
+    for (const url of shownImages.urls) URL.revokeObjectURL(url);
+    shownImages = { jobId: job.id, count: job.stickers.length, urls: [] };
+    box.replaceChildren();
+    const images = await Promise.all(job.stickers.map((s) => blobUrl(s.url).catch(() => null)));
+    box.replaceChildren(
+      ...job.stickers.map((s, k) => {
+        const img = el("img");
+        img.alt = `Sticker ${s.position + 1}${s.emoji ? ` ${s.emoji}` : ""}`;
+        img.width = img.height = 112;
+        if (images[k]) {
+          img.src = images[k];
+          shownImages.urls.push(images[k]);
+        }
+        return img;
+      }),
+    );
+  }
+
+  async function openSheet(event) {
+    event.preventDefault();
+    const jobId = routeJobId();
+    if (!jobId) return;
+    const url = await blobUrl(`/admin/jobs/${jobId}/contact-sheet`);
+    shownImages.urls.push(url);
+    window.open(url, "_blank", "noopener");
+  }
+
+  /* ---- Leads. ---- */
+
+  async function loadLeads() {
+    renderLeads((await api("GET", "/admin/leads?limit=100")).leads);
   }
 
   function renderLeads(leads) {
     const rows = leads.map((lead) => {
-      const tr = document.createElement("tr");
+      const tr = el("tr");
       const status = cell("");
       status.append(pill(lead.status, `lead-${lead.status}`));
       if (lead.status_by) status.append(` ${lead.status_by}`);
@@ -286,18 +498,53 @@
     $("leads-empty").hidden = rows.length > 0;
   }
 
+  async function exportLeads() {
+    $("action-error").textContent = "";
+    try {
+      const response = await request("GET", "/admin/leads.csv");
+      const name = /filename="([^"]+)"/.exec(response.headers.get("Content-Disposition") || "");
+      const url = URL.createObjectURL(await response.blob());
+      const link = el("a");
+      link.href = url;
+      link.download = name ? name[1] : "leads.csv";
+      document.body.append(link);
+      link.click();
+      link.remove();
+      setTimeout(() => URL.revokeObjectURL(url), 10_000);
+    } catch (err) {
+      const problem = accessProblem(err);
+      if (problem) return signOut(problem);
+      $("action-error").textContent = err.message || String(err);
+    }
+  }
+
+  /* ---- Wiring. ---- */
+
   $("login").addEventListener("submit", signIn);
   $("sign-out").addEventListener("click", () => signOut());
-  $("pause").addEventListener("click", () => act("POST", "/admin/pause"));
-  $("resume").addEventListener("click", () => act("POST", "/admin/resume"));
-  $("job-filter").addEventListener("change", refresh);
-  $("detail-close").addEventListener("click", closeJob);
+  $("pause").addEventListener("click", () => act($("pause"), "POST", "/admin/pause"));
+  $("resume").addEventListener("click", () => act($("resume"), "POST", "/admin/resume"));
+  $("job-search").addEventListener("submit", search);
+  $("job-filter").addEventListener("change", search);
+  $("page-older").addEventListener("click", () => { list.page += 1; refresh(); });
+  $("page-newer").addEventListener("click", () => { list.page = Math.max(0, list.page - 1); refresh(); });
+  $("leads-export").addEventListener("click", exportLeads);
+  $("detail-sheet").addEventListener("click", (event) => openSheet(event).catch(() => {}));
+  $("detail-retry").addEventListener("click", () => {
+    const id = $("detail-retry").dataset.jobId;
+    act($("detail-retry"), "POST", `/admin/jobs/${id}/retry`, () => "Queued again: a worker takes it in a moment.");
+  });
+  $("detail-resend").addEventListener("click", () => {
+    const id = $("detail-resend").dataset.jobId;
+    act($("detail-resend"), "POST", `/admin/jobs/${id}/resend-link`, () => "Link message queued: the guest gets it again in a few seconds.");
+  });
+  window.addEventListener("hashchange", () => {
+    $("detail-done").textContent = "";
+    $("action-error").textContent = "";
+    window.scrollTo(0, 0);
+    if (token) refresh();
+  });
 
-  if (token) {
-    $("dashboard").hidden = false;
-    $("sign-out").hidden = false;
-    refresh();
-  } else {
-    showLogin();
-  }
+  if (token) openDashboard();
+  else showLogin();
 })();
