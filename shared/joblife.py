@@ -128,8 +128,12 @@ async def retry_failed_job(repos: Repositories, job_id: UUID, *, note: str) -> J
     """Admin retry: ``failed → queued`` with a fresh cost ceiling and deadline (``created_at`` reset,
     attempts cleared) while the selfie still exists (spec/002 "Job-level outcomes"; DESIGN.md §3).
 
-    Returns the queued job, or ``None`` when it is not ``failed`` or its selfie is gone.
+    Returns the queued job, or ``None`` when it is not ``failed``, its selfie is gone, or its failure is
+    one a retry cannot fix (:data:`UNFIXABLE_BY_RETRY`).
     """
+    current = await repos.jobs.get(job_id)
+    if current is None or current.error_class in UNFIXABLE_BY_RETRY:
+        return None
     if not await repos.blobs.ids_for_job(job_id, "selfie"):
         return None
     return await repos.jobs.retry_failed(job_id, note=note)

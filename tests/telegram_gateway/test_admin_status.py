@@ -13,7 +13,7 @@ import redis.asyncio as aioredis
 import sqlalchemy as sa
 from telegram.ext import Application
 
-from shared import maintenance
+from shared import maintenance, streams
 from shared.db.tables import jobs
 from shared.domain import JobStatus
 from shared.repositories import Database
@@ -59,6 +59,7 @@ async def test_status_shows_depth_running_failures_spend_and_the_pause(
     gateway: Application,  # type: ignore[type-arg]
     sim: httpx.AsyncClient,
     db: Database,
+    redis: aioredis.Redis,
 ) -> None:
     for n in range(3):
         await add_job(db, f"q{n}", JobStatus.QUEUED)
@@ -83,6 +84,7 @@ async def test_status_shows_depth_running_failures_spend_and_the_pause(
             )
         )
         await maintenance.start_pause(repos, source="auto", reason="credit")
+    await redis.xadd(streams.dead_letter_stream(streams.JOBS), {"reason": "delivered 6 times"})
     await message(sim, ADMIN, "/status")
     [text] = await replies(sim, ADMIN, 1)
     lines = text.splitlines()
@@ -90,6 +92,7 @@ async def test_status_shows_depth_running_failures_spend_and_the_pause(
     assert lines[1] == "Queue depth: 3 waiting, 1 running."
     assert lines[2] == "Failed today: 3 (deadline 2, no_face 1)."
     assert lines[3] == "Spend today: $1.00 of $4.00 (25%)."
+    assert lines[4:] == ["Streams: stk:jobs dead 1."]
 
 
 async def test_status_is_for_admins_only_and_start_records_the_username(

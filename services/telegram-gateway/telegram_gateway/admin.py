@@ -25,6 +25,9 @@ from shared.streams import Publisher
 
 log = structlog.get_logger(__name__)
 RETRY_PREFIX = "admin_retry_deadline:"
+#: A pending stream entry older than this is worth an admin's look: twice ``STREAM_LEASE_SEC``'s default
+#: (60 s), after which a live consumer would have taken it over.
+STALE_PENDING_S = 120.0
 
 
 class AdminHandlers:
@@ -145,11 +148,21 @@ def status_text(view: Overview) -> str:
     spend += (
         f" of ${budget:.2f} ({view.spend_today_usd / budget:.0%})." if budget else " (no daily budget set)."
     )
-    return "\n".join(
-        [
-            state,
-            f"Queue depth: {view.queued} waiting, {view.running} running.",
-            f"Failed today: {view.failed_today}" + (f" ({failures})." if failures else "."),
-            spend,
+    lines = [
+        state,
+        f"Queue depth: {view.queued} waiting, {view.running} running.",
+        f"Failed today: {view.failed_today}" + (f" ({failures})." if failures else "."),
+        spend,
+    ]
+    if view.streams is None:
+        lines.append(f"Streams: not readable ({view.streams_error}).")
+    else:
+        trouble = [f"{s.stream} dead {s.dead_letters}" for s in view.streams if s.dead_letters] + [
+            f"{s.stream} pending {g.pending}"
+            for s in view.streams
+            for g in s.groups
+            if g.oldest_pending_s is not None and g.oldest_pending_s > STALE_PENDING_S
         ]
-    )
+        if trouble:
+            lines.append("Streams: " + ", ".join(trouble) + ".")
+    return "\n".join(lines)
