@@ -172,6 +172,7 @@ def test_an_operator_finds_a_named_guests_failed_job_sees_why_and_retries_it(
     expect(page.locator("#detail-notice")).to_contain_text("No usable stickers came back")
     expect(page.locator("#detail-events")).to_contain_text("processing → failed — invalid: no valid sheet")
     expect(page.locator("#detail-resend")).to_be_hidden()
+    screenshot(page, "admin-job-failed")
     page.click("#detail-retry")
     expect(page.locator("#detail-done")).to_contain_text("Queued again")
     expect(page.locator("#detail-events")).to_contain_text("failed → queued — admin retry (web)")
