@@ -24,6 +24,7 @@ import ctypes.util
 import math
 import multiprocessing
 import os
+import time
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from functools import cache
@@ -89,7 +90,8 @@ def _check(data: bytes, max_bytes: int, max_pixels: int, require_face: bool) -> 
             trim(0)
 
 
-def _pid() -> int:
+def _warm() -> int:
+    time.sleep(0.1)  # held long enough that each warm-up task lands on a process of its own
     return os.getpid()
 
 
@@ -124,9 +126,10 @@ class PhotoChecker:
         their pids. Raises :class:`PhotoCheckUnavailable` when a process cannot start."""
         pool = self._current()
         try:
-            # One task per process: a task only starts a new process while no process is idle.
-            futures = [pool.submit(_pid) for _ in range(self.workers)]
-            return sorted({await asyncio.wrap_future(f) for f in futures})
+            # One task per process: a submit starts a new process while none is idle.
+            futures = [pool.submit(_warm) for _ in range(self.workers)]
+            await asyncio.gather(*(asyncio.wrap_future(f) for f in futures))
+            return self.pids()
         except BrokenProcessPool as exc:
             self._drop(pool)
             raise PhotoCheckUnavailable("the photo-check processes did not start") from exc
