@@ -115,7 +115,9 @@ class UploadRejected(StickerBoothError):
         return (_rebuild_upload_rejected, (type(self), self.code, self.detail, self.status))
 
 
-def _rebuild_upload_rejected(cls: type[UploadRejected], code: str, detail: str, status: int) -> UploadRejected:
+def _rebuild_upload_rejected(
+    cls: type[UploadRejected], code: str, detail: str, status: int
+) -> UploadRejected:
     error = cls.__new__(cls)
     UploadRejected.__init__(error, code, detail, status=status)
     return error

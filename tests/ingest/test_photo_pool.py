@@ -31,7 +31,9 @@ NO_FACES = ("heic-iphone-pug.heic", "png-16bit-welder-low-light.png")
 
 
 @pytest.fixture
-async def app(db: Database, redis: aioredis.Redis, database_url: str, redis_url: str) -> AsyncIterator[FastAPI]:
+async def app(
+    db: Database, redis: aioredis.Redis, database_url: str, redis_url: str
+) -> AsyncIterator[FastAPI]:
     settings = ingest_settings(database_url, redis_url, PHOTO_CHECK_WORKERS=2)
     application = create_app(settings, db=db, publisher=Publisher(redis))
     yield application
@@ -57,7 +59,9 @@ async def test_concurrent_uploads_with_and_without_faces_each_get_their_own_answ
 ) -> None:
     names = [*FACES, *NO_FACES, *FACES, *NO_FACES]  # 10 uploads on 2 processes
     sids = [await linked_session(client, db, user_id=100 + i) for i in range(len(names))]
-    answers = await asyncio.gather(*(upload(client, sid, name) for sid, name in zip(sids, names, strict=True)))
+    answers = await asyncio.gather(
+        *(upload(client, sid, name) for sid, name in zip(sids, names, strict=True))
+    )
     for name, answer in zip(names, answers, strict=True):
         if name in FACES:
             assert answer.status_code == 202, (name, answer.text)

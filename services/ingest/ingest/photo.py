@@ -258,7 +258,6 @@ def check_photo(data: bytes, *, max_bytes: int, max_pixels: int, require_face: b
             face was found.
     """
     rgb, _source_format = _normalised(data, max_bytes=max_bytes, max_pixels=max_pixels)
-    if require_face:
-        if not detect_faces(np.asarray(rgb, dtype=np.uint8)):
-            raise UploadRejected("no_face", "No face was found in the photo; please take another selfie.")
+    if require_face and not detect_faces(np.asarray(rgb, dtype=np.uint8)):
+        raise UploadRejected("no_face", "No face was found in the photo; please take another selfie.")
     return _jpeg(rgb)
