@@ -17,6 +17,7 @@ from ingest.api import admin_erasure, admin_jobs, admin_leads, errors, kiosk, la
 from ingest.api.body_limit import BodyLimitMiddleware
 from ingest.api.request_metrics import RequestMetricsMiddleware, count_500s_from_zero
 from ingest.context import IngestContext
+from ingest.malloc import fix_mmap_threshold
 from ingest.photo_pool import PhotoChecker, container_cpus
 from ingest.ratelimit import RateLimiter
 from ingest.settings import IngestSettings
@@ -120,5 +121,6 @@ def create_app(
 def main() -> None:
     settings = settings_or_exit(IngestSettings, "ingest")
     configure_logging(service="ingest", level=settings.log_level, fmt=settings.log_format)
+    fix_mmap_threshold()  # upload bodies go back to the OS after a burst (ingest.malloc)
     app = create_app(settings)
     uvicorn.run(app, host=settings.host, port=settings.port, log_config=None, access_log=False)

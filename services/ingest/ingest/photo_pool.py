@@ -12,29 +12,25 @@ process is ready in milliseconds and never inherits the event loop's threads.
 A process that dies (an OOM kill, a crash inside a decoder) breaks the pool: every check then in flight
 raises :class:`PhotoCheckUnavailable` (503 ``photo_check_unavailable`` with ``Retry-After: 1``; the kiosk
 sends the same capture again, which is idempotent), the broken pool is dropped and the next upload gets a
-new one. After each check the process hands its freed heap back to the OS (glibc ``malloc_trim``), so a
-burst of uploads leaves the pool's memory where it was.
+new one. Each process keeps glibc's mmap threshold fixed and hands its freed heap back after each check
+(:mod:`ingest.malloc`), so a burst of uploads leaves the pool's memory where it was.
 """
 
 from __future__ import annotations
 
 import asyncio
-import ctypes
-import ctypes.util
 import math
 import multiprocessing
 import os
 import time
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from functools import cache
 from pathlib import Path
-from typing import Any
 
 import cv2
 import structlog
 
-from ingest import photo
+from ingest import malloc, photo
 from shared.errors import UnavailableError
 from shared.imaging.faces import load_detector
 
@@ -62,20 +58,11 @@ def container_cpus(cpu_max: Path = _CGROUP_CPU_MAX) -> int:
     return max(1, cpus)
 
 
-@cache
-def _malloc_trim() -> Any:
-    libc = ctypes.util.find_library("c")
-    function = getattr(ctypes.CDLL(libc), "malloc_trim", None) if libc else None  # glibc only
-    if function is not None:
-        function.argtypes = [ctypes.c_size_t]
-        function.restype = ctypes.c_int
-    return function
-
-
 def _start_process() -> None:
     """Pool initializer, once per process: one OpenCV thread (the pool is the parallelism), HEIC
     registered, every cascade loaded."""
     cv2.setNumThreads(1)
+    malloc.fix_mmap_threshold()
     photo.load_decoders()
     load_detector()
 
@@ -85,9 +72,7 @@ def _check(data: bytes, max_bytes: int, max_pixels: int, require_face: bool) -> 
     try:
         return photo.check_photo(data, max_bytes=max_bytes, max_pixels=max_pixels, require_face=require_face)
     finally:
-        trim = _malloc_trim()
-        if trim is not None:
-            trim(0)
+        malloc.trim()
 
 
 def _warm() -> int:
