@@ -29,7 +29,7 @@ async def send_all(plan: dict[str, Any]) -> dict[str, int]:
     """Send every message of ``plan``; returns the counts printed by :func:`main`."""
     base = str(plan["base_url"]).rstrip("/")
     limiter: AIORateLimiter = AIORateLimiter(max_retries=int(plan["max_retries"]))
-    bot: ExtBot[None] = ExtBot(token=plan["token"], base_url=f"{base}/bot", rate_limiter=limiter)
+    bot: ExtBot[int] = ExtBot(token=plan["token"], base_url=f"{base}/bot", rate_limiter=limiter)
     queue: asyncio.Queue[tuple[int, str]] = asyncio.Queue()
     for chat_id, text in plan["messages"]:
         queue.put_nowait((int(chat_id), str(text)))
