@@ -262,6 +262,11 @@ def measure(options: Options) -> list[Row]:
         f"wall time on a shared machine (load average {f.load:.1f} on {len(os.sched_getaffinity(0))} CPUs "
         "when the burst began; the client and ingest's main process run on the same cores)"
     )
+    cpu_bound = uploads * f.cpu_per_upload_s / f.workers
+    machine += (
+        f"; ingest's own CPU for the burst over {f.workers} free cores would take {cpu_bound:.2f} s = "
+        f"{cpu_bound / f.ideal_s:.2f}× ideal"
+    )
     main_rss = f"main process VmRSS {_mb(f.after_main_rss)} after, {_mb(f.idle_main_rss)} idle"
     return [
         Row(
