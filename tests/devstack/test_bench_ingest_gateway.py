@@ -68,3 +68,24 @@ def test_a_quick_gateway_run_delivers_the_load_through_both_senders(tmp_path: Pa
         assert "accepted in time" not in row.note, row.note
         assert row.ratio is not None and row.ratio > 0
     assert rows[0].met is not None and rows[1].met is None
+
+
+@pytest.mark.unit
+def test_each_429_is_put_on_the_bucket_that_was_empty() -> None:
+    def call(seq: int, at: float, chat: int, ok: bool) -> dict[str, object]:
+        return {
+            "seq": seq,
+            "at": at,
+            "params": {"chat_id": chat},
+            "ok": ok,
+            "error_code": None if ok else 429,
+        }
+
+    # a private chat's 4th message within a second: its bucket of 3 is empty, the overall one is not
+    private = [call(i, 100.0 + i * 0.01, 7, ok=i < 3) for i in range(4)]
+    assert gateway.empty_buckets(private) == Counter({"private": 1})
+    # 31 messages to 31 chats at once: the overall bucket of 30 is empty for the last
+    overall = [call(i, 100.0, 1000 + i, ok=i < 30) for i in range(31)]
+    assert gateway.empty_buckets(overall) == Counter({"overall": 1})
+    # a 429 the buckets cannot explain is not blamed on one
+    assert gateway.empty_buckets([call(0, 100.0, 7, ok=False)]) == Counter({"unclear": 1})
