@@ -11,8 +11,10 @@ tell "retry later" from "permanent" without knowing which library failed.
     │   ├── RedisUnavailable         Redis cannot be reached (rows stay pending for the reconciler)
     │   ├── TelegramUnreachable      (telegram_gateway.executor) no answer from the Bot API: the
     │   │                            command is pending again
-    │   └── SetNotReadable           (telegram_gateway.sticker_sets) a set's name is taken but the set
-    │                                does not read yet; also a PTB ``NetworkError``, so PTB retries it
+    │   ├── SetNotReadable           (telegram_gateway.sticker_sets) a set's name is taken but the set
+    │   │                            does not read yet; also a PTB ``NetworkError``, so PTB retries it
+    │   └── PhotoCheckUnavailable    (ingest.photo_pool) a photo-check process died during the upload:
+    │                                HTTP 503, the pool is replaced, the kiosk sends the photo again
     ├── UploadRejected               a kiosk upload is unusable: 4xx with a machine-readable `code`
     │   └── ConsentRequired          (ingest.consent) no "Agree" on the session: 403
     │                                `consent_required`, nothing read or stored
@@ -99,6 +101,8 @@ class UploadRejected(StickerBoothError):
             ``corrupt_image``, ``too_many_pixels``, ``no_face``.
         detail: one sentence a kiosk operator can read.
         status: the HTTP status to answer with (413 for size, 415 for format, 422 otherwise).
+
+    Picklable with its class and attributes (ingest's photo-check processes raise it across a pipe).
     """
 
     def __init__(self, code: str, detail: str, *, status: int = 422) -> None:
@@ -106,6 +110,17 @@ class UploadRejected(StickerBoothError):
         self.code = code
         self.detail = detail
         self.status = status
+
+    def __reduce__(self) -> tuple[object, tuple[type[UploadRejected], str, str, int]]:
+        return (_rebuild_upload_rejected, (type(self), self.code, self.detail, self.status))
+
+
+def _rebuild_upload_rejected(
+    cls: type[UploadRejected], code: str, detail: str, status: int
+) -> UploadRejected:
+    error = cls.__new__(cls)
+    UploadRejected.__init__(error, code, detail, status=status)
+    return error
 
 
 class NotFound(StickerBoothError):

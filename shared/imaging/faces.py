@@ -14,7 +14,7 @@ these passes fire on tree bark, dark noise amplified by CLAHE and folds of cloth
 removes that (measured on the fixtures: the welder photo, whose face is behind a welding mask).
 
 :func:`detect_faces` is safe to call from several threads at once: each thread uses its own classifiers
-(:func:`load_cascade`).
+(:func:`load_cascade`); :func:`load_detector` loads them ahead of the first call.
 """
 
 from __future__ import annotations
@@ -28,11 +28,13 @@ import cv2
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["FaceBox", "detect_faces", "largest_face", "load_cascade"]
+__all__ = ["CASCADES", "FaceBox", "detect_faces", "largest_face", "load_cascade", "load_detector"]
 
 DETECT_MAX_SIDE_PX = 640
 MIN_FACE_FRACTION = 0.07  # of the shorter image side; kiosk selfies are close-ups
 _TILT_DEG = (15.0, -15.0)
+#: Every cascade :func:`detect_faces` may use.
+CASCADES = ("frontalface_alt2", "frontalface_default", "profileface", "eye")
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,8 +81,9 @@ def load_cascade(name: str) -> cv2.CascadeClassifier:
     A classifier must never be shared by threads: ``CascadeClassifier.detectMultiScale`` keeps per-call
     scratch state in the object, and two threads detecting at once fail its assertions, return each
     other's boxes or crash the process with SIGSEGV (issue 8). Each thread therefore gets its own copy
-    (a few MB, loaded in tens of ms on first use); ingest's upload threads and the worker's render
-    threads are a small, reused pool, so this loads a handful of copies per process.
+    (a few MB, loaded in tens of ms on first use). Ingest checks photos in single-threaded pool
+    processes (:mod:`ingest.photo_pool`), each loading its copies once; the worker's render threads are a
+    small, reused pool, so this loads a handful of copies per process.
 
     Raises:
         RuntimeError: the file is missing from the OpenCV installation.
@@ -93,6 +96,17 @@ def load_cascade(name: str) -> cv2.CascadeClassifier:
             raise RuntimeError(f"OpenCV cascade {path} could not be loaded")
         _CASCADES.by_name[name] = classifier
     return classifier
+
+
+def load_detector() -> None:
+    """Load every cascade of :data:`CASCADES` in the calling thread now, so its first detection does not
+    pay for it (ingest's photo-check processes call it once in their pool initializer).
+
+    Raises:
+        RuntimeError: a cascade file is missing from the OpenCV installation.
+    """
+    for name in CASCADES:
+        load_cascade(name)
 
 
 def _grey_for_detection(rgb: npt.NDArray[np.uint8]) -> tuple[npt.NDArray[np.uint8], float]:

@@ -1,3 +1,4 @@
 from ingest.main import main
 
-main()
+if __name__ == "__main__":
+    main()

@@ -7,6 +7,7 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 
+from ingest.photo_pool import PhotoChecker
 from ingest.ratelimit import RateLimiter
 from ingest.settings import IngestSettings
 from shared.outfits import Outfit
@@ -20,6 +21,7 @@ class IngestContext:
     db: Database
     publisher: Publisher
     catalog: dict[str, Outfit]
+    photos: PhotoChecker
     lead_limiter: RateLimiter | None = None
 
 

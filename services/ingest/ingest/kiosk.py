@@ -8,23 +8,17 @@ rows stay undispatched and the reconcilers publish them.
 
 from __future__ import annotations
 
-import asyncio
-import io
 import secrets
 from dataclasses import dataclass
 from uuid import UUID
 
-import numpy as np
 import structlog
-from PIL import Image
 
 from ingest.consent import ConsentRequired, consent_text
 from ingest.context import IngestContext
-from ingest.photo import normalize_photo
 from shared import command_ids, streams
 from shared.domain import Job, JobStatus, KioskSession
-from shared.errors import Conflict, NotFound, UploadRejected
-from shared.imaging.faces import detect_faces
+from shared.errors import Conflict, NotFound
 from shared.messages import JobQueued
 from shared.outbox import dispatch_commands, tell_guest
 
@@ -126,15 +120,6 @@ async def check_accepts_photo(ctx: IngestContext, session_id: UUID, capture_id: 
     return None
 
 
-def _check_photo(data: bytes, *, max_bytes: int, max_pixels: int, require_face: bool) -> bytes:
-    photo = normalize_photo(data, max_bytes=max_bytes, max_pixels=max_pixels)
-    if require_face:
-        rgb = np.asarray(Image.open(io.BytesIO(photo.jpeg)).convert("RGB"), dtype=np.uint8)
-        if not detect_faces(rgb):
-            raise UploadRejected("no_face", "No face was found in the photo; please take another selfie.")
-    return photo.jpeg
-
-
 async def accept_photo(ctx: IngestContext, session_id: UUID, capture_id: str, data: bytes) -> PhotoAccepted:
     """Turn an uploaded photo into a ``queued`` job, idempotently per ``capture_id``.
 
@@ -144,6 +129,8 @@ async def accept_photo(ctx: IngestContext, session_id: UUID, capture_id: str, da
             ``MAX_CAPTURES_PER_SESSION`` captures, DESIGN.md §4).
         ConsentRequired: 403 ``consent_required``, no "Agree" on the session (:mod:`ingest.consent`).
         UploadRejected: the image is unusable (codes in :func:`ingest.photo.normalize_photo`) or ``no_face``.
+        PhotoCheckUnavailable: the photo-check process died meanwhile (HTTP 503, :mod:`ingest.photo_pool`);
+            nothing was stored, the same upload may be sent again.
         DatabaseUnavailable: Postgres is down (HTTP 503); nothing was stored.
     """
     settings = ctx.settings
@@ -152,13 +139,7 @@ async def accept_photo(ctx: IngestContext, session_id: UUID, capture_id: str, da
     if existing is not None:
         return PhotoAccepted(existing, created=False)
     _require_ready(session, settings.max_captures_per_session)
-    jpeg = await asyncio.to_thread(
-        _check_photo,
-        data,
-        max_bytes=settings.max_upload_bytes,
-        max_pixels=settings.max_upload_pixels,
-        require_face=settings.require_face,
-    )
+    jpeg = await ctx.photos.check(data)
     async with ctx.db.transaction() as repos:
         session_now = await repos.sessions.get(session_id, for_update=True)
         assert session_now is not None  # sessions are never deleted

@@ -17,6 +17,8 @@ from ingest.api import admin_erasure, admin_jobs, admin_leads, errors, kiosk, la
 from ingest.api.body_limit import BodyLimitMiddleware
 from ingest.api.request_metrics import RequestMetricsMiddleware, count_500s_from_zero
 from ingest.context import IngestContext
+from ingest.malloc import fix_mmap_threshold
+from ingest.photo_pool import PhotoChecker, container_cpus
 from ingest.ratelimit import RateLimiter
 from ingest.settings import IngestSettings
 from shared.db import create_engine
@@ -35,11 +37,20 @@ def create_app(
     db: Database | None = None,
     publisher: Publisher | None = None,
 ) -> FastAPI:
-    """Build the FastAPI app. Clients not given are built from ``settings`` and closed on shutdown."""
+    """Build the FastAPI app. Clients not given are built from ``settings`` and closed on shutdown; the
+    photo-check pool (:mod:`ingest.photo_pool`) is started with the app and closed on its shutdown (an app
+    driven without its lifespan, as in tests, starts it on the first upload; close it with
+    ``app.state.ctx.photos.close()``)."""
     own_db = db is None
     own_redis = publisher is None
     database = db or Database(create_engine(settings.database_url))
     pub = publisher or Publisher(create_redis(settings.redis_url), maxlen=settings.stream_maxlen)
+    photos = PhotoChecker(
+        workers=settings.photo_check_workers or container_cpus(),
+        max_bytes=settings.max_upload_bytes,
+        max_pixels=settings.max_upload_pixels,
+        require_face=settings.require_face,
+    )
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
@@ -48,10 +59,13 @@ def create_app(
             service="ingest",
             leads_enabled=settings.leads_enabled,
             maintenance_env=settings.maintenance_mode,
+            photo_check_workers=photos.workers,
         )
+        await photos.start()
         try:
             yield
         finally:
+            await photos.close()
             if own_redis:
                 await pub.redis.aclose()
             if own_db:
@@ -63,6 +77,7 @@ def create_app(
         db=database,
         publisher=pub,
         catalog=load_catalog(),
+        photos=photos,
         lead_limiter=RateLimiter(
             pub.redis, limit=settings.leads_rate_limit, window_s=settings.leads_rate_window_sec
         ),
@@ -106,5 +121,6 @@ def create_app(
 def main() -> None:
     settings = settings_or_exit(IngestSettings, "ingest")
     configure_logging(service="ingest", level=settings.log_level, fmt=settings.log_format)
+    fix_mmap_threshold()  # upload bodies go back to the OS after a burst (ingest.malloc)
     app = create_app(settings)
     uvicorn.run(app, host=settings.host, port=settings.port, log_config=None, access_log=False)

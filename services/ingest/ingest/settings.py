@@ -28,6 +28,9 @@ class IngestSettings(ServiceSettings, BotIdentitySettings, RetentionSettings, Bu
     browser's ``JSON.stringify`` sends) and 44 KB even if every code point of the free-text fields came
     as a ``\\uXXXX\\uXXXX`` escape (12 bytes; ``tests/ingest/test_body_limit.py`` sends that one);
     kiosk and admin bodies are under 300 bytes. 64 KiB keeps half as much again above that worst case.
+    ``PHOTO_CHECK_WORKERS`` (processes, default: the CPUs the container may use, its CPU quota rounded
+    up): how many uploads are checked at once (:mod:`ingest.photo_pool`); the others wait for a free one.
+    ``REQUIRE_FACE`` (``1``): refuse a photo without a face (422 ``no_face``).
 
     Leads (DESIGN.md §8): ``LEADS_ENABLED`` (``0`` removes ``POST /leads`` and the landing form),
     ``LEADS_RATE_LIMIT`` submissions per client per ``LEADS_RATE_WINDOW_SEC`` (10 per 600 s, counted in
@@ -54,6 +57,7 @@ class IngestSettings(ServiceSettings, BotIdentitySettings, RetentionSettings, Bu
     max_upload_pixels: int = Field(40_000_000, gt=0, validation_alias="MAX_UPLOAD_PIXELS")
     max_captures_per_session: int = Field(2, ge=1, validation_alias="MAX_CAPTURES_PER_SESSION")
     require_face: bool = Field(True, validation_alias="REQUIRE_FACE")
+    photo_check_workers: int | None = Field(None, ge=1, le=64, validation_alias="PHOTO_CHECK_WORKERS")
     leads_enabled: bool = Field(True, validation_alias="LEADS_ENABLED")
     leads_rate_limit: int = Field(10, ge=1, validation_alias="LEADS_RATE_LIMIT")
     leads_rate_window_sec: int = Field(600, ge=1, validation_alias="LEADS_RATE_WINDOW_SEC")

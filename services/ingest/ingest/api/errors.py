@@ -8,24 +8,26 @@ on every router, plus the codes of each route).
 
 Codes the framework and the request checks give, whatever the route:
 
-=========================  ======  ===============================================================
-code                       status  when
-=========================  ======  ===============================================================
-``invalid_request``        422     a field is missing, has the wrong type or breaks a limit (``fields``
-                                   names each one); also a body that is not JSON where JSON is expected
-``invalid_characters``     422     a text field holds NUL, another control character, a lone
-                                   surrogate or a noncharacter (:mod:`ingest.api.text`); ``fields`` as
-                                   above
-``malformed_multipart``    400     an upload that is not valid ``multipart/form-data``
-``file_too_large``         413     an upload over ``MAX_UPLOAD_BYTES``
-``request_too_large``      413     any other request body over ``MAX_JSON_BODY_BYTES``
-                                   (:mod:`ingest.api.body_limit`; nothing of it is stored)
-``unauthorized``           401     an admin route without a valid ``Authorization: Bearer`` header
-``not_found``              404     no such route (or row)
-``method_not_allowed``     405     the route exists but not with this method (``Allow`` lists them)
-``database_unavailable``   503     Postgres cannot be reached
-``internal_error``         500     a bug; nothing else is said to the client
-=========================  ======  ===============================================================
+===========================  ======  ===============================================================
+code                         status  when
+===========================  ======  ===============================================================
+``invalid_request``          422     a field is missing, has the wrong type or breaks a limit (``fields``
+                                     names each one); also a body that is not JSON where JSON is expected
+``invalid_characters``       422     a text field holds NUL, another control character, a lone
+                                     surrogate or a noncharacter (:mod:`ingest.api.text`); ``fields`` as
+                                     above
+``malformed_multipart``      400     an upload that is not valid ``multipart/form-data``
+``file_too_large``           413     an upload over ``MAX_UPLOAD_BYTES``
+``request_too_large``        413     any other request body over ``MAX_JSON_BODY_BYTES``
+                                     (:mod:`ingest.api.body_limit`; nothing of it is stored)
+``unauthorized``             401     an admin route without a valid ``Authorization: Bearer`` header
+``not_found``                404     no such route (or row)
+``method_not_allowed``       405     the route exists but not with this method (``Allow`` lists them)
+``database_unavailable``     503     Postgres cannot be reached
+``photo_check_unavailable``  503     the photo-check process died during the upload
+                                     (:mod:`ingest.photo_pool`); ``Retry-After: 1``, send it again
+``internal_error``           500     a bug; nothing else is said to the client
+===========================  ======  ===============================================================
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ingest.api.text import INVALID_CHARACTERS
+from ingest.photo_pool import PhotoCheckUnavailable
 from shared.errors import Conflict, DatabaseUnavailable, NotFound, StickerBoothError, UploadRejected
 
 log = structlog.get_logger(__name__)
@@ -105,7 +108,9 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
     413: _described("`request_too_large`: the body is over `MAX_JSON_BODY_BYTES`"),
     422: _described("`invalid_request` or `invalid_characters`, with `fields`"),
     500: _described("`internal_error`"),
-    503: _described("`database_unavailable` (or `maintenance` on kiosk routes)"),
+    503: _described(
+        "`database_unavailable` (or `maintenance` on kiosk routes, `photo_check_unavailable` on the upload)"
+    ),
 }
 """The error answers any route can give, for ``include_router(..., responses=ERROR_RESPONSES)``."""
 
@@ -165,6 +170,14 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(DatabaseUnavailable)
     async def _db_down(_request: Request, _exc: DatabaseUnavailable) -> JSONResponse:
         return error_response(503, "database_unavailable", "The database is unavailable, try again shortly.")
+
+    @app.exception_handler(PhotoCheckUnavailable)
+    async def _photo_check_down(_request: Request, _exc: PhotoCheckUnavailable) -> JSONResponse:
+        response = error_response(
+            503, "photo_check_unavailable", "The photo could not be checked just now; send it again."
+        )
+        response.headers["Retry-After"] = "1"
+        return response
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(_request: Request, exc: RequestValidationError) -> JSONResponse:

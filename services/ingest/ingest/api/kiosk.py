@@ -229,6 +229,11 @@ _UPLOAD_ERRORS: dict[int | str, dict[str, Any]] = {
         "description": "`capture_id_required`, `empty_file`, `corrupt_image`, `no_face`, "
         "`invalid_request`, `invalid_characters`",
     },
+    503: {
+        "model": ErrorBody,
+        "description": "`maintenance`, `database_unavailable`; `photo_check_unavailable` (with "
+        "`Retry-After`): the photo check stopped, send the same capture again",
+    },
 }
 
 
