@@ -264,9 +264,9 @@ class PackDelivery:
     async def _queue_link(self, repos: Repositories, ctx: JobContext) -> str | None:
         """Queue the link message unless one is in flight or sent; returns the command to dispatch.
 
-        The message is :func:`shared.link_message.link_message`. A failed attempt is followed by another, up to ``LINK_ATTEMPTS`` (3, spec/000 "Message to the
-        guest from the delivery module": 3 attempts, 2 s apart); the ids are ``job:<id>:link``,
-        ``job:<id>:link:2``, ``job:<id>:link:3``.
+        The message is :func:`shared.link_message.link_message`. A failed attempt is followed by
+        another, up to ``LINK_ATTEMPTS`` (3, spec/000 "Message to the guest from the delivery module":
+        3 attempts, 2 s apart); the ids are ``job:<id>:link``, ``job:<id>:link:2``, ``job:<id>:link:3``.
         """
         job = ctx.job
         attempts = await repos.tg_commands.with_prefix(command_ids.link(job.id))
