@@ -160,7 +160,7 @@ def test_leads_faults_never_reach_the_guest_journey(stack: Stack) -> None:
                 "message_id": card["message_id"],
             }
             callback = sim.post(
-                "/sim/callbacks", json={**press, "data": f"stickers_lead:{number}:done"}
+                "/sim/callbacks", json={**press, "data": f"stickers_lead:{number}:spam"}
             ).json()
             answered = wait_for(
                 lambda: (body := sim.get(f"/sim/callbacks/{callback['id']}").json())["answered"] and body,
