@@ -41,6 +41,7 @@ class LeadRepository:
         message: str,
         source_page: str | None,
         utm: dict[str, str],
+        consented_at: datetime | None = None,
     ) -> LeadSubmission:
         """Store one landing submission; safe to call twice, or at the same moment, with one ``request_id``.
 
@@ -48,6 +49,8 @@ class LeadRepository:
         ``contact_key`` that already has a lead becomes a :class:`LeadRepeat` of that lead. Concurrent
         submits resolve through the unique indexes (``request_id`` on both tables, ``contact_key`` on
         leads) with ``ON CONFLICT DO NOTHING`` followed by a read of the winner, never an error.
+        ``consented_at``: when the visitor consented to the use of their contact data (the landing form's
+        consent line), stored on the lead or the repeat.
         """
         fields = {
             "name": name,
@@ -55,6 +58,7 @@ class LeadRepository:
             "message": message,
             "source_page": source_page,
             "utm": utm,
+            "consented_at": consented_at,
         }
         for _ in range(3):
             known = await self.find_request(request_id)

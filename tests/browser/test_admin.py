@@ -52,7 +52,12 @@ def failed_job(stack: Stack, *, user_id: int) -> str:
 
 def test_the_admin_page_pauses_lists_jobs_and_retries_a_failed_one(page: Page, stack: Stack) -> None:
     job_id = failed_job(stack, user_id=7201)
-    lead = {"requestId": "browser-lead-0001", "name": "<b>Ann</b> & Co", "contact": "ann@example.com"}
+    lead = {
+        "requestId": "browser-lead-0001",
+        "name": "<b>Ann</b> & Co",
+        "contact": "ann@example.com",
+        "consent": True,
+    }
     httpx.post(f"{stack.ingest_url}/leads", json=lead, timeout=10).raise_for_status()
 
     page.goto(f"{stack.ingest_url}/admin")

@@ -190,6 +190,7 @@ def test_a_lead_becomes_one_card_in_the_staff_group(stack: Stack) -> None:
         "name": "Maria",
         "contact": "+7 999 000-00-00",
         "message": "Booth for 300",
+        "consent": True,
     }
     first = httpx.post(f"{stack.ingest_url}/leads", json=lead, timeout=10)
     again = httpx.post(f"{stack.ingest_url}/leads", json=lead, timeout=10)

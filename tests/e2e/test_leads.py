@@ -67,6 +67,7 @@ def submit(stack: Stack, request_id: str, contact: str, **fields: str) -> httpx.
         "name": "Visitor",
         "contact": contact,
         "message": "Booth please",
+        "consent": True,
         **fields,
     }
     return httpx.post(f"{stack.ingest_url}/leads", json=body, timeout=10)
@@ -199,7 +200,7 @@ def test_the_landing_script_retries_with_the_same_request_id_against_ingest(stac
     program = """
       const leads = require(process.argv[1]);
       const endpoint = process.argv[2] + "/leads";
-      const payload = {requestId: "e2e-node-0001", name: "Node", contact: "node@example.com"};
+      const payload = {requestId: "e2e-node-0001", name: "Node", contact: "node@example.com", consent: true};
       (async () => {
         const first = await leads.submitLead(endpoint, payload);
         const again = await leads.submitLead(endpoint, payload);
