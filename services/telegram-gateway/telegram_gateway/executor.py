@@ -344,6 +344,8 @@ class CommandExecutor:
         ``BadRequest`` itself (no such set, or no sticker ``index``: permanent)."""
         try:
             sticker_set = await self.bot.get_sticker_set(command.name)
+        except BadRequest:  # PTB's BadRequest is a NetworkError, but Telegram answered: permanent
+            raise
         except NetworkError as exc:  # TimedOut included; a RetryAfter is no NetworkError and propagates
             raise NothingSent(f"getStickerSet before sendSticker: {exc.message}") from exc
         if command.index >= len(sticker_set.stickers):
