@@ -15,6 +15,7 @@ format string or regex.
 | ``job:<job uuid>:poll:<n>`` | delivery: readiness poll ``n`` | poll |
 | ``job:<job uuid>:link[:<n>]`` | delivery: the link message, attempt ``n`` ≥ 2 | attempt |
 | ``job:<job uuid>:resend_link:<n>`` | ingest: the admin page's "Resend link", press ``n`` | press |
+| ``job:<job uuid>:preview`` | delivery: one sticker of the set, after the link | — |
 | ``lead:<id>:card:<n>`` / ``repeat:<id>:notice:<n>`` | leads: send the post, attempt ``n`` | attempt |
 | ``lead:<id>:find:<n>`` / ``repeat:<id>:find:<n>`` | leads: search for the post, probe ``n`` | probe |
 | ``lead:<id>:edit:<n>`` | leads: the card edited to status version ``n`` | version |
@@ -70,6 +71,7 @@ __all__ = [
     "link",
     "parse",
     "poll",
+    "preview",
     "repeat_notice_seen",
     "resend",
     "resend_link",
@@ -80,7 +82,7 @@ __all__ = [
 ]
 
 JobStep = Literal[
-    "generating", "unavailable", "still_working", "failure_text", "create_set", "poll", "link", "resend_link"
+    "generating", "unavailable", "still_working", "failure_text", "create_set", "poll", "link", "resend_link", "preview"
 ]
 PostOp = Literal["send", "find"]
 AGAIN = ":again"
@@ -92,7 +94,7 @@ _SEND_OP = {CARD: "card", NOTICE: "notice"}
 _LATER = r"(?:[2-9]|[1-9]\d+)"
 _JOB = re.compile(
     r"^job:(?P<job>[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}):(?:"
-    r"(?P<bare>generating)"
+    r"(?P<bare>generating|preview)"
     r"|(?P<run_step>unavailable|still_working|failure_text):(?P<run>\d+)"
     rf"|(?P<try_step>create_set|link)(?::(?P<attempt>{_LATER}))?"
     r"|(?P<poll>poll|resend_link):(?P<n>\d+)"
@@ -112,7 +114,8 @@ _OTHER = re.compile(
 @dataclass(frozen=True, slots=True)
 class JobCommandId:
     """A command about job ``job_id``: ``number`` is the run (epoch s) of a guest text, the attempt of
-    ``create_set``/``link`` (1 when the id has none), the poll counter; ``None`` for ``generating``."""
+    ``create_set``/``link`` (1 when the id has none), the poll counter; ``None`` for ``generating`` and
+    ``preview``."""
 
     job_id: UUID
     step: JobStep
@@ -238,6 +241,12 @@ def resend_link_prefix(job_id: UUID) -> str:
     return f"job:{job_id}:resend_link:"
 
 
+def preview(job_id: UUID) -> str:
+    """The one preview sticker of a job's set, sent after its link message (one per job, never repeated:
+    an admin resend of the link does not send it again)."""
+    return f"job:{job_id}:preview"
+
+
 def send_post(kind: str, post_id: int, attempt: int) -> str:
     """Send attempt ``attempt`` of a card (``kind`` ``card``) or repeat notice (``notice``)."""
     return f"{_PREFIX[kind]}:{post_id}:{_SEND_OP[kind]}:{attempt}"
@@ -334,7 +343,7 @@ def parse(command_id: str) -> CommandId | None:
 def _job(match: re.Match[str], resends: int) -> JobCommandId:
     job_id = UUID(match["job"])
     if match["bare"]:
-        return JobCommandId(job_id, "generating", None, resends)
+        return JobCommandId(job_id, cast(JobStep, match["bare"]), None, resends)
     if match["run_step"]:
         return JobCommandId(job_id, cast(JobStep, match["run_step"]), int(match["run"]), resends)
     if match["try_step"]:

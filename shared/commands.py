@@ -13,6 +13,7 @@ fields left out). Rows written before ``v`` existed have no ``v`` and read as ve
 | model | ``method`` | Bot API call(s) |
 |---|---|---|
 | :class:`SendMessage` | ``send_message`` | ``sendMessage`` |
+| :class:`SendSetSticker` | ``send_set_sticker`` | ``getStickerSet`` + ``sendSticker`` |
 | :class:`SendAdminMessage` | ``send_admin_message`` | ``sendMessage`` to the gateway's ``ADMIN_CHAT_ID`` |
 | :class:`EditMessageText` | ``edit_message_text`` | ``editMessageText`` |
 | :class:`EditMessageReplyMarkup` | ``edit_message_reply_markup`` | ``editMessageReplyMarkup`` |
@@ -31,6 +32,7 @@ producer reads, never Telegram's ``chat``/``from`` objects, names, usernames, te
 | ``method`` | result | read by |
 |---|---|---|
 | ``send_message``, ``send_admin_message``, ``edit_message_*`` | ``{"message_id"}`` (1) | leads (ids) |
+| ``send_set_sticker`` | ``{"message_id"}`` (no file id) | nobody |
 | ``create_sticker_set`` | ``{"created", "sticker_count"}`` | delivery (only ``ok``) |
 | ``get_sticker_set`` | ``{"sticker_count"}`` | delivery (readiness poll) |
 | ``find_bot_message`` | ``{"message_id", "conclusive", "probes"}`` | leads (an unsure send) |
@@ -60,6 +62,7 @@ __all__ = [
     "InlineKeyboard",
     "SendAdminMessage",
     "SendMessage",
+    "SendSetSticker",
     "StickerRef",
     "load",
     "minimal_result",
@@ -91,6 +94,22 @@ class SendMessage(_Command):
     disable_web_page_preview: bool | None = None
 
 
+class SendSetSticker(_Command):
+    """``sendSticker`` of sticker ``index`` (0-based, in the set's order) of set ``name`` to ``chat_id``,
+    e.g. one sticker of a guest's new pack as its preview. At most once, like every send.
+
+    The gateway reads the set (``getStickerSet``) for that sticker's ``file_id`` when it executes the
+    command, so no file id is stored in a row or a result (issue 11, data minimisation). Telegram's
+    sendSticker takes "a file_id to send a file that exists on the Telegram servers"
+    (core.telegram.org/bots/api#sendsticker); a set without sticker ``index`` fails the command (400).
+    """
+
+    method: Literal["send_set_sticker"] = "send_set_sticker"
+    chat_id: int
+    name: str
+    index: int = Field(0, ge=0)
+
+
 class SendAdminMessage(_Command):
     """An admin alert or digest (:mod:`shared.alerts`, :mod:`shared.digest`); the gateway alone knows the
     admin chat, and without one it only logs the text."""
@@ -120,11 +139,14 @@ class EditMessageReplyMarkup(_Command):
 
 
 class AnswerCallbackQuery(_Command):
-    """Answer a button press; ``text`` is shown to the presser as a toast. Repeatable."""
+    """Answer a button press; ``text`` (0-200 characters) is shown to the presser as a toast, or with
+    ``show_alert`` as an alert they must dismiss (core.telegram.org/bots/api#answercallbackquery).
+    Repeatable."""
 
     method: Literal["answer_callback_query"] = "answer_callback_query"
     callback_query_id: str
     text: str | None = None
+    show_alert: bool | None = None
 
 
 class StickerRef(BaseModel):
@@ -183,6 +205,7 @@ class FindBotMessage(_Command):
 
 Command = Annotated[
     SendMessage
+    | SendSetSticker
     | SendAdminMessage
     | EditMessageText
     | EditMessageReplyMarkup
@@ -217,6 +240,7 @@ _MESSAGE_FIELDS = frozenset({"message_id", "sent"})
 RESULT_FIELDS: dict[str, frozenset[str]] = {
     "send_message": _MESSAGE_FIELDS,
     "send_admin_message": _MESSAGE_FIELDS,
+    "send_set_sticker": _MESSAGE_FIELDS,
     "edit_message_text": _MESSAGE_FIELDS,
     "edit_message_reply_markup": _MESSAGE_FIELDS,
     "create_sticker_set": frozenset({"created", "sticker_count"}),

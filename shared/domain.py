@@ -162,8 +162,10 @@ class Lead:
 
     ``contact_kind`` is ``phone``, ``email`` or ``telegram``; ``contact_key`` its normalised form (a second
     lead with the same key becomes a :class:`LeadRepeat`). ``status`` is ``new``, ``taken``, ``done`` or
-    ``spam``, set by the card's buttons (``status_by_*``: who pressed). ``post_state`` and the attempt
-    fields describe the card's publication (see :class:`LeadPost`).
+    ``spam``, set by the card's buttons (``status_by_*``: who pressed last; ``taken_by_*``: who took it,
+    kept through Done, Spam and Reopen; ``leads.cards`` "Lead status"). ``post_state`` and the attempt
+    fields describe the card's publication (see :class:`LeadPost`). ``consented_at``: when the visitor
+    sent the form with its consent line ticked (``None`` for leads stored before it existed).
     """
 
     id: int
@@ -189,6 +191,9 @@ class Lead:
     status_by_name: str | None
     status_at: datetime | None
     status_version: int
+    taken_by_id: int | None = None
+    taken_by_name: str | None = None
+    consented_at: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -207,6 +212,7 @@ class LeadRepeat:
     post_state: str
     failures: int
     message_id: int | None
+    consented_at: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)

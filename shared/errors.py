@@ -11,6 +11,8 @@ tell "retry later" from "permanent" without knowing which library failed.
     │   ├── RedisUnavailable         Redis cannot be reached (rows stay pending for the reconciler)
     │   ├── TelegramUnreachable      (telegram_gateway.executor) no answer from the Bot API: the
     │   │                            command is pending again
+    │   ├── NothingSent              (telegram_gateway.executor) the read before a send failed, so
+    │   │                            nothing was sent: the command may run again; a PTB ``NetworkError``
     │   ├── SetNotReadable           (telegram_gateway.sticker_sets) a set's name is taken but the set
     │   │                            does not read yet; also a PTB ``NetworkError``, so PTB retries it
     │   └── PhotoCheckUnavailable    (ingest.photo_pool) a photo-check process died during the upload:

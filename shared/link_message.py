@@ -1,17 +1,49 @@
-"""The guest's link message (the pack is ready, with its ``t.me/addstickers`` link): built here only, so
-delivery's first send and the admin page's "Resend link" send the same message (issue 13 item 3)."""
+"""The link message: what a guest receives when their sticker set is complete (DESIGN.md §6), and the one
+sticker of the set sent after it as a preview (issue 13 item 2).
+
+The message is the ``pack_ready`` text (:mod:`shared.texts`, in the guest's language) with the set's
+``t.me/addstickers/<name>`` link in it, and an inline "Add stickers" URL button under it
+(core.telegram.org/bots/api#inlinekeyboardbutton: a ``url`` button opens the link, which Telegram's
+clients show as the set with its "Add stickers" action). The link stays in the text, so a client that
+hides the keyboard still has it. :func:`link_message` is the only builder: delivery sends it, and an
+admin "Resend link" builds the same message with it.
+
+The preview is a :class:`shared.commands.SendSetSticker` of the set's first sticker, queued once per job
+(``job:<id>:preview``, :mod:`shared.command_ids`) when the link has gone out; it asks for no result, so a
+failed preview is only logged by the gateway and never holds up, repeats or fails the link.
+"""
 
 from __future__ import annotations
 
-from shared.outbox import tell_guest
+from shared.commands import SendMessage, SendSetSticker
+from shared.outbox import add_command
 from shared.repositories import Repositories
+from shared.texts import text
 
-__all__ = ["pack_link", "queue_link_message"]
+__all__ = ["link_message", "pack_link", "preview_sticker", "queue_link_message", "queue_preview"]
 
 
-def pack_link(name: str) -> str:
-    """The link that opens sticker set ``name`` in Telegram (core.telegram.org/bots/api#stickerset)."""
-    return f"https://t.me/addstickers/{name}"
+def pack_link(set_name: str) -> str:
+    """The set's share link, ``https://t.me/addstickers/<set_name>`` (opens the set in Telegram)."""
+    return f"https://t.me/addstickers/{set_name}"
+
+
+def link_message(chat_id: int, set_name: str, language: str | None) -> SendMessage:
+    """The link message to private chat ``chat_id`` for sticker set ``set_name``, in the guest's
+    ``language`` (a Telegram ``language_code``; :func:`shared.texts.language_of`): the ``pack_ready``
+    text with the link, and one "Add stickers" URL button."""
+    link = pack_link(set_name)
+    button = {"text": text("add_stickers", language), "url": link}
+    return SendMessage(
+        chat_id=chat_id,
+        text=text("pack_ready", language, link=link),
+        reply_markup={"inline_keyboard": [[button]]},
+    )
+
+
+def preview_sticker(chat_id: int, set_name: str) -> SendSetSticker:
+    """The set's first sticker sent to ``chat_id`` (the gateway looks up its ``file_id``)."""
+    return SendSetSticker(chat_id=chat_id, name=set_name, index=0)
 
 
 async def queue_link_message(
@@ -19,15 +51,20 @@ async def queue_link_message(
     command_id: str,
     *,
     chat_id: int,
-    language: str | None,
     set_name: str,
+    language: str | None,
     reply_to: str | None = None,
 ) -> bool:
-    """Queue the link message of sticker set ``set_name`` to private chat ``chat_id`` in the guest's
-    ``language`` under ``command_id``, inside the caller's transaction; dispatch it after the commit.
+    """Record :func:`link_message` under ``command_id`` in the open transaction (dispatch after the
+    commit, :func:`shared.outbox.dispatch_commands`); ``False`` if that id was recorded before.
 
-    Returns ``False`` when ``command_id`` was recorded before (the message is sent once per id).
+    ``reply_to``: the service whose ``tg:results:<service>`` gets the outcome (delivery: ``delivery``).
     """
-    return await tell_guest(
-        repos, command_id, chat_id, "pack_ready", language, reply_to=reply_to, link=pack_link(set_name)
-    )
+    message = link_message(chat_id, set_name, language)
+    return await add_command(repos, command_id, message, reply_to=reply_to)
+
+
+async def queue_preview(repos: Repositories, command_id: str, *, chat_id: int, set_name: str) -> bool:
+    """Record :func:`preview_sticker` under ``command_id`` (no result is asked for); ``False`` if that id
+    was recorded before, so a redelivered "link sent" never queues a second preview."""
+    return await add_command(repos, command_id, preview_sticker(chat_id, set_name))

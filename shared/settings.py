@@ -106,6 +106,20 @@ class BotIdentitySettings(BaseSettings):
     bot_username: str = Field(validation_alias="BOT_USERNAME", pattern=r"^[A-Za-z][A-Za-z0-9_]{3,31}$")
 
 
+class AdminUsersSettings(BaseSettings):
+    """Who the admins are: ``ADMIN_USER_IDS``, comma-separated Telegram user ids (``100000001,100000002``;
+    empty: nobody). The gateway accepts admin commands only from them (DESIGN.md §7); the leads service
+    lets them finish or reopen any lead (issue 13 item 4)."""
+
+    model_config = SettingsConfigDict(env_file=None, extra="ignore", case_sensitive=False)
+
+    admin_user_ids: str = Field("", validation_alias="ADMIN_USER_IDS", pattern=r"^[\d,\s]*$")
+
+    @property
+    def admin_ids(self) -> frozenset[int]:
+        return frozenset(int(x) for x in self.admin_user_ids.replace(" ", "").split(",") if x)
+
+
 class RetentionSettings(BaseSettings):
     """How long a guest's data is kept (issue 11 "Retention"); the kiosk's consent screen states the first
     two, :mod:`shared.housekeeping` enforces them all (README "What is stored, for how long, and where").

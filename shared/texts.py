@@ -1,4 +1,5 @@
-"""Guest-facing texts in Russian and English, chosen by the guest's Telegram ``language_code``.
+"""Guest-facing texts in Russian and English, chosen by the guest's Telegram ``language_code``
+(:func:`language_of` maps every code to one of the two).
 
 The meaning of each text follows the spec's job outcomes (spec/002 "Job-level outcomes", spec/000 deadlines).
 """
@@ -31,6 +32,39 @@ TEXTS: Final[dict[str, dict[str, str]]] = {
     "pack_ready": {
         "en": "Your sticker pack is ready! Tap to add it: {link}",
         "ru": "Твой набор стикеров готов! Нажми, чтобы добавить: {link}",
+    },
+    "add_stickers": {"en": "Add stickers", "ru": "Добавить стикеры"},
+    "help": {
+        "en": "How to get your own sticker pack:\n"
+        "1. At the sticker booth, pick an outfit.\n"
+        "2. Scan the QR code on the booth screen and press Start here.\n"
+        "3. Take a selfie at the booth.\n"
+        "A few minutes later the link to your 12 stickers arrives in this chat.\n\n"
+        "/delete — delete your photo, stickers and everything we keep about you\n"
+        "/help — this message",
+        "ru": "Как получить свой набор стикеров:\n"
+        "1. На стойке со стикерами выбери образ.\n"
+        "2. Отсканируй QR-код на экране стойки и нажми здесь «Старт».\n"
+        "3. Сделай селфи на стойке.\n"
+        "Через несколько минут ссылка на твои 12 стикеров придёт в этот чат.\n\n"
+        "/delete — удалить фото, стикеры и всё, что мы о тебе храним\n"
+        "/help — это сообщение",
+    },
+    "help_admin": {
+        "en": "Admin commands:\n"
+        "/status — the queue: jobs by status, the pause in force\n"
+        "/pause — stop starting new jobs (running ones finish; kiosks show the break screen)\n"
+        "/resume — end an admin or automatic pause; offers to retry jobs that missed their deadline\n"
+        "/help — this message\n\n"
+        "Guests see: scan the booth's QR code, press Start, take a selfie, get the link here; "
+        "/delete erases their data.",
+        "ru": "Команды администратора:\n"
+        "/status — очередь: задания по статусам, действующая пауза\n"
+        "/pause — не запускать новые задания (текущие доработают; на стойках экран перерыва)\n"
+        "/resume — снять паузу (админскую или автоматическую); предложит повторить задания, "
+        "пропустившие срок\n"
+        "/help — это сообщение\n\n"
+        "Гости видят: QR-код на стойке, «Старт», селфи, ссылка приходит сюда; /delete удаляет их данные.",
     },
     "failed": {
         "en": "Something went wrong with your sticker pack. Our team will help you manually — "
@@ -81,11 +115,54 @@ TEXTS: Final[dict[str, dict[str, str]]] = {
 PACK_TITLE: Final[dict[str, str]] = {"en": "My Sticker Booth pack", "ru": "Мои стикеры"}
 
 
+#: Telegram ``language_code`` primary subtags (ISO 639-1, or 639-3 where there is none) answered in Russian:
+#: languages whose speakers, as a group, read Russian more readily than English. Every other code, and
+#: none at all, is answered in English. Reasoning, by group:
+#:
+#: - ``ru``; ``uk`` and ``be``: East Slavic, mutually intelligible enough to read Russian, which nearly all
+#:   speakers also learnt at school (a Ukrainian client who prefers English can switch the app to English);
+#: - ``kk``, ``ky``, ``uz``, ``tg``, ``tk``: Central Asia, where Russian is an official or the main second
+#:   language (media, higher education) and English is far less widespread;
+#: - ``hy``, ``az``: the South Caucasus states where Russian is still the usual second language
+#:   (Russian-language schools, media), ahead of English in every age group;
+#: - ``tt``, ``ba``, ``cv``, ``ce``, ``os``, ``sah``, ``av``, ``ab``: languages of Russia's republics (and
+#:   Abkhazia), whose speakers are practically all bilingual in Russian.
+#:
+#: Left out on purpose: ``ka`` (Georgian; the guests of an evening event are mostly under 35, and that age
+#: group reads English ahead of Russian), ``mn``, ``ro`` and the Baltic ``lv``, ``lt``, ``et`` (English is
+#: the second language of the young; Russian speakers there set their client to ``ru`` anyway).
+RUSSIAN_READERS: Final[frozenset[str]] = frozenset(
+    {
+        "ru",
+        "uk",
+        "be",
+        "kk",
+        "ky",
+        "uz",
+        "tg",
+        "tk",
+        "hy",
+        "az",
+        "tt",
+        "ba",
+        "cv",
+        "ce",
+        "os",
+        "sah",
+        "av",
+        "ab",
+    }
+)
+
+
 def language_of(language_code: str | None) -> str:
-    """``ru`` for Russian-speaking Telegram clients (ru, uk, be, kk), else ``en``."""
-    if language_code and language_code.split("-")[0].lower() in {"ru", "uk", "be", "kk"}:
-        return "ru"
-    return "en"
+    """The guest's text language for a Telegram ``language_code`` (an IETF tag such as ``ru``, ``uk``,
+    ``en-US``, ``pt-br``; ``None`` when the client sends none): ``ru`` when its primary subtag is in
+    :data:`RUSSIAN_READERS`, else ``en``. Case and region (``-``/``_``) are ignored; never raises."""
+    if not language_code:
+        return "en"
+    primary = language_code.replace("_", "-").split("-")[0].strip().lower()
+    return "ru" if primary in RUSSIAN_READERS else "en"
 
 
 def text(key: str, language_code: str | None, **values: str) -> str:

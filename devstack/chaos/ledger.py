@@ -49,6 +49,10 @@ CLASS_TEXTS: dict[str, frozenset[str]] = {
     "content": frozenset({"content_refused"}),
 }
 GENERIC = frozenset({"failed"})
+#: The link's preview sticker (``job:<id>:preview``), read as ``[sticker <set name>]`` (chaos.run): once,
+#: and only with a link.
+PREVIEW = "sticker_preview"
+PREVIEW_PREFIX = "[sticker "
 #: Texts a guest may see on the way (``unavailable``/``maintenance`` only when a pause was injected).
 ON_THE_WAY = frozenset({"linked", "generating", "still_working", "unavailable", "maintenance"})
 
@@ -62,7 +66,9 @@ _PATTERNS = [(key, _matcher(t)) for key, texts in TEXTS.items() for t in texts.v
 
 
 def classify(text: str) -> str:
-    """The ``shared.texts.TEXTS`` key a bot message is (either language), or ``other``."""
+    """The ``shared.texts.TEXTS`` key a bot message is (either language), :data:`PREVIEW`, or ``other``."""
+    if text.startswith(PREVIEW_PREFIX):
+        return PREVIEW
     for key, pattern in _PATTERNS:
         if pattern.match(text):
             return key
@@ -329,7 +335,7 @@ def _judge_guest(
     paused = {"unavailable", "maintenance"} & set(keys)
     if paused and not pause_injected:
         return LET_DOWN, f"{'/'.join(sorted(paused))} text without an injected pause", None
-    allowed = ON_THE_WAY | {"pack_ready", *FAILURE_KEYS}
+    allowed = ON_THE_WAY | {"pack_ready", *FAILURE_KEYS} | ({PREVIEW} if links else set())
     if unknown := [m.text for m, k in zip(messages, keys, strict=True) if k not in allowed]:
         return LET_DOWN, f"an unexpected text: {unknown[0][:60]!r}", None
     if links and finals:

@@ -22,12 +22,14 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import asyncpg
 import httpx
 
 from devstack.chaos import faults as F
 from devstack.chaos.ledger import (
+    PREVIEW_PREFIX,
     BotMessage,
     Guest,
     JobRow,
@@ -305,6 +307,14 @@ def wait_settled(db_url: str, timeout_s: float) -> None:
         time.sleep(2)
 
 
+def _message_text(message: dict[str, Any]) -> str:
+    """A bot message as the ledger reads it: its text or caption; a sticker as ``[sticker <set name>]``
+    (the link's preview, :data:`devstack.chaos.ledger.PREVIEW`)."""
+    if sticker := message.get("sticker"):
+        return f"{PREVIEW_PREFIX}{sticker.get('set_name', '')}]"
+    return str(message.get("text") or message.get("caption") or "")
+
+
 def simulator_view(sim_url: str, chat_ids: list[int]) -> tuple[dict[int, list[BotMessage]], list[StickerSet]]:
     """What the Telegram simulator at ``sim_url`` holds: the bot's messages in each of ``chat_ids`` and
     every sticker set. Raises ``httpx.HTTPError`` when the simulator does not answer."""
@@ -312,9 +322,7 @@ def simulator_view(sim_url: str, chat_ids: list[int]) -> tuple[dict[int, list[Bo
         messages: dict[int, list[BotMessage]] = {}
         for chat_id in chat_ids:
             messages[chat_id] = [
-                BotMessage(
-                    chat_id, m.get("text") or m.get("caption") or "", float(m["date"]), m["message_id"]
-                )
+                BotMessage(chat_id, _message_text(m), float(m["date"]), m["message_id"])
                 for m in chat_messages(sim, chat_id)
                 if (m.get("from") or {}).get("is_bot")
             ]

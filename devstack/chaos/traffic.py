@@ -204,7 +204,13 @@ def play_guest(
 def submit_lead(ingest_url: str, n: int) -> LeadSubmission:
     """A landing-page visitor posts lead ``n`` (retried like the page does); the number it was given."""
     request_id = f"chaos-lead-{n:05d}"
-    body = {"requestId": request_id, "name": f"Lead {n}", "contact": f"+1555{n:07d}", "message": "hi"}
+    body = {
+        "requestId": request_id,
+        "name": f"Lead {n}",
+        "contact": f"+1555{n:07d}",
+        "message": "hi",
+        "consent": True,
+    }
     response = retrying(lambda: httpx.post(f"{ingest_url}/leads", json=body, timeout=30))
     if response is None or response.status_code >= 400:
         return LeadSubmission(request_id, None)

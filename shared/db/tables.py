@@ -6,7 +6,9 @@ from any non-final state and ``processing → queued`` on a retry or requeue.
 Lead card (and repeat notice) publication, ``post_state`` (migration 0003, :mod:`leads.publishing`):
 ``pending → sending → posted``; a failed send goes back to ``pending`` with a backoff; a send whose outcome
 is unknown goes ``sending → unsure → checking`` and then ``posted`` (found in the chat) or ``pending``
-(not there). A repeat notice ends ``failed`` after 5 failures. Lead ``status``: ``new → taken → done|spam``.
+(not there). A repeat notice ends ``failed`` after 5 failures. Lead ``status`` (migration 0007,
+:mod:`leads.cards`): ``new → taken → done|spam``, ``new → spam`` (and ``new → done`` by an admin), and Reopen
+``done|spam → taken`` (back to the holder, ``taken_by_*``) or ``→ new`` when nobody holds it.
 """
 
 from __future__ import annotations
@@ -165,6 +167,10 @@ leads = sa.Table(
     sa.Column("status_by_name", sa.Text),
     sa.Column("status_at", TZ),
     sa.Column("status_version", sa.Integer, nullable=False, server_default="0"),
+    # migration 0007: who holds the lead (pressed Take), when the visitor consented
+    sa.Column("taken_by_id", sa.BigInteger),
+    sa.Column("taken_by_name", sa.Text),
+    sa.Column("consented_at", TZ),
     sa.CheckConstraint(f"status IN {LEAD_STATUSES!r}", name="ck_leads_status"),
     sa.CheckConstraint(f"post_state IN {LEAD_CARD_STATES!r}", name="ck_leads_post_state"),
 )
@@ -195,6 +201,7 @@ lead_repeats = sa.Table(
     sa.Column("last_error", sa.Text),
     sa.Column("message_id", sa.BigInteger),
     sa.Column("notified_at", TZ),
+    sa.Column("consented_at", TZ),  # migration 0007
     sa.CheckConstraint(f"post_state IN {LEAD_NOTICE_STATES!r}", name="ck_lead_repeats_post_state"),
 )
 sa.Index("ix_lead_repeats_lead", lead_repeats.c.lead_id)

@@ -41,6 +41,7 @@ class LeadRepository:
         message: str,
         source_page: str | None,
         utm: dict[str, str],
+        consented_at: datetime | None = None,
     ) -> LeadSubmission:
         """Store one landing submission; safe to call twice, or at the same moment, with one ``request_id``.
 
@@ -48,6 +49,8 @@ class LeadRepository:
         ``contact_key`` that already has a lead becomes a :class:`LeadRepeat` of that lead. Concurrent
         submits resolve through the unique indexes (``request_id`` on both tables, ``contact_key`` on
         leads) with ``ON CONFLICT DO NOTHING`` followed by a read of the winner, never an error.
+        ``consented_at``: when the visitor consented to the use of their contact data (the landing form's
+        consent line), stored on the lead or the repeat.
         """
         fields = {
             "name": name,
@@ -55,6 +58,7 @@ class LeadRepository:
             "message": message,
             "source_page": source_page,
             "utm": utm,
+            "consented_at": consented_at,
         }
         for _ in range(3):
             known = await self.find_request(request_id)
@@ -131,27 +135,37 @@ class LeadRepository:
         self,
         lead_id: int,
         *,
-        status: str,
+        status: str | None,
         allowed_from: Sequence[str],
         by_id: int,
         by_name: str,
         now: datetime,
+        holder: int | None = None,
+        take: bool = False,
     ) -> Lead | None:
-        """``status`` when the lead is in one of ``allowed_from``; ``None`` when it is not (another press
-        won, or the lead is gone). Bumps ``status_version``, which names the card edit of this change."""
+        """Move the lead to ``status`` when it is in one of ``allowed_from`` and, with ``holder``, nobody
+        or ``holder`` holds it (``taken_by_id``); ``None`` when not (another press won, someone else holds
+        it, or the lead is gone). One conditional update, so two presses never both win.
+
+        ``status=None`` is a Reopen: ``taken`` when the lead has a holder, else ``new``. ``take`` makes
+        the presser the holder. Bumps ``status_version``, which names the card edit of this change.
+        """
+        conditions = [leads.c.id == lead_id, leads.c.status.in_(list(allowed_from))]
+        if holder is not None:
+            conditions.append(sa.or_(leads.c.taken_by_id.is_(None), leads.c.taken_by_id == holder))
+        values: dict[str, Any] = {
+            "status": status
+            if status is not None
+            else sa.case((leads.c.taken_by_id.is_(None), "new"), else_="taken"),
+            "status_by_id": by_id,
+            "status_by_name": by_name,
+            "status_at": now,
+            "status_version": leads.c.status_version + 1,
+        }
+        if take:
+            values.update(taken_by_id=by_id, taken_by_name=by_name)
         row = (
-            await self.conn.execute(
-                sa.update(leads)
-                .where(leads.c.id == lead_id, leads.c.status.in_(list(allowed_from)))
-                .values(
-                    status=status,
-                    status_by_id=by_id,
-                    status_by_name=by_name,
-                    status_at=now,
-                    status_version=leads.c.status_version + 1,
-                )
-                .returning(leads)
-            )
+            await self.conn.execute(sa.update(leads).where(*conditions).values(**values).returning(leads))
         ).one_or_none()
         return _lead(row) if row else None
 

@@ -279,6 +279,7 @@ def test_the_leads_export_downloads_a_safe_csv(page: Page, stack: Stack) -> None
         "name": "=cmd|' /C calc'!A0",
         "contact": "csv@example.com",
         "message": 'Hi, "team"',
+        "consent": True,
     }
     httpx.post(f"{stack.ingest_url}/leads", json=lead, timeout=10).raise_for_status()
     sign_in(page, stack)

@@ -259,3 +259,16 @@ def test_a_start_answered_late_lets_the_guest_down_unless_their_own_chat_was_hel
         1, "jpeg", True, 202, job_id="j1", accepted_at=T0, started_at=T0 - 10, targeted=("tg:hold-own-chat",)
     )
     assert judge(world, KINDS).verdicts[0].outcome == DELIVERED
+
+
+def test_the_links_preview_sticker_is_allowed_once_and_only_with_a_link() -> None:
+    world = delivered_world()
+    world.messages[1] = msgs(1, en("linked"), en("generating"), link("a_by_bot"), "[sticker a_by_bot]")
+    assert judge(world, KINDS).ok
+    world.messages[1].append(BotMessage(1, "[sticker a_by_bot]", T0 + 99, 9))
+    assert judge(world, KINDS).duplicated == ["guest 1: message sent 2 times: '[sticker a_by_bot]'"]
+    failed = delivered_world()
+    failed.jobs["j1"] = JobRow("j1", "failed", "internal", 1)
+    failed.messages[1] = msgs(1, en("linked"), en("failed"), "[sticker a_by_bot]")
+    verdict = judge(failed, KINDS).verdicts[0]
+    assert verdict.outcome == LET_DOWN and "unexpected text" in verdict.reason

@@ -65,6 +65,18 @@ def test_a_selfie_becomes_one_link_to_twelve_valid_stickers(stack: Stack) -> Non
     texts = bot_texts(result.chat)
     assert sum(bool(LINK.search(t)) for t in texts) == 1
     assert any("Generating" in t for t in texts)
+    (link,) = [m for m in result.chat if LINK.search(m.get("text") or "")]
+    assert (
+        link["reply_markup"]["inline_keyboard"][0][0]["url"] == f"https://t.me/addstickers/{result.set_name}"
+    )
+    with httpx.Client(base_url=stack.sim_url, timeout=10) as sim:  # the preview follows the link once
+        deadline = time.monotonic() + 30
+        while not (previews := [m for m in chat_messages(sim, 5001) if m.get("sticker")]):
+            assert time.monotonic() < deadline, "no preview sticker after the link"
+            time.sleep(0.5)
+        time.sleep(2)  # a second one would show up by now
+        assert len([m for m in chat_messages(sim, 5001) if m.get("sticker")]) == 1
+    assert previews[0]["sticker"]["set_name"] == result.set_name
     stickers = download_set(stack.sim_url, result.set_name)
     assert len(stickers) == 12
     for png in stickers:
@@ -190,6 +202,7 @@ def test_a_lead_becomes_one_card_in_the_staff_group(stack: Stack) -> None:
         "name": "Maria",
         "contact": "+7 999 000-00-00",
         "message": "Booth for 300",
+        "consent": True,
     }
     first = httpx.post(f"{stack.ingest_url}/leads", json=lead, timeout=10)
     again = httpx.post(f"{stack.ingest_url}/leads", json=lead, timeout=10)

@@ -67,6 +67,7 @@ def submit(stack: Stack, request_id: str, contact: str, **fields: str) -> httpx.
         "name": "Visitor",
         "contact": contact,
         "message": "Booth please",
+        "consent": True,
         **fields,
     }
     return httpx.post(f"{stack.ingest_url}/leads", json=body, timeout=10)
@@ -160,7 +161,7 @@ def test_leads_faults_never_reach_the_guest_journey(stack: Stack) -> None:
                 "message_id": card["message_id"],
             }
             callback = sim.post(
-                "/sim/callbacks", json={**press, "data": f"stickers_lead:{number}:done"}
+                "/sim/callbacks", json={**press, "data": f"stickers_lead:{number}:spam"}
             ).json()
             answered = wait_for(
                 lambda: (body := sim.get(f"/sim/callbacks/{callback['id']}").json())["answered"] and body,
@@ -199,7 +200,7 @@ def test_the_landing_script_retries_with_the_same_request_id_against_ingest(stac
     program = """
       const leads = require(process.argv[1]);
       const endpoint = process.argv[2] + "/leads";
-      const payload = {requestId: "e2e-node-0001", name: "Node", contact: "node@example.com"};
+      const payload = {requestId: "e2e-node-0001", name: "Node", contact: "node@example.com", consent: true};
       (async () => {
         const first = await leads.submitLead(endpoint, payload);
         const again = await leads.submitLead(endpoint, payload);

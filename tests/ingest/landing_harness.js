@@ -68,5 +68,24 @@ function memoryStorage() {
   storage.setItem("stickerBoothLeadDraft", JSON.stringify({ requestId: "req-kept-0001", name: "Bo", message: "hi" }));
   leads.bindForm(reloaded, { endpoint: "/leads", storage });
   out.restored = { id: reloaded.dataset.requestId, name: reloaded.elements.name.value, message: reloaded.elements.message.value };
+  // The consent line: unticked, nothing is sent and the box is marked; ticked, the body says so.
+  const consenting = fakeForm({ name: "Ann", contact: "+79990000000", message: "" });
+  consenting.elements.consent = { checked: false, value: "yes",
+    setAttribute: (k, v) => (consenting.attrs["consent." + k] = v), removeAttribute: (k) => delete consenting.attrs["consent." + k] };
+  let lang = "en";
+  calls.length = 0;
+  answers = [{ status: 201, body: { lead_number: 21 } }];
+  const send = leads.bindForm(consenting, { endpoint: "/leads", fetch: (u, i) => scripted(answers)(u, i), sleep,
+    language: () => lang });
+  out.unticked = await send();
+  out.untickedCalls = calls.length;
+  out.untickedMark = consenting.attrs["consent.aria-invalid"] || null;
+  out.untickedStatus = consenting.status.textContent;
+  lang = "ru";
+  consenting.elements.consent.checked = true;
+  out.ticked = await send();
+  out.tickedBody = calls[0] || null;
+  out.tickedMark = consenting.attrs["consent.aria-invalid"] || null;
+  out.tickedStatus = consenting.status.textContent;
   console.log(JSON.stringify(out));
 })();

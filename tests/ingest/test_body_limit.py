@@ -158,6 +158,7 @@ def largest_lead() -> bytes:
         "message": astral * 2000,
         "sourcePage": astral * 500,
         "utm": {f"utm_{key}": astral * 200 for key in ("source", "medium", "campaign", "term", "content")},
+        "consent": True,
     }
     return json.dumps(lead, ensure_ascii=True).encode()
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Callable
+from datetime import UTC, datetime
 from typing import Any
 
 import httpx
@@ -26,7 +27,13 @@ AppFactory = Callable[..., FastAPI]
 
 
 def lead(request_id: str = "req-00000001", **fields: Any) -> dict[str, Any]:
-    body = {"requestId": request_id, "name": "Maria", "contact": "+7 999 000-00-00", "message": "300 guests"}
+    body = {
+        "requestId": request_id,
+        "name": "Maria",
+        "contact": "+7 999 000-00-00",
+        "message": "300 guests",
+        "consent": True,
+    }
     body.update(fields)
     return body
 
@@ -224,6 +231,67 @@ async def test_the_landing_page_and_its_script_are_served(api: httpx.AsyncClient
     script = await api.get("/landing/leads.js")
     assert page.status_code == 200 and "data-sticker-lead" in page.text and "/landing/leads.js" in page.text
     assert script.status_code == 200 and script.headers["content-type"].startswith("text/javascript")
+    assert "script-src 'self'" in page.headers["content-security-policy"] and "<style" not in page.text
+    assert '<html lang="en">' in page.text and "{{" not in page.text
+    assert "180 days after my last request" in page.text  # LEAD_RETENTION_DAYS' default
+    for asset in ("/landing/landing.css", "/landing/landing.js"):
+        assert asset in page.text and (await api.get(asset)).status_code == 200
+
+
+@pytest.mark.parametrize(
+    ("header", "query", "language"),
+    [
+        ("ru-RU,ru;q=0.9,en-US;q=0.8,en;q=0.7", None, "ru"),
+        ("en-GB,en;q=0.9,ru;q=0.8", None, "en"),
+        ("de-DE,de;q=0.9,ru;q=0.5", None, "ru"),
+        ("de-DE,fr;q=0.9", None, "en"),
+        ("ru;q=0, en", None, "en"),
+        ("ru;q=oops", None, "en"),
+        ("ru", "en", "en"),
+        (None, "ru", "ru"),
+    ],
+)
+async def test_the_landing_page_speaks_the_visitors_language(
+    api: httpx.AsyncClient, header: str | None, query: str | None, language: str
+) -> None:
+    headers = {"Accept-Language": header} if header else {}
+    page = await api.get("/landing", params={"lang": query} if query else None, headers=headers)
+    assert page.status_code == 200 and f'<html lang="{language}">' in page.text
+    assert page.headers["vary"] == "Accept-Language"
+
+
+async def test_an_unknown_landing_language_is_a_422(api: httpx.AsyncClient) -> None:
+    response = await api.get("/landing", params={"lang": "de"})
+    assert response.status_code == 422 and response.json()["error"]["code"] == "invalid_request"
+
+
+@pytest.mark.parametrize("consent", [None, False, "yes", 1])
+async def test_a_lead_without_consent_is_refused_and_not_stored(
+    api: httpx.AsyncClient, db: Database, consent: object
+) -> None:
+    body = lead()
+    if consent is None:
+        del body["consent"]
+    else:
+        body["consent"] = consent
+    response = await api.post("/leads", json=body)
+    assert response.status_code == 422, response.text
+    error = response.json()["error"]
+    assert error["code"] in ("consent_required", "invalid_request")
+    assert "consent" in [f["field"] for f in error["fields"]]
+    async with db.transaction() as repos:
+        assert await repos.leads.find_request(body["requestId"]) is None
+
+
+async def test_a_lead_records_when_the_visitor_consented(api: httpx.AsyncClient, db: Database) -> None:
+    before = datetime.now(UTC)
+    assert (await api.post("/leads", json=lead())).status_code == 201
+    assert (await api.post("/leads", json=lead("req-00000002", message="again"))).status_code == 201
+    async with db.transaction() as repos:
+        first = await repos.leads.find_request("req-00000001")
+        repeat = await repos.leads.find_request("req-00000002")
+    assert first is not None and first.lead.consented_at is not None and first.lead.consented_at >= before
+    assert repeat is not None and repeat.repeat is not None and repeat.repeat.consented_at is not None
 
 
 async def test_the_admin_listing_needs_the_token(

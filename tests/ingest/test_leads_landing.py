@@ -57,3 +57,11 @@ def test_the_form_keeps_the_text_and_the_request_id_until_it_is_sent(run: dict[s
 
 def test_a_reload_restores_the_draft_and_its_request_id(run: dict[str, Any]) -> None:
     assert run["restored"] == {"id": "req-kept-0001", "name": "Bo", "message": "hi"}
+
+
+def test_an_unticked_consent_line_stops_the_form_and_a_ticked_one_is_sent(run: dict[str, Any]) -> None:
+    assert run["unticked"]["reason"] == "consent_required" and run["untickedCalls"] == 0
+    assert run["untickedMark"] == "true" and run["untickedStatus"].startswith("Please tick the consent box")
+    assert run["ticked"]["ok"] is True and run["tickedBody"]["consent"] is True
+    assert run["tickedMark"] is None
+    assert run["tickedStatus"] == "Спасибо! Заявка №21 у нас, скоро свяжемся."  # the language switched

@@ -51,6 +51,7 @@ def lead_json(field: str, escaped: str) -> str:
         "contact": '"+7 916 123-45-67"',
         "message": '"Hello"',
         "sourcePage": '"/pricing"',
+        "consent": "true",
     }
     utm = '{"utm_source": "ads"}'
     if field == "utm.utm_source":

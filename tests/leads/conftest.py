@@ -192,7 +192,7 @@ async def make_rig(
         redis=redis,
         sim=running,
         executor=CommandExecutor(bot=bot, db=db, publisher=publisher),
-        service=build_service(policy, db=db, publisher=publisher, now=clock),
+        service=build_service(policy, db=db, publisher=publisher, now=clock, admin_ids=frozenset({ADMIN})),
         clock=clock,
     )
     return rig, bot, runner

@@ -10,7 +10,7 @@ import pytest
 
 from leads.buttons import ORPHAN
 from shared.messages import LeadButtonPressed, LeadsChatMessage
-from tests.leads.conftest import LEADS_CHAT, Rig
+from tests.leads.conftest import ADMIN, LEADS_CHAT, Rig
 
 pytestmark = pytest.mark.integration
 
@@ -34,6 +34,7 @@ def buttons(card: dict[str, Any]) -> list[str]:
 
 async def test_take_then_done_edit_the_card_in_place_showing_who_pressed(rig: Rig) -> None:
     lead_id, card = await posted_card(rig)
+    assert buttons(card) == ["take", "spam"]
     taken = await rig.press(
         7, card["message_id"], f"stickers_lead:{lead_id}:take", name="Olga", username="olga"
     )
@@ -41,14 +42,93 @@ async def test_take_then_done_edit_the_card_in_place_showing_who_pressed(rig: Ri
     (card,) = await rig.chat()
     assert "Taken by Olga (@olga)" in card["text"] and buttons(card) == ["done", "spam"]
     assert await answer(rig, taken) == f"You took lead #{lead_id}."
-    done = await rig.press(8, card["message_id"], f"stickers_lead:{lead_id}:done", name="Ivan")
+    done = await rig.press(7, card["message_id"], f"stickers_lead:{lead_id}:done", name="Olga")
     await rig.gateway()
     (card,) = await rig.chat()
-    assert "Done by Ivan" in card["text"] and buttons(card) == []
+    assert "Done by Olga" in card["text"] and buttons(card) == ["reopen"]
     assert await answer(rig, done) == f"Lead #{lead_id} is done."
     async with rig.db.transaction() as repos:
         lead = await repos.leads.get(lead_id)
-    assert lead is not None and (lead.status, lead.status_by_id) == ("done", 8)
+    assert lead is not None and (lead.status, lead.status_by_id, lead.taken_by_id) == ("done", 7, 7)
+
+
+async def test_only_the_holder_or_an_admin_may_finish_a_lead_others_are_told_who_holds_it(rig: Rig) -> None:
+    lead_id, card = await posted_card(rig)
+    await rig.press(7, card["message_id"], f"stickers_lead:{lead_id}:take", name="Olga", username="olga")
+    await rig.gateway()
+    for action in ("done", "spam"):
+        refused = await rig.press(8, card["message_id"], f"stickers_lead:{lead_id}:{action}", name="Ivan")
+        await rig.gateway()
+        body = await rig.sim.get(f"/sim/callbacks/{refused}")
+        assert body["answer"]["show_alert"] is True
+        assert body["answer"]["text"] == (
+            f"Lead #{lead_id} is held by Olga (@olga). Only they or an admin can mark it {action}."
+        )
+    (card,) = await rig.chat()
+    assert "Taken by Olga (@olga)" in card["text"] and buttons(card) == ["done", "spam"]
+    await rig.press(ADMIN, card["message_id"], f"stickers_lead:{lead_id}:done", name="Boss")
+    await rig.gateway()
+    (card,) = await rig.chat()
+    assert "Done by Boss" in card["text"] and "Taken by Olga (@olga)" in card["text"]
+    async with rig.db.transaction() as repos:
+        lead = await repos.leads.get(lead_id)
+    assert lead is not None and (lead.status, lead.status_by_id, lead.taken_by_id) == ("done", ADMIN, 7)
+
+
+async def test_reopen_gives_a_done_lead_back_to_its_holder_and_only_they_or_an_admin_may(rig: Rig) -> None:
+    lead_id, card = await posted_card(rig)
+    await rig.press(7, card["message_id"], f"stickers_lead:{lead_id}:take", name="Olga")
+    await rig.gateway()
+    await rig.press(7, card["message_id"], f"stickers_lead:{lead_id}:done", name="Olga")
+    await rig.gateway()
+    refused = await rig.press(8, card["message_id"], f"stickers_lead:{lead_id}:reopen", name="Ivan")
+    await rig.gateway()
+    body = await rig.sim.get(f"/sim/callbacks/{refused}")
+    assert body["answer"]["show_alert"] is True and "held by Olga" in body["answer"]["text"]
+    reopened = await rig.press(ADMIN, card["message_id"], f"stickers_lead:{lead_id}:reopen", name="Boss")
+    await rig.gateway()
+    assert await answer(rig, reopened) == f"Lead #{lead_id} is open again."
+    (card,) = await rig.chat()
+    assert "Taken by Olga" in card["text"] and "Reopened by Boss" in card["text"]
+    assert buttons(card) == ["done", "spam"]
+    await rig.press(7, card["message_id"], f"stickers_lead:{lead_id}:done", name="Olga")  # she finishes
+    await rig.gateway()
+    async with rig.db.transaction() as repos:
+        lead = await repos.leads.get(lead_id)
+    assert lead is not None and (lead.status, lead.status_version) == ("done", 4)
+
+
+async def test_a_lead_nobody_took_is_spammed_and_reopened_by_anyone_and_done_only_after_a_take(
+    rig: Rig,
+) -> None:
+    lead_id, card = await posted_card(rig)
+    # a card posted before Done left new cards: its Done button reaches the service
+    early = await rig.sim.post(
+        "/sim/callbacks",
+        {"user_id": 8, "chat_id": LEADS_CHAT, "message_id": card["message_id"], "data": card_data(card)},
+    )
+    await rig.service.buttons.handle(
+        LeadButtonPressed(
+            callback_query_id=early["id"],
+            data=f"stickers_lead:{lead_id}:done",
+            user_id=8,
+            user_name="Ivan",
+            chat_id=LEADS_CHAT,
+            message_id=card["message_id"],
+        )
+    )
+    await rig.gateway()
+    body = await rig.sim.get(f"/sim/callbacks/{early['id']}")
+    assert body["answer"]["show_alert"] is True and body["answer"]["text"].startswith(f"Take lead #{lead_id}")
+    await rig.press(8, card["message_id"], f"stickers_lead:{lead_id}:spam", name="Ivan")
+    await rig.gateway()
+    await rig.press(9, card["message_id"], f"stickers_lead:{lead_id}:reopen", name="Anna")
+    await rig.gateway()
+    (card,) = await rig.chat()
+    assert "Reopened by Anna" in card["text"] and buttons(card) == ["take", "spam"]
+    async with rig.db.transaction() as repos:
+        lead = await repos.leads.get(lead_id)
+    assert lead is not None and (lead.status, lead.taken_by_id, lead.status_by_id) == ("new", None, 9)
 
 
 async def test_two_staff_pressing_take_at_once_get_one_winner(rig: Rig) -> None:

@@ -23,14 +23,14 @@ async def card_commands(rig: Rig) -> list[str]:
     return [c for c in await rig.step() if ":card:" in c]
 
 
-async def test_a_lead_becomes_one_card_with_its_fields_and_three_buttons(rig: Rig) -> None:
+async def test_a_lead_becomes_one_card_with_its_fields_and_take_and_spam_buttons(rig: Rig) -> None:
     stored = await rig.submit(utm={"utm_source": "ads"})
     await rig.settle()
     (card,) = await rig.chat()
     assert f"Lead #{stored.lead.id}" in card["text"] and "+7 999 000-00-00" in card["text"]
     assert "utm_source: ads" in card["text"]
     buttons = [b["callback_data"] for row in card["reply_markup"]["inline_keyboard"] for b in row]
-    assert buttons == [f"stickers_lead:{stored.lead.id}:{a}" for a in ("take", "done", "spam")]
+    assert buttons == [f"stickers_lead:{stored.lead.id}:{a}" for a in ("take", "spam")]
     post = await rig.post(stored.lead.id)
     assert (post.state, post.message_id, post.attempts) == ("posted", card["message_id"], 1)
     await rig.results()  # a redelivered result changes nothing

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from leads.backoff import Backoff
-from leads.cards import Button, card_markup, card_text, parse_button
+from leads.cards import Button, card_markup, card_text, may_press, parse_button
 from leads.settings import LeadsSettings
 from shared.command_ids import PostCommandId, PostEditId, find_post, parse, send_post
 from shared.domain import Lead
@@ -83,8 +83,37 @@ def test_the_card_escapes_visitor_input_and_shows_who_pressed() -> None:
     assert text.endswith("Taken by Olga (@olga)")
 
 
-@pytest.mark.parametrize(("status", "actions"), [("new", 3), ("taken", 2), ("done", 0), ("spam", 0)])
-def test_the_buttons_left_depend_on_the_status(status: str, actions: int) -> None:
+@pytest.mark.parametrize(
+    ("status", "actions"),
+    [("new", ["take", "spam"]), ("taken", ["done", "spam"]), ("done", ["reopen"]), ("spam", ["reopen"])],
+)
+def test_the_buttons_left_depend_on_the_status(status: str, actions: list[str]) -> None:
     markup = card_markup(_lead(status=status))
-    shown = len(markup["inline_keyboard"][0]) if markup else 0
-    assert shown == actions
+    assert markup is not None
+    assert [b["callback_data"].rsplit(":", 1)[1] for b in markup["inline_keyboard"][0]] == actions
+
+
+@pytest.mark.parametrize(
+    ("status", "holder", "action", "user", "admin", "allowed"),
+    [
+        ("new", None, "take", 8, False, True),
+        ("new", None, "done", 8, False, False),  # take it first
+        ("new", None, "done", 1, True, True),
+        ("new", None, "spam", 8, False, True),
+        ("taken", 7, "done", 7, False, True),
+        ("taken", 7, "done", 8, False, False),
+        ("taken", 7, "done", 1, True, True),
+        ("taken", 7, "spam", 8, False, False),
+        ("taken", 7, "take", 8, False, False),
+        ("done", 7, "reopen", 7, False, True),
+        ("done", 7, "reopen", 8, False, False),
+        ("done", 7, "reopen", 1, True, True),
+        ("spam", None, "reopen", 8, False, True),
+        ("done", None, "done", 1, True, False),
+        ("taken", 7, "reopen", 7, False, False),
+    ],
+)
+def test_who_may_press_what(
+    status: str, holder: int | None, action: str, user: int, admin: bool, allowed: bool
+) -> None:
+    assert may_press(_lead(status=status, taken_by_id=holder), action, user_id=user, admin=admin) is allowed

@@ -41,6 +41,7 @@ EPOCH = int(RUN.timestamp())
         (ids.resend_link(JOB, 2), JobCommandId(JOB, "resend_link", 2)),
         (ids.link(JOB), JobCommandId(JOB, "link", 1)),
         (ids.link(JOB, 2), JobCommandId(JOB, "link", 2)),
+        (ids.preview(JOB), JobCommandId(JOB, "preview")),
         (ids.send_post("card", 12, 3), PostCommandId("card", 12, "send", 3)),
         (ids.send_post("notice", 4, 1), PostCommandId("notice", 4, "send", 1)),
         (ids.find_post("card", 12, 2), PostCommandId("card", 12, "find", 2)),
@@ -86,6 +87,7 @@ def test_a_resend_is_the_same_intent_counted_once_more() -> None:
         "job:big:create_set",  # not a job uuid
         f"job:{JOB}:link:1",  # the first attempt has no number
         f"job:{JOB}:poll",
+        f"job:{JOB}:preview:2",  # one preview per job, no attempts
         f"job:{JOB}:exploded:1",
         f"job:{JOB}:failure_text",
         "lead:12:card",

@@ -7,9 +7,10 @@ python-telegram-bot capitalises error messages (``Bad Request: STICKER_PNG_DIMEN
 from __future__ import annotations
 
 import pytest
-from telegram import Bot, InputSticker
+from telegram import Bot, InlineKeyboardButton, InlineKeyboardMarkup, InputSticker
 from telegram.error import BadRequest, NetworkError, RetryAfter
 
+from simulators.telegram.keyboards import url_problem
 from simulators.telegram.state import StickerRecord
 from tests.simulators.tgsim_helpers import GUEST_ID, RunningSim, jpeg, png, serve, sim_config
 
@@ -243,3 +244,47 @@ async def test_an_injected_413_reads_as_telegram_words_it(bot: Bot, tgsim: Runni
     with pytest.raises(NetworkError, match="Request Entity Too Large"):
         await bot.create_new_sticker_set(guest, NAME, "Too big", [InputSticker(png(), ["😀"], "static")])
     assert await tgsim.get("/sim/sticker-sets") == []
+
+
+async def test_a_sticker_of_a_set_is_sent_by_its_file_id_under_a_url_button(
+    bot: Bot, tgsim: RunningSim, guest: int
+) -> None:
+    await bot.create_new_sticker_set(guest, NAME, "Ann", await upload(bot, guest, 2))
+    first = (await bot.get_sticker_set(NAME)).stickers[0]
+    add = InlineKeyboardMarkup(
+        [[InlineKeyboardButton("Add stickers", url=f"https://t.me/addstickers/{NAME}")]]
+    )
+    sent = await bot.send_sticker(guest, first.file_id, reply_markup=add)
+    assert sent.sticker is not None and sent.sticker.file_id == first.file_id
+    assert sent.sticker.set_name == NAME and sent.sticker.emoji == "😀"
+    assert sent.reply_markup == add
+    stored = (await tgsim.get(f"/sim/chats/{guest}/messages"))[-1]
+    assert stored["sticker"]["file_id"] == first.file_id and stored["reply_markup"] == add.to_dict()
+    with pytest.raises(BadRequest, match=r"(?i)wrong file identifier/http url specified"):
+        await bot.send_sticker(guest, first.file_id + "x")
+
+
+@pytest.mark.parametrize(
+    ("url", "reason"),
+    [
+        ("https://t.me/addstickers/x_by_bot", None),
+        ("t.me/addstickers/x_by_bot", None),  # TDLib takes a URL without a scheme as http
+        ("http://example.com:8080/a?b#c", None),
+        ("tg://resolve?domain=stickers", None),
+        ("happ://add/https://example.com", "Unsupported URL protocol"),
+        ("https://", "Wrong HTTP URL"),
+        ("https://exa mple.com", "Wrong HTTP URL"),
+        ("https://example.com:99999/", "Wrong port number specified in the URL"),
+    ],
+)
+def test_a_url_buttons_url_is_checked_as_tdlib_does(url: str, reason: str | None) -> None:
+    assert url_problem(url) == reason
+
+
+async def test_a_url_button_with_a_bad_url_is_refused_with_telegrams_words(bot: Bot, guest: int) -> None:
+    bad = InlineKeyboardMarkup([[InlineKeyboardButton("Go", url="happ://add/x")]])
+    with pytest.raises(BadRequest) as refused:
+        await bot.send_message(guest, "hi", reply_markup=bad)
+    assert refused.value.message.lower() == (
+        "inline keyboard button url 'happ://add/x' is invalid: unsupported url protocol"
+    )

@@ -200,3 +200,22 @@ async def test_an_update_handled_again_after_a_crash_is_answered_once(
     finally:
         await second.shutdown()
     assert [t for t in texts if t.startswith("You're linked!")] == [texts[0]] and len(texts) == 1
+
+
+async def test_help_tells_guests_how_to_get_a_pack_and_admins_their_commands_too(
+    gateway: Application,  # type: ignore[type-arg]
+    sim: httpx.AsyncClient,
+) -> None:
+    await say(sim, GUEST, "/help")
+    guest_help = (await replies(sim, GUEST, 1))[0]
+    assert guest_help.startswith("How to get your own sticker pack:") and "/delete" in guest_help
+    assert "/pause" not in guest_help
+    await say(sim, ADMIN, "/help")
+    admin_help = (await replies(sim, ADMIN, 1))[0]
+    assert admin_help.startswith("Admin commands:")
+    assert all(command in admin_help for command in ("/status", "/pause", "/resume", "/delete"))
+    response = await sim.post(
+        f"/sim/users/{GUEST + 5}/messages", json={"text": "/help", "first_name": "A", "language_code": "uz"}
+    )
+    response.raise_for_status()
+    assert (await replies(sim, GUEST + 5, 1))[0].startswith("Как получить свой набор стикеров:")

@@ -16,7 +16,7 @@ from shared import streams
 from shared.messages import TelegramResult, decode
 from shared.repositories import Database
 from shared.streams import Publisher
-from telegram_gateway.executor import CommandExecutor
+from telegram_gateway.executor import CommandExecutor, TelegramUnreachable
 from telegram_gateway.flood import FloodLimiter
 from tests.simulators.tgsim_helpers import TOKEN, serving, sim_config
 
@@ -224,3 +224,54 @@ async def test_a_send_that_timed_out_after_telegram_applied_it_is_not_repeated(
     assert [m["text"] for m in await bot_messages(sim_url, GUEST)] == ["once"]
     first, second = await results(redis)
     assert first == second and first.error is not None and first.error.error_code == 0
+
+
+async def test_a_set_sticker_is_sent_by_the_file_id_read_from_the_set_and_a_missing_one_fails(
+    executor: CommandExecutor, db: Database, redis: aioredis.Redis, sim_url: str
+) -> None:
+    async with db.transaction() as repos:
+        blob_ids = [
+            str(
+                await repos.blobs.put(
+                    kind="sticker", data=sticker_png((0, i * 40, 0)), content_type="image/png"
+                )
+            )
+            for i in range(2)
+        ]
+    name = "sbpreview_by_stickerbooth_bot"
+    stickers = [{"blob_id": b, "emoji": "😀"} for b in blob_ids]
+    await add(
+        db,
+        "set:p",
+        "create_sticker_set",
+        {"user_id": GUEST, "name": name, "title": "P", "stickers": stickers},
+    )
+    await executor.execute("set:p")
+    await add(db, "preview:1", "send_set_sticker", {"chat_id": GUEST, "name": name, "index": 1})
+    await add(db, "preview:9", "send_set_sticker", {"chat_id": GUEST, "name": name, "index": 9})
+    await add(
+        db, "preview:gone", "send_set_sticker", {"chat_id": GUEST, "name": "nosuch_by_stickerbooth_bot"}
+    )
+    for command_id in ("preview:1", "preview:9", "preview:gone"):
+        await executor.execute(command_id)
+    _created, sent, missing, gone = await results(redis)
+    async with httpx.AsyncClient(base_url=sim_url) as sim:
+        second = (await sim.get(f"/sim/sticker-sets/{name}")).json()["stickers"][1]
+    (message,) = await bot_messages(sim_url, GUEST)
+    assert message["sticker"]["file_id"] == second["file_id"]
+    assert sent.ok and set(sent.result) == {"message_id"}  # no file id in the stored result
+    assert not missing.ok and missing.error is not None and missing.error.error_code == 400
+    assert not gone.ok and gone.error is not None and "stickerset_invalid" in gone.error.description.lower()
+
+
+async def test_a_set_sticker_whose_set_read_fails_is_tried_again_not_given_up(
+    executor: CommandExecutor, db: Database, sim_url: str
+) -> None:
+    async with httpx.AsyncClient(base_url=sim_url) as sim:
+        (await sim.post("/sim/faults", json={"method": "getStickerSet", "kind": "drop"})).raise_for_status()
+    await add(db, "preview:drop", "send_set_sticker", {"chat_id": GUEST, "name": "x_by_stickerbooth_bot"})
+    with pytest.raises(TelegramUnreachable):
+        await executor.execute("preview:drop")
+    async with db.transaction() as repos:
+        record = await repos.tg_commands.get("preview:drop")
+    assert record is not None and record.status == "pending"  # nothing was sent: it may run again

@@ -1,6 +1,11 @@
 """Pack delivery (DESIGN.md §6): create the sticker set, erase the selfie, wait until every sticker is in,
 send the link.
 
+The link message (the text with the link and an "Add stickers" button) is built by
+:func:`shared.link_message.link_message`; once it went out, one sticker of the set follows as a preview
+(``job:<id>:preview``, queued in the transaction that marks the job delivered, asking for no result: a
+preview that fails changes nothing for the job).
+
 Driven by three inputs, all idempotent: ``stk:delivery`` hints (a job was rendered), ``tg:results:delivery``
 (the gateway's outcomes of our commands) and the sweeper (due readiness polls, lost hints). Each Telegram
 action is a ``tg_commands`` row with a deterministic id (``job:<id>:create_set``, ``job:<id>:poll:<n>``,
@@ -36,7 +41,7 @@ from shared.domain import CommandStatus, Job, JobContext, JobStatus, TelegramCom
 from shared.erasure import queue_set_deletion
 from shared.errors import ErrorClass
 from shared.joblife import fail_job
-from shared.link_message import queue_link_message
+from shared.link_message import queue_link_message, queue_preview
 from shared.messages import JobRendered, TelegramResult
 from shared.outbox import add_command, dispatch_commands
 from shared.repositories import Database, Repositories
@@ -200,7 +205,7 @@ class PackDelivery:
             await dispatch_commands(self.db, self.publisher, [command_id])
 
     async def on_link_sent(self, job_id: UUID, result: TelegramResult) -> None:
-        """``delivering → delivered`` once the link message went out.
+        """``delivering → delivered`` once the link message went out, and the preview sticker queued.
 
         An unknown outcome (``error_code`` 0: the gateway died or timed out mid-send and, sending at most
         once, did not repeat it) most likely reached the guest: it counts as delivered, flagged in the log.
@@ -215,8 +220,13 @@ class PackDelivery:
             return
         if unknown:
             log.warning("LINK_OUTCOME_UNKNOWN", job_id=str(job_id))
+        preview: str | None = None
         async with self.db.transaction() as repos:
             job = await repos.jobs.mark_delivered(job_id, link_sent_at=datetime.now(UTC))
+            if job is not None:
+                preview = await self._queue_preview(repos, job_id)
+        if preview is not None:
+            await dispatch_commands(self.db, self.publisher, [preview])
         if job is not None:
             metrics.JOBS.labels(outcome="delivered", error_class="").inc()
             latency = (datetime.now(UTC) - job.created_at).total_seconds()
@@ -254,9 +264,9 @@ class PackDelivery:
     async def _queue_link(self, repos: Repositories, ctx: JobContext) -> str | None:
         """Queue the link message unless one is in flight or sent; returns the command to dispatch.
 
-        A failed attempt is followed by another, up to ``LINK_ATTEMPTS`` (3, spec/000 "Message to the
-        guest from the delivery module": 3 attempts, 2 s apart); the ids are ``job:<id>:link``,
-        ``job:<id>:link:2``, ``job:<id>:link:3``.
+        The message is :func:`shared.link_message.link_message`. A failed attempt is followed by
+        another, up to ``LINK_ATTEMPTS`` (3, spec/000 "Message to the guest from the delivery module":
+        3 attempts, 2 s apart); the ids are ``job:<id>:link``, ``job:<id>:link:2``, ``job:<id>:link:3``.
         """
         job = ctx.job
         attempts = await repos.tg_commands.with_prefix(command_ids.link(job.id))
@@ -271,11 +281,23 @@ class PackDelivery:
             repos,
             command_id,
             chat_id=ctx.tg_chat_id,
-            language=ctx.language,
             set_name=job.sticker_set_name,
+            language=ctx.language,
             reply_to=SERVICE,
         )
         return command_id
+
+    async def _queue_preview(self, repos: Repositories, job_id: UUID) -> str | None:
+        """Queue the job's one preview sticker (``job:<id>:preview``); the command id to dispatch, or
+        ``None`` when it was queued before or the job has no chat or set."""
+        ctx = await repos.jobs.get_context(job_id)
+        if ctx is None or ctx.tg_chat_id is None or ctx.job.sticker_set_name is None:
+            return None
+        command_id = command_ids.preview(job_id)
+        queued = await queue_preview(
+            repos, command_id, chat_id=ctx.tg_chat_id, set_name=ctx.job.sticker_set_name
+        )
+        return command_id if queued else None
 
     async def _link_failed(self, job_id: UUID, result: TelegramResult) -> None:
         """Try the link again after ``LINK_RETRY_DELAY_SEC`` (the next readiness poll queues it), or fail

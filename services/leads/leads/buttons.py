@@ -1,8 +1,10 @@
 """Button presses on lead cards and repeat notices, and the leads chat's message ids (``tg:updates:leads``).
 
-A press moves the lead's status with a conditional update (``take``: from ``new``; ``done`` and ``spam``:
-from ``new`` or ``taken``), so two staff members pressing at once get one winner; the card is edited in
-place to show who pressed, and the press is answered. Both are Telegram commands written in the same
+A press moves the lead's status with a conditional update by the rules of :mod:`leads.cards` ("Lead
+status": Take, Done and Spam, Reopen; Done, Spam and Reopen of a held lead only by its holder or an admin,
+``ADMIN_USER_IDS``), so two staff members pressing at once get one winner; the card is edited in place to
+show who pressed, and the press is answered: a press the presser may not make with an alert naming the
+holder. Both are Telegram commands written in the same
 transaction as the status (commit, then publish). A press on a card whose lead we do not know (an old
 card, a reset database) or on anything we never sent gets a polite answer: an orphan button.
 
@@ -21,13 +23,17 @@ import structlog
 
 from leads.cards import (
     ALLOWED_FROM,
+    HOLDER_ONLY,
+    STAFF_ALLOWED_FROM,
     TARGET_STATUS,
     Button,
     card_markup,
     card_text,
+    may_press,
     notice_text,
     parse_button,
     presser,
+    refusal,
 )
 from shared import command_ids, metrics
 from shared.command_ids import PostEditId
@@ -45,6 +51,7 @@ _DONE_TEXT = {
     "take": "You took lead #{id}.",
     "done": "Lead #{id} is done.",
     "spam": "Lead #{id} is marked as spam.",
+    "reopen": "Lead #{id} is open again.",
 }
 
 
@@ -55,15 +62,23 @@ FLOODED_EDITS = command_ids.POST_EDIT_PATTERNS
 
 class ButtonHandler:
     """Handles ``tg:updates:leads``. ``now`` returns the current UTC time; ``per_minute`` sizes the chat's
-    token bucket when this is the first thing the service learns about the chat."""
+    token bucket when this is the first thing the service learns about the chat; ``admin_ids``: the
+    Telegram user ids that may finish or reopen any lead (``ADMIN_USER_IDS``)."""
 
     def __init__(
-        self, *, db: Database, publisher: Publisher, now: Callable[[], datetime], per_minute: float = 20.0
+        self,
+        *,
+        db: Database,
+        publisher: Publisher,
+        now: Callable[[], datetime],
+        per_minute: float = 20.0,
+        admin_ids: frozenset[int] = frozenset(),
     ) -> None:
         self.db = db
         self.publisher = publisher
         self.now = now
         self.per_minute = per_minute
+        self.admin_ids = admin_ids
 
     async def handle(self, message: Any) -> None:
         """Stream handler: button presses and chat message ids; anything else is ignored."""
@@ -84,14 +99,17 @@ class ButtonHandler:
                 await repos.lead_posts.note_message_id(
                     pressed.chat_id, pressed.message_id, now=self.now(), capacity=self.per_minute
                 )
+            alert = False
             if button is None:
                 answer = ORPHAN
             elif button.kind == "lead":
-                answer = await self._press_card(repos, pressed, button, commands)
+                answer, alert = await self._press_card(repos, pressed, button, commands)
             else:
                 answer = await self._press_notice(repos, pressed, button, commands)
             answer_id = command_ids.callback_answer(pressed.callback_query_id)
-            reply = AnswerCallbackQuery(callback_query_id=pressed.callback_query_id, text=answer)
+            reply = AnswerCallbackQuery(
+                callback_query_id=pressed.callback_query_id, text=answer, show_alert=alert or None
+            )
             if await add_command(repos, answer_id, reply):
                 commands.insert(0, answer_id)
         await dispatch_commands(self.db, self.publisher, commands)
@@ -124,27 +142,34 @@ class ButtonHandler:
 
     async def _press_card(
         self, repos: Repositories, pressed: LeadButtonPressed, button: Button, commands: list[str]
-    ) -> str:
+    ) -> tuple[str, bool]:
+        """Apply a card button; returns the answer and whether it is an alert."""
         lead = await repos.leads.get(button.id)
         if lead is None:
             log.info("LEAD_ORPHAN_BUTTON", data=pressed.data)
-            return ORPHAN
+            return ORPHAN, False
         await self._prove_posted(repos, CARD, lead.id, pressed)
         who = presser(pressed.user_name, pressed.username)
+        action = button.action
+        admin = pressed.user_id in self.admin_ids
+        if not may_press(lead, action, user_id=pressed.user_id, admin=admin):
+            text, alert = refusal(lead, action, user_id=pressed.user_id, admin=admin)
+            log.info("LEAD_PRESS_REFUSED", lead_id=lead.id, action=action, by_id=pressed.user_id)
+            return text, alert
         changed = await repos.leads.set_status(
             lead.id,
-            status=TARGET_STATUS[button.action],
-            allowed_from=ALLOWED_FROM[button.action],
+            status=TARGET_STATUS.get(action),  # None: Reopen, back to taken or new
+            allowed_from=(ALLOWED_FROM if admin else STAFF_ALLOWED_FROM)[action],
             by_id=pressed.user_id,
             by_name=who,
             now=self.now(),
+            holder=None if admin or action not in HOLDER_ONLY else pressed.user_id,
+            take=action == "take",
         )
-        if changed is None:
-            current = await repos.leads.get(lead.id)
-            status = current.status if current else lead.status
-            by = f" by {current.status_by_name}" if current and current.status_by_name else ""
-            return f"Lead #{lead.id} is already {status}{by}."
-        metrics.LEADS.labels(event=changed.status).inc()
+        if changed is None:  # another press won between the read and the update
+            current = await repos.leads.get(lead.id) or lead
+            return refusal(current, action, user_id=pressed.user_id, admin=admin)
+        metrics.LEADS.labels(event="reopened" if action == "reopen" else changed.status).inc()
         log.info("LEAD_STATUS", lead_id=lead.id, status=changed.status, by_id=pressed.user_id)
         if pressed.chat_id is not None and pressed.message_id is not None:
             edit_id = command_ids.lead_card_edit(lead.id, changed.status_version)
@@ -158,7 +183,7 @@ class ButtonHandler:
             if await add_command(repos, edit_id, edit):
                 commands.append(edit_id)
                 await repos.lead_posts.spend_token(pressed.chat_id)
-        return _DONE_TEXT[button.action].format(id=lead.id)
+        return _DONE_TEXT[action].format(id=lead.id), False
 
     async def _press_notice(
         self, repos: Repositories, pressed: LeadButtonPressed, button: Button, commands: list[str]

@@ -2,7 +2,23 @@
 
 Pure functions of the stored rows (HTML texts, user input escaped). Button callback data carries the
 ``stickers_`` prefix, by which the gateway routes presses to the leads service (DESIGN.md §7):
-``stickers_lead:<lead id>:take|done|spam`` and ``stickers_repeat:<repeat id>:seen``.
+``stickers_lead:<lead id>:take|done|spam|reopen`` and ``stickers_repeat:<repeat id>:seen``.
+
+Lead status (issue 13 item 4; DESIGN.md §8 names the buttons but no rules, so these are ours). The
+*holder* is whoever pressed Take (``leads.taken_by_*``); it stays through Done, Spam and Reopen.
+
+| button | from | to | who may press it |
+|---|---|---|---|
+| Take | ``new`` | ``taken`` (the presser holds it) | anyone |
+| Done | ``taken`` | ``done`` | the holder or an admin |
+| Done | ``new`` (an old card's button) | ``done`` | an admin (anyone else: take it first) |
+| Spam | ``new`` | ``spam`` | anyone |
+| Spam | ``taken`` | ``spam`` | the holder or an admin |
+| Reopen | ``done``, ``spam`` | ``taken`` if held, else ``new`` | the holder or an admin; anyone if unheld |
+
+Admins are ``ADMIN_USER_IDS`` (the ids the gateway's admin commands accept). A press someone else may not
+make is answered with an alert naming the holder (:func:`refusal`); the card shows the buttons of its
+status (:func:`card_markup`): Take and Spam while ``new``, Done and Spam once taken, Reopen once closed.
 """
 
 from __future__ import annotations
@@ -14,17 +30,33 @@ from typing import Any
 
 from shared.domain import Lead, LeadRepeat
 
-ACTIONS = ("take", "done", "spam")
-#: lead status a button sets, and the statuses it may be pressed in (a conditional update)
+ACTIONS = ("take", "done", "spam", "reopen")
+#: lead status a button sets (Reopen's depends on the holder: :data:`REOPENED`)
 TARGET_STATUS = {"take": "taken", "done": "done", "spam": "spam"}
-ALLOWED_FROM = {"take": ("new",), "done": ("new", "taken"), "spam": ("new", "taken")}
-_BUTTON_TEXT = {"take": "🙋 Take", "done": "✅ Done", "spam": "🚫 Spam"}
+#: the status of a reopened lead, by whether it has a holder
+REOPENED = {True: "taken", False: "new"}
+#: the statuses a button may be pressed in (a conditional update), for an admin
+ALLOWED_FROM = {
+    "take": ("new",),
+    "done": ("new", "taken"),
+    "spam": ("new", "taken"),
+    "reopen": ("done", "spam"),
+}
+#: the same for everyone else: Done only on a lead taken (by the presser, :data:`HOLDER_ONLY`)
+STAFF_ALLOWED_FROM = {**ALLOWED_FROM, "done": ("taken",)}
+#: buttons that a lead's holder (or an admin) alone may press once someone holds it
+HOLDER_ONLY = frozenset({"done", "spam", "reopen"})
+#: the buttons shown under a card in each status
+SHOWN = {"new": ("take", "spam"), "taken": ("done", "spam"), "done": ("reopen",), "spam": ("reopen",)}
+_BUTTON_TEXT = {"take": "🙋 Take", "done": "✅ Done", "spam": "🚫 Spam", "reopen": "↩️ Reopen"}
 _STATUS_LINE = {
     "taken": "🙋 Taken by {who}",
     "done": "✅ Done by {who}",
     "spam": "🚫 Marked as spam by {who}",
 }
-_DATA = re.compile(r"^stickers_(?P<kind>lead|repeat):(?P<id>\d{1,18}):(?P<action>take|done|spam|seen)$")
+_DATA = re.compile(
+    r"^stickers_(?P<kind>lead|repeat):(?P<id>\d{1,18}):(?P<action>take|done|spam|reopen|seen)$"
+)
 
 
 @dataclass(frozen=True)
@@ -65,16 +97,50 @@ def card_text(lead: Lead) -> str:
         lines.append(f"Page: {html.escape(lead.source_page)}")
     for key, value in sorted(lead.utm.items()):
         lines.append(f"{html.escape(key)}: {html.escape(str(value))}")
+    if lead.status == "new" and lead.status_by_name:  # only a Reopen sets a new lead's presser
+        lines.append("")
+        lines.append(f"↩️ Reopened by {html.escape(lead.status_by_name)}")
     if lead.status in _STATUS_LINE and lead.status_by_name:
         lines.append("")
-        lines.append(_STATUS_LINE[lead.status].format(who=html.escape(lead.status_by_name)))
+        who = lead.taken_by_name if lead.status == "taken" and lead.taken_by_name else lead.status_by_name
+        lines.append(_STATUS_LINE[lead.status].format(who=html.escape(who)))
+        if lead.status == "taken" and lead.status_by_name != who:
+            lines.append(f"↩️ Reopened by {html.escape(lead.status_by_name)}")
+        elif lead.status in ("done", "spam") and lead.taken_by_name and lead.taken_by_name != who:
+            lines.append(f"🙋 Taken by {html.escape(lead.taken_by_name)}")
     return "\n".join(lines)
 
 
+def may_press(lead: Lead, action: str, *, user_id: int, admin: bool) -> bool:
+    """Whether ``user_id`` may press ``action`` on ``lead`` now (module docstring "Lead status"); the
+    conditional update in :meth:`shared.repositories.leads.LeadRepository.set_status` decides the race."""
+    allowed = ALLOWED_FROM if admin else STAFF_ALLOWED_FROM
+    if lead.status not in allowed[action]:
+        return False
+    return admin or action not in HOLDER_ONLY or lead.taken_by_id in (None, user_id)
+
+
+def refusal(lead: Lead, action: str, *, user_id: int, admin: bool) -> tuple[str, bool]:
+    """Why ``user_id`` cannot press ``action`` on ``lead``: ``(text, show_alert)``. An alert (which the
+    presser must dismiss) when someone else holds the lead or it must be taken first; a toast when the
+    press simply came too late (the lead is already in another status)."""
+    by = f" by {lead.status_by_name}" if lead.status_by_name else ""
+    if lead.status not in ALLOWED_FROM[action]:
+        return f"Lead #{lead.id} is already {lead.status}{by}.", False
+    if action == "done" and lead.status == "new" and not admin:
+        return f"Take lead #{lead.id} first: only the one who took it (or an admin) can mark it done.", True
+    holder = lead.taken_by_name or "another staff member"
+    return (
+        f"Lead #{lead.id} is held by {holder}. Only they or an admin can "
+        f"{'reopen it' if action == 'reopen' else 'mark it ' + TARGET_STATUS[action]}.",
+        True,
+    )
+
+
 def card_markup(lead: Lead) -> dict[str, Any] | None:
-    """The buttons still useful in the lead's status: all three while ``new``, done/spam once taken,
-    none when it is done or spam."""
-    actions = [a for a in ACTIONS if lead.status in ALLOWED_FROM[a]]
+    """The buttons of the lead's status (:data:`SHOWN`): Take and Spam while ``new``, Done and Spam once
+    taken, Reopen once done or spam."""
+    actions = SHOWN.get(lead.status, ())
     if not actions:
         return None
     return {

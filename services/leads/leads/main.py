@@ -65,15 +65,23 @@ class LeadsService:
 
 
 def build_service(
-    policy: PublishPolicy, *, db: Database, publisher: Publisher, now: Callable[[], datetime] = utc_now
+    policy: PublishPolicy,
+    *,
+    db: Database,
+    publisher: Publisher,
+    now: Callable[[], datetime] = utc_now,
+    admin_ids: frozenset[int] = frozenset(),
 ) -> LeadsService:
-    """Wire the publisher, the outcome handler and the button handler on one clock."""
+    """Wire the publisher, the outcome handler and the button handler on one clock; ``admin_ids`` may
+    finish and reopen any lead (``ADMIN_USER_IDS``)."""
     wake = asyncio.Event()
     outcomes = OutcomeHandler(db=db, publisher=publisher, policy=policy, now=now, on_change=wake.set)
     return LeadsService(
         publisher=LeadPublisher(db=db, publisher=publisher, policy=policy, outcomes=outcomes, now=now),
         outcomes=outcomes,
-        buttons=ButtonHandler(db=db, publisher=publisher, now=now, per_minute=policy.per_minute),
+        buttons=ButtonHandler(
+            db=db, publisher=publisher, now=now, per_minute=policy.per_minute, admin_ids=admin_ids
+        ),
         wake=wake,
     )
 
@@ -114,7 +122,9 @@ async def run(settings: LeadsSettings, **given: Unpack[Given]) -> int:
     async with ServiceRuntime(SERVICE, settings, **given) as rt:
         if not settings.leads_enabled:
             return await rt.run(drain_timeout_s=0, startup={"leads_enabled": False})
-        service = build_service(policy_from(settings), db=rt.db, publisher=rt.publisher)
+        service = build_service(
+            policy_from(settings), db=rt.db, publisher=rt.publisher, admin_ids=settings.admin_ids
+        )
         return await rt.run(
             consumers=consumers(service, rt, settings),
             duties=duties(service, settings),

@@ -8,10 +8,10 @@ from typing import Annotated, Any
 from pydantic import Field, field_validator
 from pydantic_settings import NoDecode
 
-from shared.settings import ServiceSettings
+from shared.settings import AdminUsersSettings, ServiceSettings
 
 
-class LeadsSettings(ServiceSettings):
+class LeadsSettings(ServiceSettings, AdminUsersSettings):
     """Env of the leads service.
 
     - ``LEADS_CHAT_ID``: the staff group the cards go to (a negative chat id; a supergroup, ``-100…``,
@@ -28,6 +28,8 @@ class LeadsSettings(ServiceSettings):
     - ``LEADS_RESULT_TIMEOUT_SEC`` (30): a send with no result after this long is looked up in
       ``tg_commands`` (a lost result message).
     - ``LEADS_PROBE_MAX`` (30): Bot API calls one search for a card of unknown outcome may use.
+    - ``ADMIN_USER_IDS`` (:class:`shared.settings.AdminUsersSettings`): may finish or reopen any lead,
+      whoever holds it (:mod:`leads.cards` "Lead status").
     """
 
     leads_chat_id: int = Field(validation_alias="LEADS_CHAT_ID")

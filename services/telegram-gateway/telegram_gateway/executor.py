@@ -61,6 +61,7 @@ from shared.commands import (
     InlineKeyboard,
     SendAdminMessage,
     SendMessage,
+    SendSetSticker,
     load,
     minimal_result,
 )
@@ -101,6 +102,10 @@ FLOOD = 429
 
 class TelegramUnreachable(UnavailableError):
     """Telegram could not be reached; the command will be tried again."""
+
+
+class NothingSent(NetworkError, UnavailableError):
+    """A read before a send failed (the send was never made): safe to run the command again."""
 
 
 class CommandExecutor:
@@ -304,7 +309,11 @@ class CommandExecutor:
                 )
                 return result if isinstance(result, bool) else result.to_dict()
             case AnswerCallbackQuery():
-                return await self.bot.answer_callback_query(command.callback_query_id, text=command.text)
+                return await self.bot.answer_callback_query(
+                    command.callback_query_id, text=command.text, show_alert=command.show_alert
+                )
+            case SendSetSticker():
+                return await self._send_set_sticker(command)
             case CreateStickerSet():
                 return await create_sticker_set(self.bot, self.db, command)
             case GetStickerSet():
@@ -326,6 +335,25 @@ class CommandExecutor:
             parse_mode=command.parse_mode,
             disable_web_page_preview=command.disable_web_page_preview,
         )
+        return message.to_dict()
+
+    async def _send_set_sticker(self, command: SendSetSticker) -> Any:
+        """``getStickerSet`` for the ``file_id`` of sticker ``index``, then ``sendSticker`` with it.
+
+        A failed read sends nothing, so it is :class:`NothingSent` (a network failure: tried again) or the
+        ``BadRequest`` itself (no such set, or no sticker ``index``: permanent)."""
+        try:
+            sticker_set = await self.bot.get_sticker_set(command.name)
+        except BadRequest:  # PTB's BadRequest is a NetworkError, but Telegram answered: permanent
+            raise
+        except NetworkError as exc:  # TimedOut included; a RetryAfter is no NetworkError and propagates
+            raise NothingSent(f"getStickerSet before sendSticker: {exc.message}") from exc
+        if command.index >= len(sticker_set.stickers):
+            raise BadRequest(
+                f"sticker set has {len(sticker_set.stickers)} stickers, no sticker {command.index}"
+            )
+        sticker = sticker_set.stickers[command.index]
+        message = await self.bot.send_sticker(chat_id=command.chat_id, sticker=sticker.file_id)
         return message.to_dict()
 
     async def _delete_sticker_set(self, command: DeleteStickerSet) -> Any:
@@ -364,6 +392,8 @@ def _invalid(method: str, exc: ValidationError) -> TelegramErrorInfo:
 def _may_have_arrived(exc: NetworkError) -> bool:
     """``False`` only when the request provably never left (connect failure, no free pooled connection):
     a read timeout or a connection dropped after sending may follow a delivered message."""
+    if isinstance(exc, NothingSent):
+        return False
     cause: BaseException | None = exc.__cause__
     while cause is not None:
         if isinstance(cause, _NOT_SENT):

@@ -1,4 +1,8 @@
-"""Guest conversation handlers (python-telegram-bot): deep-link binding and a friendly fallback.
+"""Guest conversation handlers (python-telegram-bot): deep-link binding, ``/help`` and a friendly fallback.
+
+``/help`` answers guests with how to get a pack and how to delete their data, and admins (users in
+``ADMIN_USER_IDS``, recognised as :mod:`telegram_gateway.admin` does) with their commands as well; both in
+the user's language (:func:`shared.texts.language_of`).
 
 Replies go through the ``tg_commands`` outbox under the idempotency key ``update:<update_id>`` and are
 executed at once by the gateway's :class:`~telegram_gateway.executor.CommandExecutor`: polling delivers an
@@ -30,14 +34,23 @@ TRY_AGAIN = {
 class GuestHandlers:
     """Handlers that need the database; registered on the application by :meth:`register`."""
 
-    def __init__(self, db: Database, executor: CommandExecutor, *, env_maintenance: bool = False) -> None:
+    def __init__(
+        self,
+        db: Database,
+        executor: CommandExecutor,
+        *,
+        env_maintenance: bool = False,
+        admin_ids: frozenset[int] = frozenset(),
+    ) -> None:
         self.db = db
         self.executor = executor
         self.env_maintenance = env_maintenance
+        self.admin_ids = admin_ids
 
     def register(self, app: Application) -> None:
         private = filters.ChatType.PRIVATE
         app.add_handler(CommandHandler("start", self.start_bind, filters=private))
+        app.add_handler(CommandHandler("help", self.show_help, filters=private))
         app.add_handler(MessageHandler(private & ~filters.COMMAND, self.reply_hello))
 
     async def start_bind(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
@@ -76,6 +89,14 @@ class GuestHandlers:
         else:
             log.info("GUEST_BOUND", session_id=str(session.id))
         await self.executor.execute(command_id)
+
+    async def show_help(self, update: Update, _context: ContextTypes.DEFAULT_TYPE) -> None:
+        """``/help``: how to get a pack (guests); the admin commands too for ``ADMIN_USER_IDS``."""
+        user = update.effective_user
+        if user is None:
+            return
+        key = "help_admin" if user.id in self.admin_ids else "help"
+        await self._reply(update, key, user.language_code)
 
     async def reply_hello(self, update: Update, _context: ContextTypes.DEFAULT_TYPE) -> None:
         """Any other private message: explain how to get a pack."""

@@ -86,7 +86,7 @@ def register_handlers(
         db=db, publisher=publisher, admin_ids=settings.admin_ids, env_maintenance=env, budget=settings
     ).register(application)
     ErasureHandlers(db=db, publisher=publisher, executor=executor).register(application)
-    GuestHandlers(db, executor, env_maintenance=env).register(application)
+    GuestHandlers(db, executor, env_maintenance=env, admin_ids=settings.admin_ids).register(application)
     LeadsUpdateRouter(
         publisher=publisher, leads_chat_id=settings.leads_chat_id, enabled=settings.leads_enabled
     ).register(application)

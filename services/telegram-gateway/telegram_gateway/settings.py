@@ -4,27 +4,27 @@ from __future__ import annotations
 
 from pydantic import Field, SecretStr, field_validator
 
-from shared.settings import BudgetSettings, ServiceSettings
+from shared.settings import AdminUsersSettings, BudgetSettings, ServiceSettings
 
 
-class GatewaySettings(ServiceSettings, BudgetSettings):
+class GatewaySettings(ServiceSettings, AdminUsersSettings, BudgetSettings):
     """Env of the gateway.
 
     ``TELEGRAM_BOT_TOKEN`` (secret, required), ``TELEGRAM_API_BASE_URL`` (default Telegram; the simulator
-    in dev), ``ADMIN_USER_IDS`` (comma-separated Telegram user ids), ``ADMIN_CHAT_ID`` (where admin alerts
-    go; unset: alerts are only logged), ``OUTBOX_SLOTS`` (commands executed at once), ``POLL_TIMEOUT_SEC``
-    (long-polling timeout, s), ``RATE_LIMIT_MAX_RETRIES`` (how often a 429 is waited out with its
-    ``retry_after`` before the command is handed back to the producer), ``TELEGRAM_FLOOD_WAIT_MAX_SEC``
-    (30 s: the longest 429 wait slept for one chat or method; a longer one goes back to the producer as a
-    429 result with ``retry_after``, :mod:`.flood`), ``LEADS_ENABLED`` / ``LEADS_CHAT_ID``
-    (route the staff group and ``stickers_`` buttons to the leads service; :mod:`.leads_updates`).
+    in dev), ``ADMIN_USER_IDS`` (:class:`shared.settings.AdminUsersSettings`), ``ADMIN_CHAT_ID`` (where
+    admin alerts go; unset: alerts are only logged), ``OUTBOX_SLOTS`` (commands executed at once),
+    ``POLL_TIMEOUT_SEC`` (long-polling timeout, s), ``RATE_LIMIT_MAX_RETRIES`` (how often a 429 is waited
+    out with its ``retry_after`` before the command is handed back to the producer),
+    ``TELEGRAM_FLOOD_WAIT_MAX_SEC`` (30 s: the longest 429 wait slept for one chat or method; a longer
+    one goes back to the producer as a 429 result with ``retry_after``, :mod:`.flood`), ``LEADS_ENABLED``
+    / ``LEADS_CHAT_ID`` (route the staff group and ``stickers_`` buttons to the leads service;
+    :mod:`.leads_updates`).
     ``DAILY_BUDGET_USD`` (:class:`shared.settings.BudgetSettings`): the worker's daily budget, read here
     for ``/status`` (spend today against it).
     """
 
     telegram_bot_token: SecretStr = Field(validation_alias="TELEGRAM_BOT_TOKEN")
     telegram_api_base_url: str = Field("https://api.telegram.org", validation_alias="TELEGRAM_API_BASE_URL")
-    admin_user_ids: str = Field("", validation_alias="ADMIN_USER_IDS")
     admin_chat_id: int | None = Field(None, validation_alias="ADMIN_CHAT_ID")
     outbox_slots: int = Field(8, ge=1, validation_alias="OUTBOX_SLOTS")
     poll_timeout_sec: int = Field(10, ge=0, validation_alias="POLL_TIMEOUT_SEC")
@@ -41,7 +41,3 @@ class GatewaySettings(ServiceSettings, BudgetSettings):
         if ":" not in token or token.lower() in {"changeme", "change-me", "token"}:
             raise ValueError("TELEGRAM_BOT_TOKEN must be a bot token (<id>:<secret>)")
         return value
-
-    @property
-    def admin_ids(self) -> frozenset[int]:
-        return frozenset(int(x) for x in self.admin_user_ids.replace(" ", "").split(",") if x)

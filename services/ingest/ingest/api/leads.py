@@ -1,6 +1,8 @@
 """Landing ``POST /leads`` (DESIGN.md §8, spec/000 "Landing").
 
-Validated fields (name, contact as phone / e-mail / Telegram username, message, source page, UTM fields);
+Validated fields (name, contact as phone / e-mail / Telegram username, message, source page, UTM fields,
+and ``consent: true``: the visitor ticked the form's consent line for the use of their contact data,
+recorded as ``consented_at`` on the lead; without it 422 ``consent_required`` and nothing is stored);
 the visitor's ``requestId`` makes a submit idempotent: the same request again, or twice at the same moment,
 answers 200 with the same lead number and stores one lead (``LeadRepository.submit``). A new request from a
 known contact is stored as a repeat of the first lead (answer 201 with that lead's number and
@@ -12,12 +14,13 @@ bounded (rate limit 0.5 s, hint 1 s) so the answer stays well inside the landing
 from __future__ import annotations
 
 import asyncio
+from datetime import UTC, datetime
 from typing import Any
 
 import structlog
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, field_validator
 
 from ingest.api.errors import ErrorBody, error_response
 from ingest.api.text import SingleLine, TrimmedLine, TrimmedText
@@ -45,7 +48,8 @@ class Utm(BaseModel):
 
 class LeadIn(BaseModel):
     """Body of ``POST /leads``. ``requestId``: the visitor's idempotency key (8-64 of ``A-Z a-z 0-9 _ -``,
-    e.g. a UUID); ``contact``: a phone number, an e-mail address or a Telegram ``@username``."""
+    e.g. a UUID); ``contact``: a phone number, an e-mail address or a Telegram ``@username``;
+    ``consent``: ``true`` when the visitor ticked the consent line (anything else is refused)."""
 
     request_id: SingleLine = Field(
         alias="requestId", min_length=8, max_length=64, pattern=r"^[A-Za-z0-9_-]+$"
@@ -55,6 +59,7 @@ class LeadIn(BaseModel):
     message: TrimmedText = Field("", max_length=2000)
     source_page: TrimmedLine | None = Field(None, alias="sourcePage", max_length=500)
     utm: Utm = Field(default_factory=Utm)
+    consent: StrictBool = False  # JSON true only: "yes" or 1 is no tick of the consent line
 
     @field_validator("contact")
     @classmethod
@@ -67,18 +72,32 @@ class LeadIn(BaseModel):
     "/leads",
     status_code=201,
     response_model=None,
-    responses={429: {"model": ErrorBody, "description": "`rate_limited`, with `Retry-After`"}},
+    responses={
+        422: {
+            "model": ErrorBody,
+            "description": "`consent_required`, `invalid_request`, `invalid_characters`",
+        },
+        429: {"model": ErrorBody, "description": "`rate_limited`, with `Retry-After`"},
+    },
 )
 async def create_lead(
     ctx: Ctx, body: LeadIn, request: Request, response: Response
 ) -> dict[str, Any] | JSONResponse:
     """Store the lead; a repeated ``requestId`` answers 200 with the same lead number.
 
-    Errors: 422 ``invalid_request`` with ``fields`` (malformed body), 422 ``invalid_characters`` (a NUL,
+    Errors: 422 ``invalid_request`` with ``fields`` (malformed body), 422 ``consent_required`` with
+    ``fields`` naming ``consent`` (the consent line was not ticked), 422 ``invalid_characters`` (a NUL,
     control character, lone surrogate or noncharacter in a text field; :mod:`ingest.api.text`),
     429 ``rate_limited`` with ``Retry-After`` (too many new submissions from this client),
     503 ``database_unavailable``.
     """
+    if body.consent is not True:
+        return error_response(
+            422,
+            "consent_required",
+            "Please agree to the use of your contact data so that we can answer you.",
+            fields=[{"field": "consent", "message": "Consent is required."}],
+        )
     contact = parse_contact(body.contact)
     async with ctx.db.transaction() as repos:
         known = await repos.leads.find_request(body.request_id)
@@ -102,6 +121,7 @@ async def create_lead(
                 message=body.message,
                 source_page=body.source_page,
                 utm=body.utm.model_dump(exclude_none=True),
+                consented_at=datetime.now(UTC),
             )
     if known.created:
         hint: _Message

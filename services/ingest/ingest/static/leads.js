@@ -2,6 +2,7 @@
  * Sticker Booth lead form, embeddable on any landing page (DESIGN.md §8, spec/000 "Landing").
  *
  *   <form data-sticker-lead> <input name="name"> <input name="contact"> <textarea name="message"></textarea>
+ *     <label><input type="checkbox" name="consent"> I agree that … stores my contact data …</label>
  *     <button type="submit">Send</button> <p data-sticker-lead-status aria-live="polite"></p> </form>
  *   <script src="https://<ingest>/landing/leads.js" data-endpoint="https://<ingest>/leads"></script>
  *
@@ -9,7 +10,10 @@
  * timeout after 5 s, 5xx) twice with the same id, after 1 s and 2 s, and a visitor who presses Send again
  * after an error also reuses it, so the server answers with the same lead number instead of a second lead.
  * On any failure the form keeps what the visitor typed (also across a reload, in sessionStorage) and says
- * clearly what happened. Also loadable with require() for tests: it then exports the functions only.
+ * clearly what happened. The consent checkbox (name "consent") must be ticked: the body carries
+ * consent: true, and without it the form is not sent (the server would answer 422 consent_required).
+ * Texts follow <html lang> (en or ru) at the moment they are shown, so a language switch applies.
+ * Also loadable with require() for tests: it then exports the functions only.
  */
 (function (root, factory) {
   "use strict";
@@ -34,6 +38,7 @@
       sent: "Thank you! Your request #{n} is with us, we will contact you soon.",
       repeat: "Thank you! We added this to your request #{n}.",
       invalid: "Please check the highlighted fields.",
+      consent: "Please tick the consent box: we need it to answer you.",
       limited: "Too many requests from your network. Please try again in a few minutes.",
       failed: "We could not send your request. Your text is kept here: please try again in a moment.",
     },
@@ -42,6 +47,7 @@
       sent: "Спасибо! Заявка №{n} у нас, скоро свяжемся.",
       repeat: "Спасибо! Мы добавили это к вашей заявке №{n}.",
       invalid: "Проверьте отмеченные поля.",
+      consent: "Отметьте согласие: без него мы не можем ответить на заявку.",
       limited: "Слишком много заявок из вашей сети. Попробуйте через несколько минут.",
       failed: "Не получилось отправить заявку. Текст сохранён здесь — попробуйте ещё раз чуть позже.",
     },
@@ -151,11 +157,14 @@
   }
 
   /*
-   * Wire one form. env: {endpoint, fetch?, sleep?, storage?, location?, lang?}. Returns the submit
+   * Wire one form. env: {endpoint, fetch?, sleep?, storage?, location?, lang? or language()?}. Returns the submit
    * function (also bound to the form's submit event when the form has addEventListener).
    */
   function bindForm(form, env) {
-    var texts = TEXTS[env.lang || "en"];
+    var texts = function () {
+      var lang = typeof env.language === "function" ? env.language() : env.lang;
+      return TEXTS[lang] || TEXTS.en;
+    };
     var status = form.querySelector ? form.querySelector("[data-sticker-lead-status]") : null;
     var storage = env.storage || null;
     var busy = false;
@@ -207,18 +216,28 @@
         payload[name] = input ? input.value : "";
       });
       if (env.location) payload.sourcePage = String(env.location.href).slice(0, 500);
-      FIELDS.forEach(function (name) {
+      FIELDS.concat(["consent"]).forEach(function (name) {
         var input = field(form, name);
         if (input && input.removeAttribute) input.removeAttribute("aria-invalid");
       });
-      say(texts.sending, false);
+      var consent = field(form, "consent");
+      if (consent) {
+        payload.consent = !!consent.checked;
+        if (!consent.checked) {
+          busy = false;
+          if (consent.setAttribute) consent.setAttribute("aria-invalid", "true");
+          say(texts().consent, true);
+          return { ok: false, reason: "consent_required", fields: { consent: texts().consent } };
+        }
+      }
+      say(texts().sending, false);
       var result = await submitLead(env.endpoint, payload, env);
       busy = false;
       if (result.ok) {
         delete form.dataset.requestId;
         if (storage) storage.removeItem(DRAFT_KEY);
         form.reset();
-        say((result.repeat ? texts.repeat : texts.sent).replace("{n}", result.number), false);
+        say((result.repeat ? texts().repeat : texts().sent).replace("{n}", result.number), false);
       } else if (result.reason === "invalid") {
         delete form.dataset.requestId; // nothing was stored: a corrected form is a new request
         Object.keys(result.fields).forEach(function (name) {
@@ -228,10 +247,11 @@
             input.title = result.fields[name];
           }
         });
-        say(texts.invalid, true);
+        var onlyConsent = Object.keys(result.fields).join(",") === "consent";
+        say(onlyConsent ? texts().consent : texts().invalid, true);
       } else {
         saveDraft(requestId);
-        say(result.reason === "rate_limited" ? texts.limited : texts.failed, true);
+        say(result.reason === "rate_limited" ? texts().limited : texts().failed, true);
       }
       return result;
     }
@@ -258,7 +278,14 @@
         } catch (_blocked) {
           storage = null;
         }
-        bindForm(form, { endpoint: endpoint, storage: storage, location: doc.location, lang: language(doc) });
+        bindForm(form, {
+          endpoint: endpoint,
+          storage: storage,
+          location: doc.location,
+          language: function () {
+            return language(doc);
+          },
+        });
       });
     };
     if (doc.readyState === "loading") {

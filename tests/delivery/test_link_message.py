@@ -1,0 +1,123 @@
+"""The link message and its preview (issue 13 item 2), through delivery and the gateway's executor on the
+Telegram simulator: the link comes with an "Add stickers" URL button, the set's first sticker follows once,
+a redelivered "link sent" sends neither again, and a preview Telegram refuses leaves the job delivered."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+import redis.asyncio as aioredis
+import sqlalchemy as sa
+
+from shared import command_ids
+from shared.db.tables import jobs
+from shared.domain import CommandStatus, Job
+from shared.link_message import link_message, pack_link
+from shared.messages import TelegramResult
+from shared.repositories import Database
+from tests.delivery.delivery_helpers import Rig, current, gateway_rig
+from tests.simulators.tgsim_helpers import png
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
+GUEST = 5003
+
+
+@pytest.fixture
+async def rig(db: Database, redis: aioredis.Redis, database_url: str, redis_url: str) -> AsyncIterator[Rig]:
+    async with gateway_rig(db, redis, database_url, redis_url, guest=GUEST, first_name="Lev") as rig:
+        yield rig
+
+
+async def rendered_job(db: Database, language: str) -> Job:
+    async with db.transaction() as repos:
+        session = await repos.sessions.create(station="s", token="t-link")
+        await repos.sessions.bind_telegram(
+            session.token, user_id=GUEST, chat_id=GUEST, name="Lev", language=language
+        )
+        job = await repos.jobs.insert_queued(session_id=session.id, capture_id="c", outfit_id="chef")
+        for i in range(3):
+            await repos.blobs.put(
+                kind="sticker",
+                data=png(seed=i),
+                content_type="image/png",
+                job_id=job.id,
+                position=i,
+                meta={"emoji": "😀"},
+            )
+        await repos.conn.execute(sa.update(jobs).where(jobs.c.id == job.id).values(status="rendered"))
+    return job
+
+
+async def deliver(rig: Rig, db: Database, job: Job) -> None:
+    """Create the set, poll it (ready), send the link: the job ends ``delivered``."""
+    await rig.delivery.request_set(job.id)
+    await rig.step()  # createNewStickerSet
+    async with db.transaction() as repos:
+        await repos.conn.execute(
+            sa.update(jobs).where(jobs.c.id == job.id).values(next_poll_at=sa.func.now())
+        )
+    assert await rig.delivery.poll_due() == 1
+    await rig.step()  # getStickerSet: ready, the link is queued
+    await rig.step()  # sendMessage: delivered, the preview is queued
+    assert (await current(db, job)).status == "delivered"
+
+
+async def bot_messages(rig: Rig) -> list[dict[str, Any]]:
+    return [m for m in await rig.sim.get(f"/sim/chats/{GUEST}/messages") if m["from_bot"]]
+
+
+async def test_the_link_has_an_add_stickers_button_and_the_first_sticker_follows_once(
+    rig: Rig, db: Database
+) -> None:
+    job = await rendered_job(db, "ru-RU")
+    await deliver(rig, db, job)
+    assert await rig.step() == [command_ids.preview(job.id)]  # the preview runs once
+    name = (await current(db, job)).sticker_set_name
+    assert name is not None
+    link, preview = (await bot_messages(rig))[-2:]
+    assert link["text"] == f"Твой набор стикеров готов! Нажми, чтобы добавить: {pack_link(name)}"
+    assert link["reply_markup"] == {
+        "inline_keyboard": [[{"text": "Добавить стикеры", "url": f"https://t.me/addstickers/{name}"}]]
+    }
+    first = (await rig.sim.get(f"/sim/sticker-sets/{name}"))["stickers"][0]
+    assert preview["sticker"]["file_id"] == first["file_id"] and preview["sticker"]["set_name"] == name
+
+    async with db.transaction() as repos:  # delivery read the "link sent" result again: nothing new
+        link_id = (await repos.tg_commands.with_prefix(command_ids.link(job.id)))[-1].command_id
+    await rig.delivery.handle_result(TelegramResult(command_id=link_id, ok=True, result={"message_id": 1}))
+    await rig.executor.execute(command_ids.preview(job.id))  # and the gateway got the preview again
+    assert await rig.step() == []
+    assert len(await bot_messages(rig)) == 2  # the link and the preview, nothing else
+    assert len(await rig.calls("sendSticker")) == 1 and len(await rig.calls("sendMessage")) == 1
+
+
+async def test_a_refused_preview_leaves_the_job_delivered_and_the_link_alone(rig: Rig, db: Database) -> None:
+    job = await rendered_job(db, "en")
+    await deliver(rig, db, job)
+    await rig.sim.post(
+        "/sim/faults",
+        {
+            "method": "sendSticker",
+            "kind": "error",
+            "error_code": 400,
+            "description": "Bad Request: wrong file identifier/HTTP URL specified",
+        },
+    )
+    await rig.step()
+    async with db.transaction() as repos:
+        preview = await repos.tg_commands.get(command_ids.preview(job.id))
+    assert preview is not None and preview.status == CommandStatus.FAILED
+    assert (await current(db, job)).status == "delivered"
+    texts = [m.get("text") for m in await bot_messages(rig)]
+    assert texts[-1] is not None and texts[-1].startswith("Your sticker pack is ready!")
+
+
+def test_the_link_message_is_built_in_one_place_for_any_language() -> None:
+    message = link_message(42, "sbx_by_bot", "kk")
+    assert message.chat_id == 42 and message.text.startswith("Твой набор")
+    assert message.reply_markup == {
+        "inline_keyboard": [[{"text": "Добавить стикеры", "url": "https://t.me/addstickers/sbx_by_bot"}]]
+    }
+    assert link_message(42, "sbx_by_bot", "ka").text.startswith("Your sticker pack is ready!")
