@@ -168,6 +168,13 @@ class FleetBudget:
         self._cool_down = redis.register_script(_COOL_DOWN)
         self._release = redis.register_script("return redis.call('ZREM', KEYS[1], ARGV[1])")
         self._down = False
+        for provider in sorted(providers):  # the series exist at 0 from the start (dashboard, compose-check)
+            PROVIDER_BUDGET_UNAVAILABLE.labels(provider=provider)
+            for call in ("image", "vision"):
+                PROVIDER_BUDGET_HELD.labels(provider=provider, call=call)
+                PROVIDER_BUDGET_WAIT_SECONDS.labels(provider=provider, call=call)
+                for reason in ("in_flight", "per_minute", "cooldown"):
+                    PROVIDER_BUDGET_WAITS.labels(provider=provider, call=call, reason=reason)
 
     def _keys(self, provider: str, call: CallType) -> list[str]:
         base = f"{self.prefix}{provider}:{call}:"
