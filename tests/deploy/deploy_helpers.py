@@ -113,7 +113,9 @@ CONTRACT_METRICS = frozenset(
 )
 
 
-HISTOGRAMS = frozenset({"stk_stage_seconds", "stk_provider_latency_seconds", "stk_provider_budget_wait_seconds"})
+HISTOGRAMS = frozenset(
+    {"stk_stage_seconds", "stk_provider_latency_seconds", "stk_provider_budget_wait_seconds"}
+)
 
 
 PROMETHEUS_BUILTIN_METRICS = frozenset({"up"})
