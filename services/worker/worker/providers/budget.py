@@ -26,13 +26,13 @@ leaving the window, the cool-down's end) or ``poll_s``, with jitter, and gives u
 the chain then moves to the next provider (whose account has its own budget), nothing was sent and nothing
 is recorded in ``api_usage``.
 
-When Redis does not answer (``timeout_s``, a refused connection) the budget **fails open**: the call goes
-ahead under the process's own ``AI_MAX_PARALLEL_IMAGES`` semaphore, with a ``FLEET_BUDGET_UNAVAILABLE``
-log line (once per outage) and ``stk_provider_budget_unavailable_total``. Why not raise
-``RedisUnavailable``: the calls waiting here belong to jobs already claimed and paid for in part; failing
-them would charge guests' attempts for our own outage, while the per-process limit still bounds each replica
-and a provider 429 is still handled by the chain's backoff. During a Redis outage the replicas cannot claim
-new jobs either (the stream is in Redis), so the excess is bounded by the jobs already running.
+When Redis does not answer (in ``timeout_s``, 3 s, or refuses the connection) the budget **fails open**: the
+call goes ahead under the process's own ``AI_MAX_PARALLEL_IMAGES`` semaphore, with a
+``FLEET_BUDGET_UNAVAILABLE`` log line (once per outage) and ``stk_provider_budget_unavailable_total``. Why
+not raise ``RedisUnavailable``: the calls waiting here belong to jobs already claimed and paid for in part;
+failing them would charge guests' attempts for our own outage, while the per-process limit still bounds each
+replica and a provider 429 is still handled by the chain's backoff. During a Redis outage the replicas
+cannot claim new jobs either (the stream is in Redis), so the excess is bounded by the jobs already running.
 """
 
 from __future__ import annotations
@@ -134,7 +134,9 @@ class FleetBudget:
             replica's slots come back.
         wait_max_s: the longest wait for a slot (s) before ``rate_limit`` (``AI_FLEET_WAIT_MAX_SEC``, 120).
         poll_s: the longest sleep between two tries (s).
-        timeout_s: how long one Redis round trip may take before the budget fails open (s).
+        timeout_s: how long one Redis round trip may take before the budget fails open (s; 3: well above a
+            round trip, and above the event-loop stalls of a worker busy post-processing on a loaded machine,
+            which would otherwise read as a Redis outage and send calls without a slot).
         prefix: the keys' prefix (tests give each budget group its own).
         sleep, rand: ``asyncio.sleep`` and uniform [0, 1) (jitter of up to 20 % on each sleep).
     """
@@ -148,7 +150,7 @@ class FleetBudget:
         lease_s: float = 30.0,
         wait_max_s: float = 120.0,
         poll_s: float = 0.25,
-        timeout_s: float = 0.5,
+        timeout_s: float = 3.0,
         prefix: str = "stk:budget:",
         sleep: Callable[[float], Any] = asyncio.sleep,
         rand: Callable[[], float] = random.random,
@@ -168,6 +170,7 @@ class FleetBudget:
         self._cool_down = redis.register_script(_COOL_DOWN)
         self._release = redis.register_script("return redis.call('ZREM', KEYS[1], ARGV[1])")
         self._down = False
+        self._tasks: set[asyncio.Task[Any]] = set()
         for provider in sorted(providers):  # the series exist at 0 from the start (dashboard, compose-check)
             PROVIDER_BUDGET_UNAVAILABLE.labels(provider=provider)
             for call in ("image", "vision"):
@@ -256,7 +259,8 @@ class FleetBudget:
                 with contextlib.suppress(Exception, asyncio.CancelledError):
                     await asyncio.shield(self._redis(self._release(keys=keys[:1], args=[lease])))
                 raise
-            if answer is None:
+            if answer is None:  # the script may have run: give the lease back when Redis answers again
+                self._background(self._redis(self._release(keys=keys[:1], args=[lease])))
                 return None
             granted, hint_ms, reason = int(answer[0]), int(answer[1]), _text(answer[2])
             if granted:
@@ -280,6 +284,11 @@ class FleetBudget:
             pause = self.poll_s if reason == "in_flight" else max(self.poll_s, hint_ms / 1000)
             pause = min(pause * (1.0 + 0.2 * self.rand()), deadline - now)
             await self.sleep(max(pause, 0.0))
+
+    def _background(self, coro: Any) -> None:
+        task = asyncio.create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
 
     async def _keep(self, key: str, lease: str) -> None:
         """Renew ``lease`` every third of its life until cancelled."""
