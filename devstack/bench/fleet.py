@@ -86,6 +86,7 @@ class Run:
     max_in_flight: int
     failed: int
     fail_opens: int = 0
+    load: float = 0.0  # the 1-minute load average when the run ended
 
     @property
     def per_minute(self) -> float:
@@ -272,6 +273,7 @@ def _one(
         max_in_flight=int(seen["max"].get("gemini:image", 0)),
         failed=failed,
         fail_opens=_fail_opens(stack) - opened_before,
+        load=os.getloadavg()[0],
     )
 
 
@@ -329,9 +331,11 @@ def measure(options: Options) -> list[Row]:
         )
         if not met:
             note += (
-                "; missed: the workers' CPU (post-processing ~2 CPU-s per pack on a shared 2-core "
-                "machine) or the pipeline's serial steps (passport, anchor, verify) leave budget slots "
-                "idle; more packs per run and longer provider latency bring it to the ideal"
+                f"; missed: CPU (load average {run.load:.0f} on {os.cpu_count()} CPUs at the end: the "
+                "simulator draws every image and each pack costs ~2 CPU-s of post-processing, so image calls "
+                "last longer and slots wait for cuts) and the drain of the last pack (its cut and pack QA "
+                "after its last image call) weigh on so few packs; more packs per run, a longer provider "
+                "latency and an idle machine bring it to the ideal"
             )
         rows.append(
             Row(
