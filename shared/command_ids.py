@@ -82,7 +82,15 @@ __all__ = [
 ]
 
 JobStep = Literal[
-    "generating", "unavailable", "still_working", "failure_text", "create_set", "poll", "link", "resend_link", "preview"
+    "generating",
+    "unavailable",
+    "still_working",
+    "failure_text",
+    "create_set",
+    "poll",
+    "link",
+    "resend_link",
+    "preview",
 ]
 PostOp = Literal["send", "find"]
 AGAIN = ":again"

@@ -29,6 +29,27 @@ PROVIDER_LATENCY = Histogram(
     buckets=(0.5, 1, 2, 5, 10, 20, 30, 45, 60, 90, 120, 180),
 )
 PROVIDER_COST = Counter("stk_provider_cost_usd_total", "AI spend (USD)", ["provider", "model"])
+PROVIDER_BUDGET_HELD = Gauge(
+    "stk_provider_budget_held",
+    "Fleet budget slots this replica holds (calls in flight; sum over replicas = the fleet's)",
+    ["provider", "call"],
+)
+PROVIDER_BUDGET_WAITS = Counter(
+    "stk_provider_budget_waits_total",
+    "Calls that had to wait for a fleet budget slot, by what was full (in_flight/per_minute/cooldown)",
+    ["provider", "call", "reason"],
+)
+PROVIDER_BUDGET_WAIT_SECONDS = Histogram(
+    "stk_provider_budget_wait_seconds",
+    "Time a call waited for a fleet budget slot (s)",
+    ["provider", "call"],
+    buckets=(0.1, 0.25, 0.5, 1, 2, 5, 10, 20, 30, 60, 120),
+)
+PROVIDER_BUDGET_UNAVAILABLE = Counter(
+    "stk_provider_budget_unavailable_total",
+    "Calls sent without a fleet budget slot because Redis did not answer (fail open)",
+    ["provider"],
+)
 PAUSE_ACTIVE = Gauge("stk_pause_active", "Queue pause / maintenance active (1) by source", ["source"])
 TELEGRAM_CALLS = Counter("stk_telegram_calls_total", "Bot API calls by the gateway", ["method", "outcome"])
 TELEGRAM_FLOOD_WAITS = Counter(

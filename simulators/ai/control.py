@@ -8,6 +8,9 @@ log; reset. JSON in and out; a bad body is ``400 {"error": ...}``.
 - ``POST /sim/qa`` ``{"outliers": [{"index", "reasons"}], "count"}``: the next QA answers.
 - ``POST /sim/verify`` ``{"mismatches": [...], "count"}``: the next anchor checks.
 - ``GET /sim/calls``: every call (provider, model, call, kind, size, aspect, images, roles, outcome).
+- ``GET /sim/in-flight``: ``{"now": {...}, "max": {...}}``, calls being answered now and the most at once
+  since the last reset, by call type (``image``, ``vision``) and by ``provider:call``;
+  ``DELETE /sim/in-flight`` starts the maxima again (also ``POST /sim/reset``).
 - ``POST /sim/reset``.
 """
 
@@ -61,6 +64,8 @@ class ControlApi:
             ("POST", "/sim/qa", self.qa),
             ("POST", "/sim/verify", self.verify),
             ("GET", "/sim/calls", self.calls),
+            ("GET", "/sim/in-flight", self.in_flight),
+            ("DELETE", "/sim/in-flight", self.forget_in_flight),
             ("POST", "/sim/reset", self.reset),
         ]
         for method, path, handler in routes:
@@ -95,6 +100,13 @@ class ControlApi:
 
     async def calls(self, request: web.Request) -> web.StreamResponse:
         return web.json_response([c.model_dump() for c in self._state.calls])
+
+    async def in_flight(self, request: web.Request) -> web.StreamResponse:
+        return web.json_response({"now": self._state.in_flight, "max": self._state.max_in_flight})
+
+    async def forget_in_flight(self, request: web.Request) -> web.StreamResponse:
+        self._state.forget_max_in_flight()
+        return await self.in_flight(request)
 
     async def reset(self, request: web.Request) -> web.StreamResponse:
         self._state.reset()

@@ -98,7 +98,25 @@ async def serve_call(
 ) -> web.StreamResponse:
     """Answer one call (see the module docstring): the key first, then ``call.rejection`` (the wire
     checks of the provider's route), then the fault, then ``serve`` (which raises
-    :class:`RejectedRequest` for a prompt it cannot read)."""
+    :class:`RejectedRequest` for a prompt it cannot read). The call counts as in flight
+    (:meth:`SimState.entered`) until it is answered or its client goes away."""
+    state.entered(call.provider, call.call)
+    try:
+        return await _serve_call(request, state, call, serve, render=render, error=error, invalid=invalid)
+    finally:
+        state.left(call.provider, call.call)
+
+
+async def _serve_call(
+    request: web.Request,
+    state: SimState,
+    call: Call,
+    serve: Served,
+    *,
+    render: Renderer,
+    error: ErrorShape,
+    invalid: InvalidShape,
+) -> web.StreamResponse:
     record = state.log(
         CallRecord(
             at=state.now(),

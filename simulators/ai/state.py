@@ -148,7 +148,24 @@ class SimState:
 
     def __init__(self, latency_s: float = 0.0) -> None:
         self.default_latency_s = latency_s
+        self.in_flight: dict[str, int] = {}  # calls being answered now, by call type and by provider:call
+        self.max_in_flight: dict[str, int] = {}
         self.reset()
+
+    def entered(self, provider: str, call: str) -> None:
+        """A call arrived: count it in flight (by ``call`` type and by ``provider:call``), keep the maxima."""
+        for key in (call, f"{provider}:{call}"):
+            self.in_flight[key] = self.in_flight.get(key, 0) + 1
+            self.max_in_flight[key] = max(self.max_in_flight.get(key, 0), self.in_flight[key])
+
+    def left(self, provider: str, call: str) -> None:
+        """A call was answered (or its client went away)."""
+        for key in (call, f"{provider}:{call}"):
+            self.in_flight[key] -= 1
+
+    def forget_max_in_flight(self) -> None:
+        """Start the maxima again from the calls in flight now."""
+        self.max_in_flight = dict(self.in_flight)
 
     def reset(self) -> None:
         """Forget every script and call."""
@@ -158,6 +175,7 @@ class SimState:
         self.qa: list[ScriptedAnswer] = []
         self.verify: list[ScriptedAnswer] = []
         self.calls: list[CallRecord] = []
+        self.forget_max_in_flight()
 
     @staticmethod
     def _take(queue: list[SpecT], accept: Any = None) -> SpecT | None:

@@ -104,11 +104,18 @@ CONTRACT_METRICS = frozenset(
         "stk_http_requests_total",
         "stk_duty_failures_total",
         "stk_retention_deleted_total",
+        # the fleet provider budget (worker.providers.budget)
+        "stk_provider_budget_held",
+        "stk_provider_budget_waits_total",
+        "stk_provider_budget_wait_seconds",
+        "stk_provider_budget_unavailable_total",
     }
 )
 
 
-HISTOGRAMS = frozenset({"stk_stage_seconds", "stk_provider_latency_seconds"})
+HISTOGRAMS = frozenset(
+    {"stk_stage_seconds", "stk_provider_latency_seconds", "stk_provider_budget_wait_seconds"}
+)
 
 
 PROMETHEUS_BUILTIN_METRICS = frozenset({"up"})

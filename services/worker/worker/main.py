@@ -80,7 +80,7 @@ async def run(settings: WorkerSettings, **given: Unpack[Given]) -> int:
         alert = alerter(rt.db, rt.publisher)
         renderer = PipelineRenderer(
             settings=settings,
-            chain=build_chain(settings, providers, alert=alert),
+            chain=build_chain(settings, providers, alert=alert, redis=rt.redis),
             db=rt.db,
             alert=alert,
             cut_slots=asyncio.Semaphore(settings.cut_max_parallel),

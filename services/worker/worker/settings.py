@@ -31,6 +31,12 @@ class PipelineSettings(BudgetSettings):
     - Parallelism: ``AI_MAX_PARALLEL_IMAGES`` (9 image requests per process, all slots together),
       ``CUT_MAX_PARALLEL`` (sheets keyed and cut at once per process; spec/002 gives no number: 2, the
       cores of a small worker).
+    - Fleet budget (issue 12, per provider account, shared by every replica through Redis; 0 = no fleet
+      limit): ``AI_FLEET_MAX_IMAGES_IN_FLIGHT`` (9: spec/002's one-process number, so scaling out adds no
+      provider pressure until an operator raises it to what the account allows), ``AI_FLEET_IMAGES_PER_MIN``
+      (0), ``AI_FLEET_MAX_VISION_IN_FLIGHT`` (0), ``AI_FLEET_VISION_PER_MIN`` (0), ``AI_FLEET_LEASE_SEC``
+      (30: a crashed replica's slots come back after at most this), ``AI_FLEET_WAIT_MAX_SEC`` (120: the
+      longest wait for a slot before the call moves to the next provider as ``rate_limit``).
     - Colour (CIELAB ΔE2000): ``ANCHOR_SKIN_STRENGTH`` (0.6), ``CONSISTENCY_SKIN_DE_MAX`` (6),
       ``CONSISTENCY_SKIN_STRENGTH`` (0.85), ``SKIN_NORM_MAX_DE`` (4, the largest shift ever applied),
       ``HYBRID_SELFIE_PULL`` (how far the hybrid targets move from the pack's median toward the selfie,
@@ -82,6 +88,14 @@ class PipelineSettings(BudgetSettings):
     # parallelism
     ai_max_parallel_images: int = Field(9, ge=1, validation_alias="AI_MAX_PARALLEL_IMAGES")
     cut_max_parallel: int = Field(2, ge=1, validation_alias="CUT_MAX_PARALLEL")
+
+    # fleet-wide provider budget (issue 12; worker.providers.budget), per provider account, 0 = no limit
+    ai_fleet_max_images_in_flight: int = Field(9, ge=0, validation_alias="AI_FLEET_MAX_IMAGES_IN_FLIGHT")
+    ai_fleet_images_per_min: int = Field(0, ge=0, validation_alias="AI_FLEET_IMAGES_PER_MIN")
+    ai_fleet_max_vision_in_flight: int = Field(0, ge=0, validation_alias="AI_FLEET_MAX_VISION_IN_FLIGHT")
+    ai_fleet_vision_per_min: int = Field(0, ge=0, validation_alias="AI_FLEET_VISION_PER_MIN")
+    ai_fleet_lease_sec: float = Field(30.0, gt=0, validation_alias="AI_FLEET_LEASE_SEC")
+    ai_fleet_wait_max_sec: float = Field(120.0, gt=0, validation_alias="AI_FLEET_WAIT_MAX_SEC")
 
     # colour (ΔE2000)
     anchor_skin_strength: float = Field(0.6, ge=0, le=1, validation_alias="ANCHOR_SKIN_STRENGTH")

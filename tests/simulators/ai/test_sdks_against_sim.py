@@ -4,6 +4,7 @@ classified into the error class of DESIGN.md §5, and the SDKs retry nothing on 
 
 from __future__ import annotations
 
+import asyncio
 import io
 import time
 from typing import Any
@@ -279,3 +280,25 @@ async def test_a_wrong_key_is_auth(aisim: RunningAiSim, name: str) -> None:
     finally:
         await client.aclose()
     assert error.error_class is ErrorClass.AUTH
+
+
+async def in_flight(aisim: RunningAiSim) -> dict[str, dict[str, int]]:
+    async with aisim.http.get(aisim.url + "/sim/in-flight") as response:
+        assert response.status == 200
+        result: dict[str, dict[str, int]] = await response.json()
+        return result
+
+
+async def test_the_simulator_counts_the_calls_in_flight_at_once(aisim: RunningAiSim) -> None:
+    await aisim.post("/sim/latency", {"seconds": 0.4})
+    await asyncio.gather(*(draw_sheet(aisim, name) for name in ("gemini", "gemini", "openai")))
+    seen = await in_flight(aisim)
+    assert seen["max"]["image"] == 3 and seen["max"]["gemini:image"] == 2 and seen["max"]["openai:image"] == 1
+    assert seen["now"]["image"] == 0
+    async with aisim.http.delete(aisim.url + "/sim/in-flight") as response:
+        assert response.status == 200
+    for _ in range(2):  # one after the other: never more than one at once
+        await draw_sheet(aisim, "gemini")
+    await ask_passport(aisim, "gemini")
+    seen = await in_flight(aisim)
+    assert (seen["max"]["image"], seen["max"]["vision"]) == (1, 1)

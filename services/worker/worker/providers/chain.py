@@ -37,6 +37,13 @@ A vision call's ``content`` (a Gemini vision prompt blocked) or ``invalid`` (a m
 judge, an answer that is not JSON) never latches a provider: it only costs that vision step its answer
 (the passport is skipped, the anchor check and QA accept), as every other vision failure does.
 
+Fleet budget (issue 12): with a :class:`worker.providers.budget.FleetBudget`, every call also holds a
+fleet-wide slot of its provider account while in flight (after the process's ``AI_MAX_PARALLEL_IMAGES``
+semaphore for image calls), and a 429 sets a fleet-wide cool-down for that provider (its ``Retry-After``,
+else the wait before the retry), so every replica slows, not only the one that got it. A call that gets no
+fleet slot in ``AI_FLEET_WAIT_MAX_SEC`` was never sent: it is not recorded and moves to the next provider
+at once, as a ``rate_limit``.
+
 Every call that was sent is a row in ``api_usage``: also an image that came back but is not an image
 (``invalid``, at its price: the provider billed it) and a call cancelled in flight (``cancelled``, at its
 list price: the provider may still bill it), e.g. a sheet running in parallel with the one whose refusal
@@ -62,6 +69,7 @@ from shared.errors import ContentRefused, ErrorClass, JobError, ProviderUnavaila
 from shared.repositories.usage import ApiCall
 from worker.cost import Alerter, CostLedger
 from worker.providers.base import ImageRequest, Provider, ProviderCallError, VisionRequest
+from worker.providers.budget import FleetBudget
 from worker.providers.classify import classify_exception
 from worker.providers.images import decode_output
 from worker.providers.prices import image_cost, vision_cost
@@ -129,6 +137,7 @@ class ProviderChain:
         policy: the numbers.
         image_slots: the process-wide limit of image requests in flight (``AI_MAX_PARALLEL_IMAGES``),
             shared by every worker slot.
+        budget: the fleet-wide budget shared with the other replicas through Redis; ``None``: none.
         alert: sends an admin alert with a cooldown (fallback alerts); ``None`` only logs.
         sleep: ``asyncio.sleep`` (tests inject a recorder).
         rand: uniform [0, 1) for the jitter.
@@ -141,6 +150,7 @@ class ProviderChain:
         policy: ChainPolicy,
         *,
         image_slots: asyncio.Semaphore,
+        budget: FleetBudget | None = None,
         alert: Alerter | None = None,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         rand: Callable[[], float] = random.random,
@@ -151,6 +161,7 @@ class ProviderChain:
         self.providers = list(providers)
         self.policy = policy
         self.image_slots = image_slots
+        self.budget = budget
         self.alert = alert
         self.sleep = sleep
         self.rand = rand
@@ -284,34 +295,52 @@ class ProviderChain:
             await ledger.check_before_call(provider.name)
             started: float | None = None  # set once the request is on its way
             try:
-                async with call.slots or contextlib.nullcontext():
+                async with call.slots or contextlib.nullcontext(), self._fleet_slot(provider, call):
                     started = self.clock()
                     result = await call.send(provider)
             except JobError:
                 raise
+
             except asyncio.CancelledError:  # sent, then abandoned (a sibling stopped the job, a budget)
                 if started is not None:
                     with contextlib.suppress(Exception, asyncio.CancelledError):
                         await asyncio.shield(record(started, "cancelled", call.price(provider), "cancelled"))
                 raise
             except Exception as exc:  # every SDK, transport and timeout error is classified here
+                if started is None and isinstance(exc, ProviderCallError):
+                    raise  # no fleet slot in AI_FLEET_WAIT_MAX_SEC: nothing was sent, nothing is recorded
                 error = classify_exception(exc)
             else:
                 await record(started, "ok", call.cost(provider, result))
                 return result
             billed = call.price(provider) if error.billed else 0.0
             await record(started, str(error.error_class), billed, error.message)
+            if error.error_class is ErrorClass.RATE_LIMIT and self.budget is not None:
+                # every replica holds this provider's calls (also when this call gives up on it)
+                await self.budget.cool_down(provider.name, self._hold(error, retry))
             if error.error_class is not ErrorClass.RATE_LIMIT or retry >= len(delays):
                 raise error
-            wait = delays[retry]
-            if error.retry_after_s is not None:
-                wait = min(error.retry_after_s, self.policy.max_hint_s)
-            wait *= 1.0 + self.policy.jitter * self.rand()
+            wait = self._hold(error, retry) * (1.0 + self.policy.jitter * self.rand())
             log.warning(
                 "RATE_LIMIT", provider=provider.name, kind=call.kind, retry=retry + 1, wait_s=round(wait, 2)
             )
             await self.sleep(wait)
         raise AssertionError("unreachable")  # the loop returns or raises
+
+    def _hold(self, error: ProviderCallError, retry: int) -> float:
+        """The wait (s) before the next call to a provider that answered 429: its hint (capped), else
+        ``RATE_LIMIT_DELAYS[retry]`` (the last one once they are used up)."""
+        if error.retry_after_s is not None:
+            return min(error.retry_after_s, self.policy.max_hint_s)
+        delays = self.policy.rate_limit_delays
+        return delays[min(retry, len(delays) - 1)] if delays else 0.0
+
+    def _fleet_slot(
+        self, provider: Provider, call: _Call[Any]
+    ) -> contextlib.AbstractAsyncContextManager[None]:
+        if self.budget is None:
+            return contextlib.nullcontext()
+        return self.budget.slot(provider.name, "image" if call.call_type == "image" else "vision")
 
     async def _fallback_alert(self, failed: tuple[str, ProviderCallError], served: str, kind: str) -> None:
         name, error = failed

@@ -7,16 +7,19 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Mapping
 
+import redis.asyncio as aioredis
+
 from shared.outfits import Outfit
 from worker.cost import Alerter
 from worker.providers.base import Provider
+from worker.providers.budget import BudgetLimits, FleetBudget
 from worker.providers.chain import ChainPolicy, ProviderChain
 from worker.providers.gemini import GeminiProvider
 from worker.providers.local import LocalProvider
 from worker.providers.openai_api import OpenAIProvider
 from worker.settings import PipelineSettings
 
-__all__ = ["build_chain", "build_providers", "chain_policy"]
+__all__ = ["build_chain", "build_providers", "chain_policy", "fleet_budget"]
 
 
 def build_providers(
@@ -81,18 +84,34 @@ def chain_policy(settings: PipelineSettings) -> ChainPolicy:
     )
 
 
+def fleet_budget(settings: PipelineSettings, redis: aioredis.Redis) -> FleetBudget:
+    """The fleet-wide provider budget from the ``AI_FLEET_*`` settings, on the replica's Redis client."""
+    return FleetBudget(
+        redis,
+        {
+            "image": BudgetLimits(settings.ai_fleet_max_images_in_flight, settings.ai_fleet_images_per_min),
+            "vision": BudgetLimits(settings.ai_fleet_max_vision_in_flight, settings.ai_fleet_vision_per_min),
+        },
+        lease_s=settings.ai_fleet_lease_sec,
+        wait_max_s=settings.ai_fleet_wait_max_sec,
+    )
+
+
 def build_chain(
     settings: PipelineSettings,
     providers: list[Provider],
     *,
     alert: Alerter | None,
+    redis: aioredis.Redis | None = None,
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
 ) -> ProviderChain:
-    """The process's chain, with its ``AI_MAX_PARALLEL_IMAGES`` semaphore (shared by every slot)."""
+    """The process's chain, with its ``AI_MAX_PARALLEL_IMAGES`` semaphore (shared by every slot) and, given
+    ``redis``, the fleet budget shared with every replica (:func:`fleet_budget`)."""
     return ProviderChain(
         providers,
         chain_policy(settings),
         image_slots=asyncio.Semaphore(settings.ai_max_parallel_images),
+        budget=None if redis is None else fleet_budget(settings, redis),
         alert=alert,
         sleep=sleep,
     )
