@@ -26,6 +26,13 @@ SET_WHILE_RUNNING = frozenset(
     {"stk_stream_lag", "stk_stream_pending", "stk_pause_active", "stk_job_queue_depth"}
     # created at 0 for each duty a service declares, when the runtime starts it (tests/shared/test_runtime.py)
     | {"stk_duty_failures_total"}
+    # created at 0 for each provider when the worker builds its FleetBudget (tests/worker/providers/test_budget.py)
+    | {
+        "stk_provider_budget_held",
+        "stk_provider_budget_unavailable_total",
+        "stk_provider_budget_wait_seconds_bucket",
+        "stk_provider_budget_waits_total",
+    }
 )
 #: Filled by a request or a call; their panels are rates of traffic that a running stack always has.
 FILLED_BY_TRAFFIC = frozenset(

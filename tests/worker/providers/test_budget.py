@@ -185,3 +185,18 @@ async def test_the_chain_spreads_a_429_to_the_other_replica_and_skips_a_provider
     assert (await second.image(REQUEST, ledger(store))).provider == "openai"
     assert gemini.calls == 0
     assert [call.provider for _at, call in store.calls] == ["openai"]
+
+
+async def test_a_new_budget_creates_its_series_at_zero_so_the_dashboard_has_data(
+    replicas: list[aioredis.Redis],
+) -> None:
+    from prometheus_client import REGISTRY
+
+    def waits() -> float | None:
+        labels = {"provider": "acme", "call": "vision", "reason": "cooldown"}
+        return REGISTRY.get_sample_value("stk_provider_budget_waits_total", labels)
+
+    assert waits() is None  # no budget for this provider yet
+    FleetBudget(replicas[0], {}, providers=frozenset({"acme"}), prefix="t:budget:")
+    assert waits() == 0.0
+    assert REGISTRY.get_sample_value("stk_provider_budget_unavailable_total", {"provider": "acme"}) == 0.0
