@@ -211,11 +211,12 @@ def _hole_components(
     reveals even where single pixels are within the noise. A sliver (a few px between two outlines) is
     too small to be clothing.
     """
-    count, labels, stats, _ = cv2.connectedComponentsWithStats(enclosed.astype(np.uint8), connectivity=4)
+    # labels only (OpenCV's stats cost five times the labelling); the areas are counted here
+    count, labels = cv2.connectedComponents(enclosed.astype(np.uint8), connectivity=4)
     where = np.flatnonzero(enclosed)
     inside = labels.ravel().take(where)
     strict_count = np.bincount(inside, strict.ravel().take(where), count)
-    areas = stats[:, cv2.CC_STAT_AREA]
+    areas = np.bincount(inside, minlength=count)
     size = np.maximum(areas, 1).astype(np.float64)
     mean_data = np.stack([np.bincount(inside, p.ravel().take(where), count) for p in data], 1) / size[:, None]
     mean_model = (
