@@ -121,7 +121,10 @@ def context(variant: str) -> RenderContext:
             sleep=no_wait,
         ),
         ledger=CostLedger(
-            MemoryUsageStore(), job_id=None, created_at=datetime.now(UTC), max_cost_usd=chosen.job_max_cost_usd
+            MemoryUsageStore(),
+            job_id=None,
+            created_at=datetime.now(UTC),
+            max_cost_usd=chosen.job_max_cost_usd,
         ),
         artefacts=MemoryArtefacts(),
         cut_slots=asyncio.Semaphore(2),

@@ -337,7 +337,9 @@ def _cut(sheet: npt.NDArray[np.uint8], figures: int) -> SheetCut:
     grid = _Grid.of(cols, rows, width, height)
     solid = (rgba[..., 3] >= 128).astype(np.uint8)
     # Grana's block-based labelling: the same labels and stats as the default, in half the time (measured)
-    count, labels, stats, _ = cv2.connectedComponentsWithStatsWithAlgorithm(solid, 8, cv2.CV_32S, cv2.CCL_GRANA)
+    count, labels, stats, _ = cv2.connectedComponentsWithStatsWithAlgorithm(
+        solid, 8, cv2.CV_32S, cv2.CCL_GRANA
+    )
 
     speck_area = max(24.0, _SPECK_FRACTION * grid.cell_area)
     min_figure = _MIN_FIGURE_FRACTION * grid.cell_area
