@@ -77,7 +77,7 @@ def skin_pixels(
 ) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.float64] | None]:
     """The skin mask of an H×W×4 RGBA sticker and, when ``reference`` is given, the Lab colours of the
     masked pixels (pixels further than ΔE76 30 from it are dropped from the mask)."""
-    y, cr, cb = cv2.split(cv2.cvtColor(np.ascontiguousarray(rgba[..., :3]), cv2.COLOR_RGB2YCrCb))
+    y, cr, cb = cv2.split(cv2.cvtColor(cv2.cvtColor(rgba, cv2.COLOR_RGBA2RGB), cv2.COLOR_RGB2YCrCb))
     mask = (rgba[..., 3] >= 200) & (y >= _MIN_Y)
     mask &= (cr >= _CR[0]) & (cr <= _CR[1]) & (cb >= _CB[0]) & (cb <= _CB[1])
     if reference is None or not mask.any():

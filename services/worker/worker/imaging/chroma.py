@@ -96,6 +96,17 @@ def _border_mask(height: int, width: int) -> npt.NDArray[np.bool_]:
     return mask
 
 
+def _border_pixels(rgb: npt.NDArray[np.uint8]) -> npt.NDArray[np.uint8]:
+    """The N×3 pixels under :func:`_border_mask`, each once (by slices, not a full-size mask; in another
+    order than the mask's, which the order-free statistics read from them do not see)."""
+    height, width = rgb.shape[:2]
+    frame = max(2, round(min(height, width) * 0.012))
+    if 2 * frame >= height or 2 * frame >= width:
+        return rgb[_border_mask(height, width)]
+    parts = (rgb[:frame], rgb[-frame:], rgb[frame:-frame, :frame], rgb[frame:-frame, -frame:])
+    return np.concatenate([part.reshape(-1, 3) for part in parts])
+
+
 def _border_connected(mask: npt.NDArray[np.bool_]) -> npt.NDArray[np.bool_]:
     count, labels = cv2.connectedComponents(mask.astype(np.uint8), connectivity=4)
     if count <= 1:
@@ -149,13 +160,12 @@ def estimate_backdrop(rgb: npt.NDArray[np.uint8]) -> Backdrop:
         rgb: H×W×3 uint8 RGB sheet.
     """
     height, width = rgb.shape[:2]
-    border = _border_mask(height, width)
-    frame = rgb[border].astype(np.float32)
+    frame = _border_pixels(rgb).astype(np.float32)
     greenish = frame[:, 1] - np.maximum(frame[:, 0], frame[:, 2]) >= _MIN_GREEN_EXCESS
     is_green = greenish.sum() >= 0.3 * frame.shape[0]
     colour = np.median(frame[greenish] if is_green else frame, axis=0)
     if not is_green:
-        coefficients, noise = _fit_model(rgb.astype(np.float32), border)
+        coefficients, noise = _fit_model(rgb.astype(np.float32), _border_mask(height, width))
         return Backdrop(
             colour=(float(colour[0]), float(colour[1]), float(colour[2])),
             coefficients=coefficients,

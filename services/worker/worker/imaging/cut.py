@@ -273,13 +273,16 @@ def _flat_cut(core: npt.NDArray[np.bool_], rgb: npt.NDArray[np.uint8]) -> bool:
     height, width = core.shape
     if height < 8 or width < 8:
         return False
-    luma = rgb.astype(np.float32) @ np.array([0.299, 0.587, 0.114], np.float32)
-    for line, values, side in (
-        (core[0, :], luma[0, :], width),
-        (core[:, 0], luma[:, 0], height),
-        (core[:, -1], luma[:, -1], height),
-    ):
-        if line.sum() >= _FLAT_RUN * side and float(np.median(values[line])) > _INK_LUMA:
+    weights = np.array([0.299, 0.587, 0.114], np.float32)
+    for line, pixels, side in (
+        (core[0, :], rgb[0, :], width),
+        (core[:, 0], rgb[:, 0], height),
+        (core[:, -1], rgb[:, -1], height),
+    ):  # only the three sides' luma is read
+        if (
+            line.sum() >= _FLAT_RUN * side
+            and float(np.median(pixels[line].astype(np.float32) @ weights)) > _INK_LUMA
+        ):
             return True
     return False
 
