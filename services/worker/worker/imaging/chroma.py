@@ -289,12 +289,12 @@ def key_green(
         background = outer | _hole_components(enclosed, strict, data, model, backdrop.noise, edge_band_px)
 
     kernel = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * edge_band_px + 1, 2 * edge_band_px + 1))
-    background_u8 = background.astype(np.uint8)
+    background_u8 = background.view(np.uint8)
     near_bg = cv2.dilate(background_u8, kernel) > 0
     near_fg = cv2.erode(background_u8, kernel) == 0
     band = near_bg & near_fg
 
-    alpha = np.where(background, 0, 255).astype(np.uint8)
+    alpha = (~background).view(np.uint8) * np.uint8(255)  # 0 on the backdrop, 255 elsewhere
     band_at = np.flatnonzero(band)
     soft = np.clip((1.0 - ratio.ravel().take(band_at) - _SOFT_LO) / (_SOFT_HI - _SOFT_LO), 0.0, 1.0)
     soft[shadow.ravel().take(band_at)] = 0.0
@@ -302,7 +302,7 @@ def key_green(
 
     # thin green structures inside a figure (a 1–2 px gap between two outlines) are spill, not
     # clothing: clothing survives an opening, a sliver does not
-    red, green, blue = (plane.copy() for plane in cv2.split(rgb))
+    red, green, blue = cv2.split(rgb)  # new planes, written below
     greenish = ((ratio >= _SPILL_RATIO) & ~background).astype(np.uint8)
     thin = np.flatnonzero((greenish > 0) & (cv2.morphologyEx(greenish, cv2.MORPH_OPEN, kernel) == 0))
     if thin.size:
