@@ -21,10 +21,10 @@ def resize_rgba(rgba: npt.NDArray[np.uint8], size: tuple[int, int]) -> npt.NDArr
         return rgba.copy()
     shrinking = width < rgba.shape[1] or height < rgba.shape[0]
     interpolation = cv2.INTER_AREA if shrinking else cv2.INTER_CUBIC
-    alpha = np.ascontiguousarray(rgba[..., 3])
+    alpha = cv2.extractChannel(rgba, 3)
     alpha3 = cv2.merge([alpha, alpha, alpha])
     premultiplied = cv2.multiply(
-        np.ascontiguousarray(rgba[..., :3]), alpha3, scale=1.0 / 255.0, dtype=cv2.CV_32F
+        cv2.cvtColor(rgba, cv2.COLOR_RGBA2RGB), alpha3, scale=1.0 / 255.0, dtype=cv2.CV_32F
     )
     small = cv2.resize(premultiplied, (width, height), interpolation=interpolation)
     small_alpha = cv2.resize(alpha.astype(np.float32), (width, height), interpolation=interpolation)

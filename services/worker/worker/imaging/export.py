@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 
+import cv2
 import numpy as np
 import numpy.typing as npt
 from PIL import Image
@@ -58,7 +59,7 @@ def export_sticker(rgba: npt.NDArray[np.uint8]) -> bytes:
         ValueError: the image is empty, or cannot be brought under the size limit.
     """
     fitted = fit_sticker(rgba)
-    fitted[fitted[..., 3] == 0, :3] = 0
+    fitted = np.asarray(cv2.bitwise_and(fitted, fitted, mask=(fitted[..., 3] > 0).astype(np.uint8)), np.uint8)
     image = Image.fromarray(fitted)
     data = _encode(image)
     for colours in _PALETTE_STEPS:

@@ -90,11 +90,12 @@ def green_fringe(rgba: npt.NDArray[np.uint8]) -> float:
     partial = (alpha > 0) & (alpha < 255)
     eroded = cv2.erode(opaque, np.ones((3, 3), np.uint8))
     edge = partial | ((opaque > 0) & (eroded == 0))
-    if not edge.any():
+    edges = int(np.count_nonzero(edge))
+    if not edges:
         return 0.0
-    rgb = rgba[..., :3][edge].astype(np.int16)
-    excess = rgb[:, 1] - np.maximum(rgb[:, 0], rgb[:, 2])
-    return float((excess > _FRINGE_EXCESS).mean())
+    red, green, blue, _ = cv2.split(rgba)
+    excess = cv2.subtract(green, cv2.max(red, blue))  # saturates at 0: only a positive excess counts
+    return float(np.count_nonzero(edge & (excess > _FRINGE_EXCESS)) / edges)
 
 
 def finish_sticker(

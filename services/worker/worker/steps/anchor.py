@@ -47,6 +47,16 @@ def _skin_of(rgb: npt.NDArray[np.uint8], near: Lab | None) -> Lab | None:
     return mean_lab(figure, skin_mask(figure, near))
 
 
+def _anchor_of(rgb: npt.NDArray[np.uint8], near: Lab | None) -> Anchor:
+    """The anchor of an H×W×3 image: its wire encoding and skin colour (CPU-bound: run in a thread)."""
+    return Anchor(rgb=rgb, image=encode_drawing(rgb, "anchor"), skin=_skin_of(rgb, near))
+
+
+def _reused(cached: bytes) -> Anchor:
+    """The anchor of a job's stored ``anchor`` PNG (CPU-bound: run in a thread)."""
+    return _anchor_of(np.ascontiguousarray(decode_output(cached)[..., :3]), None)
+
+
 def shift_anchor_skin(
     rgb: npt.NDArray[np.uint8], target: Lab, *, strength: float, max_de: float
 ) -> tuple[npt.NDArray[np.uint8], float, float | None]:
@@ -72,7 +82,7 @@ async def _verify(
     request = VisionRequest(
         kind="verify",
         prompt=vision_prompt("verify"),
-        images=(encode_drawing(anchor, "anchor"), selfie),
+        images=(await calls.cpu(encode_drawing, anchor, "anchor"), selfie),
         schema=ANCHOR_CHECK_SCHEMA,
     )
     try:
@@ -114,11 +124,8 @@ async def anchor_portrait(
     """
     cached = await artefacts.get("anchor")
     if cached is not None:
-        stored = np.ascontiguousarray(decode_output(cached)[..., :3])
         calls.event("ANCHOR_REUSED")
-        return Anchor(
-            rgb=stored, image=encode_drawing(stored, "anchor"), skin=await calls.cpu(_skin_of, stored, None)
-        )
+        return await calls.cpu(_reused, cached)
     refs = (selfie, face) if face is not None else (selfie,)
     terms = PromptTerms(outfit=outfit, art_style=art_style, passport=passport)
     rgb: npt.NDArray[np.uint8] | None = None
@@ -153,6 +160,4 @@ async def anchor_portrait(
             applied_de=round(applied, 2),
         )
     await artefacts.put("anchor", await calls.cpu(encode_png, chosen), "image/png")
-    return Anchor(
-        rgb=chosen, image=encode_drawing(chosen, "anchor"), skin=await calls.cpu(_skin_of, chosen, target)
-    )
+    return await calls.cpu(_anchor_of, chosen, target)

@@ -24,6 +24,11 @@ __all__ = ["identity_outliers"]
 _REFERENCE_TEXT = {"anchor": "the anchor portrait", "selfie": "the guest's selfie"}
 
 
+def _contact_image(stickers: list[npt.NDArray[np.uint8]], cols: int, rows: int) -> InputImage:
+    """The contact sheet of ``stickers`` as the wire's PNG (CPU-bound: run in a thread)."""
+    return encode_drawing(contact_sheet(stickers, cols, rows), "contact")
+
+
 async def identity_outliers(
     calls: ProviderCalls,
     reference: InputImage,
@@ -51,13 +56,13 @@ async def identity_outliers(
     if not qa_identity_enabled or not stickers:
         return {}
     cols, rows = grid or (min(4, len(stickers)), math.ceil(len(stickers) / 4))
-    sheet = await calls.cpu(contact_sheet, list(stickers), cols, rows)
+    contact = await calls.cpu(_contact_image, list(stickers), cols, rows)
     request = VisionRequest(
         kind=kind,
         prompt=vision_prompt(
             kind, reference=_REFERENCE_TEXT[reference.role], count=len(stickers), grid=(cols, rows)
         ),
-        images=(reference, encode_drawing(sheet, "contact")),
+        images=(reference, contact),
         schema=QA_SCHEMA,
         contact_grid=(cols, rows),
     )

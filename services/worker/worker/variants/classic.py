@@ -64,7 +64,7 @@ async def render_classic(
     first = await sheet(0, [])
     if first is None:
         raise NoValidSheet("sheet 0 never valid")
-    reference = encode_drawing(first.image[..., :3], "reference")
+    reference = await ctx.cpu(encode_drawing, first.image[..., :3], "reference")
     rest = await gather_or_cancel(sheet(k, [reference]) for k in range(1, len(plans)))
     results = [first, *rest]
     if any(result is None for result in results):

@@ -36,7 +36,7 @@ async def _heads_of_sheet(
             )
             continue
         ctx.event("HEAD_SHEET", sheet=plan.number, attempt=attempt, cut=cut.describe())
-        reference = reference or encode_drawing(image[..., :3], "reference")
+        reference = reference or await ctx.cpu(encode_drawing, image[..., :3], "reference")
         fresh = []
         for figure in cut.figures:
             index = plan.first_slot + figure.cell

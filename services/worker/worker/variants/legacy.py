@@ -80,5 +80,5 @@ async def render_legacy(
                 ctx.event("FLAT_CUT_LEFT", level="warning", slot=slot.index)
             slot.defect = None
         slots += sheet_slots
-        previous = encode_drawing(result.image[..., :3], "reference")
+        previous = await ctx.cpu(encode_drawing, result.image[..., :3], "reference")
     return slots
