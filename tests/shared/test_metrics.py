@@ -26,7 +26,7 @@ SET_WHILE_RUNNING = frozenset(
     {"stk_stream_lag", "stk_stream_pending", "stk_pause_active", "stk_job_queue_depth"}
     # created at 0 for each duty a service declares, when the runtime starts it (tests/shared/test_runtime.py)
     | {"stk_duty_failures_total"}
-    # created at 0 for each provider when the worker builds its FleetBudget (tests/worker/providers/test_budget.py)
+    # created at 0 per provider when the worker builds its FleetBudget (tests/worker/providers/test_budget.py)
     | {
         "stk_provider_budget_held",
         "stk_provider_budget_unavailable_total",
