@@ -66,6 +66,26 @@ class BlobRepository:
         )
         return [_blob(r) for r in rows]
 
+    async def positions_for_job(self, job_id: UUID, kind: str) -> list[int]:
+        """The positions of the job's blobs of ``kind`` (no data read), ascending."""
+        rows = await self.conn.execute(
+            sa.select(blobs.c.position)
+            .where(blobs.c.job_id == job_id, blobs.c.kind == kind, blobs.c.position.is_not(None))
+            .order_by(blobs.c.position)
+        )
+        return [int(r[0]) for r in rows]
+
+    async def at_position(self, job_id: UUID, kind: str, position: int) -> Blob | None:
+        """The job's blob of ``kind`` at ``position``, or ``None``."""
+        row = (
+            await self.conn.execute(
+                sa.select(blobs).where(
+                    blobs.c.job_id == job_id, blobs.c.kind == kind, blobs.c.position == position
+                )
+            )
+        ).first()
+        return _blob(row) if row else None
+
     async def ids_for_job(self, job_id: UUID, kind: str) -> list[UUID]:
         rows = await self.conn.execute(
             sa.select(blobs.c.id)
