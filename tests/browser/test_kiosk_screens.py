@@ -211,6 +211,8 @@ def test_a_pause_on_the_camera_screen_shows_the_break_and_comes_back_to_the_came
     resume(stack)
     wait_screen(page, "camera", timeout_ms=5_000)
     page.wait_for_selector("#shoot:enabled")  # the camera is live again
+    page.wait_for_timeout(500)
+    screenshot(page, "kiosk-camera")
 
 
 # ---- "Still there?" before every reset ----
@@ -224,6 +226,7 @@ def test_still_there_warns_with_a_countdown_before_a_reset_and_continue_keeps_th
     scan_and_start(page, stack, user_id=7205)
     pick_outfit(page, "pirate")
     choose_photo(page, "face-woman-red-hat.png")
+    screenshot(page, "kiosk-review")
     page.clock.fast_forward(74_000)
     assert not page.is_visible("#idle")  # 90 s screen: the warning comes 15 s before the end
     page.clock.fast_forward(2_000)
@@ -356,3 +359,21 @@ def test_a_hung_upload_shows_progress_then_a_retry_within_10_s_and_goes_through(
     wait_screen(page, "generating", timeout_ms=15_000)
     status = session_status(stack, session["id"])
     assert (len(hung), len(status["jobs"])) == (1, 1)
+
+
+def test_an_upload_that_keeps_failing_ends_on_send_failed_with_the_photo_still_there(
+    page: Page, stack: Stack
+) -> None:
+    session = open_kiosk(page, stack, station="hall-s")
+    scan_and_start(page, stack, user_id=7211)
+    pick_outfit(page, "wizard")
+    choose_photo(page, "face-older-man-white-hair.jpg")
+    page.route("**/sessions/*/photo", lambda route: route.abort("connectionreset"))
+    page.click("#send")
+    wait_screen(page, "send-failed", timeout_ms=15_000)  # after the retries of 1, 2 and 3 s
+    assert "still here on the booth" in page.inner_text('section[data-screen="send-failed"] .lead')
+    screenshot(page, "kiosk-send-failed")
+    page.unroute("**/sessions/*/photo")
+    page.click("#resend")  # the same photo, the same capture id
+    wait_screen(page, "generating", timeout_ms=15_000)
+    assert len(session_status(stack, session["id"])["jobs"]) == 1
