@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 from uuid import UUID
 
@@ -17,16 +18,17 @@ from pydantic import ValidationError
 
 from ingest.branding import ink_on
 from ingest.main import create_app
-from shared import maintenance
+from shared import command_ids, maintenance
 from shared.errors import ContentRefused, JobCostExceeded, JobError, NoFaceError, PermanentJobError
 from shared.joblife import failure_command_id
 from shared.repositories import Database
 from shared.streams import Publisher
 from shared.texts import TEXTS
-from tests.ingest.ingest_helpers import app_client, ingest_settings, linked_session
+from tests.ingest.ingest_helpers import agree, app_client, ingest_settings, linked_session
 from worker.outcomes import fail_permanently
 
 pytestmark = pytest.mark.integration
+PHOTOS = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "photos"
 
 
 @pytest.fixture
@@ -126,6 +128,30 @@ async def test_unlink_forgets_the_guest_and_gives_a_new_qr_code_the_old_one_no_l
             after["token"], user_id=603, chat_id=603, name="Bo", language="en"
         )
     assert (await client.get(f"/sessions/{sid}")).json()["guest_first_name"] == "Bo"
+
+
+async def test_after_unlink_the_photos_messages_go_to_the_guest_who_linked_next_not_the_unlinked_one(
+    client: httpx.AsyncClient, db: Database
+) -> None:
+    body = await open_session(client)
+    await bind(db, body["token"], 612)
+    after = (await client.post(f"/sessions/{body['id']}/unlink")).json()
+    await bind(db, after["token"], 613)
+    sid = body["id"]
+    assert (await client.put(f"/sessions/{sid}/outfit", json={"outfit_id": "chef"})).status_code == 200
+    assert (await agree(client, sid)).status_code == 200
+    photo = (PHOTOS / "face-woman-red-hat.png").read_bytes()
+    response = await client.post(
+        f"/sessions/{sid}/photo", files={"photo": ("x.png", photo)}, data={"capture_id": "cap-1"}
+    )
+    assert response.status_code == 202
+    async with db.transaction() as repos:
+        generating = await repos.tg_commands.get(
+            command_ids.generating_notice(UUID(response.json()["job_id"]))
+        )
+        context = await repos.jobs.get_context(UUID(response.json()["job_id"]))
+    assert generating is not None and generating.params["chat_id"] == 613
+    assert context is not None and context.tg_chat_id == 613  # delivery's link and failure texts too
 
 
 async def test_unlink_twice_changes_nothing_the_second_time(client: httpx.AsyncClient, db: Database) -> None:
