@@ -36,7 +36,13 @@ pytestmark = [pytest.mark.browser, pytest.mark.timeout(300)]
 STATIC = Path(__file__).resolve().parents[2] / "services" / "ingest" / "ingest" / "static" / "kiosk"
 CAPTURE_ID = re.compile(rb'name="capture_id"\r\n\r\n([A-Za-z0-9_.:-]+)\r\n')
 ADMIN = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
-CONTENT_TYPES = {".html": "text/html", ".js": "text/javascript", ".css": "text/css", ".svg": "image/svg+xml"}
+CONTENT_TYPES = {
+    ".html": "text/html",
+    ".js": "text/javascript",
+    ".css": "text/css",
+    ".svg": "image/svg+xml",
+    ".webp": "image/webp",
+}
 
 
 def test_a_guest_journey_ends_on_the_done_screen_with_the_link_in_telegram(page: Page, stack: Stack) -> None:

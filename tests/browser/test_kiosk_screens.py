@@ -140,6 +140,9 @@ def test_the_welcome_screen_runs_an_attract_loop_and_carries_the_venue_branding(
     page.wait_for_timeout(3000)  # one step of the loop (2.6 s)
     assert page.eval_on_selector_all("#attract img", "imgs => imgs.map((i) => i.src)") != first
     screenshot(page, "kiosk-welcome")
+    page.click("#lang")
+    assert page.inner_text('section[data-screen="welcome"] h1') == "Превратим твоё селфи в стикеры!"
+    screenshot(page, "kiosk-welcome-ru")
 
 
 # ---- "Hi, <first name> — not you?" ----

@@ -87,7 +87,7 @@
       step_delivering: "Packing them for Telegram", next_guest: "Next guest",
       done_title: "Done! Here are your stickers",
       done_text: "The link is in your chat with our bot. Or scan this code to add the whole set.",
-      done_loading: "Loading your stickers…",
+      done_loading: "Loading your stickers…", done_scan: "Scan to add your set",
       failed_title: "Sorry, that didn't work",
       failed_text: "Something went wrong with your sticker pack. Our team will help you manually — "
         + "find us at the booth.",
@@ -136,7 +136,7 @@
       step_delivering: "Упаковываем для Telegram", next_guest: "Следующий гость",
       done_title: "Готово! Вот твои стикеры",
       done_text: "Ссылка — в чате с нашим ботом. Или отсканируй этот код, чтобы добавить весь набор.",
-      done_loading: "Загружаем стикеры…",
+      done_loading: "Загружаем стикеры…", done_scan: "Отсканируй, чтобы добавить набор",
       failed_title: "Извини, не получилось",
       failed_text: "Что-то пошло не так с генерацией твоего набора. Мы поможем вручную — подойди к стойке.",
       failed_no_captures: "Это было последнее фото для этой сессии — сотрудники стойки тебе помогут.",
@@ -502,7 +502,7 @@
     show("done");
     releaseStickers();
     $("done-qr").hidden = true;
-    $("done-link").textContent = "";
+    $("done-set").hidden = true;
     $("done-note").textContent = t("done_loading");
     const headers = { "X-Session-Token": state.token || "" };
     try {
@@ -512,7 +512,7 @@
         $("done-qr").src = list.set_qr_svg;
         $("done-qr").dataset.setUrl = list.set_url;
         $("done-qr").hidden = false;
-        $("done-link").textContent = list.set_url.replace(/^https:\/\//, "");
+        $("done-set").hidden = false;
       }
       for (const sticker of list.stickers) {
         const response = await fetch(sticker.url, { headers, cache: "no-store" });
