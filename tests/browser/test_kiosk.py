@@ -250,12 +250,41 @@ def test_an_upload_that_meets_maintenance_waits_on_the_break_screen_and_goes_thr
     scan_and_start(page, stack, user_id=7105)
     pick_outfit(page, "cowboy")
     choose_photo(page, "face-woman-red-hat.png")
-    httpx.post(f"{stack.ingest_url}/admin/pause", headers=ADMIN, timeout=10).raise_for_status()
+    uploads: list[int] = []
+
+    def pause_first(route: Route) -> None:
+        """The pause begins while the photo is on its way (the status poll has not seen it yet), so the
+        upload itself is answered 503 maintenance."""
+        uploads.append(1)
+        if len(uploads) == 1:
+            httpx.post(f"{stack.ingest_url}/admin/pause", headers=ADMIN, timeout=10).raise_for_status()
+        route.continue_()
+
+    page.route("**/sessions/*/photo", pause_first)
     try:
         page.click("#send")
         wait_screen(page, "break")
         assert session_status(stack, session["id"])["jobs"] == []
     finally:
         httpx.post(f"{stack.ingest_url}/admin/resume", headers=ADMIN, timeout=10).raise_for_status()
+    wait_screen(page, "generating", timeout_ms=15_000)
+    assert len(session_status(stack, session["id"])["jobs"]) == 1 and len(uploads) == 2
+
+
+def test_a_pause_on_the_review_screen_keeps_the_photo_and_it_goes_through_after_resume(
+    page: Page, stack: Stack
+) -> None:
+    session = open_kiosk(page, stack)
+    scan_and_start(page, stack, user_id=7107)
+    pick_outfit(page, "chef")
+    choose_photo(page, "face-woman-red-hat.png")
+    httpx.post(f"{stack.ingest_url}/admin/pause", headers=ADMIN, timeout=10).raise_for_status()
+    try:
+        wait_screen(page, "break", timeout_ms=5_000)  # the status poll, before any tap
+        assert session_status(stack, session["id"])["jobs"] == []
+    finally:
+        httpx.post(f"{stack.ingest_url}/admin/resume", headers=ADMIN, timeout=10).raise_for_status()
+    wait_screen(page, "review", timeout_ms=5_000)
+    page.click("#send")
     wait_screen(page, "generating", timeout_ms=15_000)
     assert len(session_status(stack, session["id"])["jobs"]) == 1

@@ -230,9 +230,9 @@ def test_still_there_warns_with_a_countdown_before_a_reset_and_continue_keeps_th
     pick_outfit(page, "pirate")
     choose_photo(page, "face-woman-red-hat.png")
     screenshot(page, "kiosk-review")
-    page.clock.fast_forward(74_000)
+    page.clock.fast_forward(70_000)
     assert not page.is_visible("#idle")  # 90 s screen: the warning comes 15 s before the end
-    page.clock.fast_forward(2_000)
+    page.clock.fast_forward(6_000)
     page.wait_for_selector("#idle:not([hidden])")
     assert page.inner_text("#idle-title") == "Still there?"
     assert "Back to the start in" in page.inner_text("#idle-count")

@@ -915,6 +915,7 @@
     $("failed-text").textContent = guestText(failure.text) + extra;
     $("failed-again").hidden = !canRetake;
     $("failed-again").classList.toggle("primary", canRetake);
+    $("failed-again").classList.toggle("secondary", !canRetake);
     $("failed-again").classList.toggle("big", canRetake);
     $("next-failed").classList.toggle("primary", !canRetake);
     $("next-failed").classList.toggle("big", !canRetake);
