@@ -160,8 +160,16 @@ class PermanentJobError(JobError):
     error_class = ErrorClass.PERMANENT
 
 
+#: How the message of a :class:`NoFaceError` starts, so the stored ``jobs.error`` still says which
+#: permanent failure it was (:func:`shared.joblife.guest_failure_text` reads it back for the kiosk).
+NO_FACE_MARK = "no_face:"
+
+
 class NoFaceError(PermanentJobError):
-    """No human face was found in the photo."""
+    """No human face was found in the photo. The message starts with :data:`NO_FACE_MARK`."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message if message.startswith(NO_FACE_MARK) else f"{NO_FACE_MARK} {message}")
 
 
 class ContentRefused(PermanentJobError):

@@ -30,7 +30,7 @@ import structlog
 from shared import command_ids, metrics, streams
 from shared.alerts import queue_alert
 from shared.domain import Job, JobStatus
-from shared.errors import ErrorClass
+from shared.errors import NO_FACE_MARK, ErrorClass
 from shared.link_message import queue_link_message
 from shared.logging import redact
 from shared.messages import JobQueued
@@ -48,6 +48,25 @@ class FailedJob:
 
     job: Job
     commands: list[str]
+
+
+def guest_failure_text(error_class: str | None, error: str | None) -> str:
+    """The key in :mod:`shared.texts` of the guest's failure message for a job failed with
+    ``error_class`` and stored ``error``: ``no_face`` (a :class:`~shared.errors.NoFaceError`, whose
+    message starts with ``no_face:``), ``content_refused`` (class ``content``), else ``failed``.
+
+    The worker picks the text it sends with this, and the kiosk shows the same case from the same
+    function (``GET /sessions/{id}``), so the booth and the bot never say different things.
+    """
+    if error_class == ErrorClass.CONTENT:
+        return "content_refused"
+    if error_class == ErrorClass.PERMANENT and (error or "").startswith(NO_FACE_MARK):
+        return "no_face"
+    return "failed"
+
+
+#: The failure texts that ask for another selfie: a new photo can fix these; a Retry of the same one cannot.
+RETAKE_TEXTS = frozenset({"no_face", "content_refused"})
 
 
 def failure_command_id(job: Job) -> str:

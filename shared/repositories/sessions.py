@@ -118,6 +118,35 @@ class SessionRepository:
         ).one_or_none()
         return _session(row) if row else None
 
+    async def unbind_telegram(self, session_id: UUID, *, token: str) -> KioskSession | None:
+        """Undo :meth:`bind_telegram` ("not you?" on the kiosk, issue 13): forget the Telegram user, chat,
+        name and language, the outfit and the consent, and give the session the new deep-link ``token``
+        (the old QR code no longer binds). Returns ``None`` when the session does not exist.
+
+        The caller holds the row (``get(..., for_update=True)``) and has checked that no job exists:
+        a job's messages go to the chat its session names.
+        """
+        row = (
+            await self.conn.execute(
+                sa.update(sessions)
+                .where(sessions.c.id == session_id)
+                .values(
+                    token=token,
+                    tg_user_id=None,
+                    tg_chat_id=None,
+                    guest_name=None,
+                    language=None,
+                    bound_at=None,
+                    outfit_id=None,
+                    consent_version=None,
+                    consent_language=None,
+                    consented_at=None,
+                )
+                .returning(sessions)
+            )
+        ).one_or_none()
+        return _session(row) if row else None
+
     async def count_capture(self, session_id: UUID) -> None:
         await self.conn.execute(
             sa.update(sessions).where(sessions.c.id == session_id).values(captures=sessions.c.captures + 1)

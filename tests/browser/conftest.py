@@ -19,7 +19,7 @@ import pytest
 from playwright.sync_api import Browser, ConsoleMessage, Page, Playwright, sync_playwright
 
 from devstack.processes import Stack
-from tests.browser.kiosk_helpers import ADMIN_TOKEN
+from tests.browser.kiosk_helpers import ADMIN_TOKEN, BRANDING
 
 REPO = Path(__file__).resolve().parents[2]
 CHROMIUM = Path("/usr/bin/chromium")
@@ -35,7 +35,7 @@ CHROMIUM_ARGS = [
     "--use-fake-ui-for-media-stream",
     "--use-fake-device-for-media-stream",
 ]
-EXTRA_ENV = {"ADMIN_TOKEN": ADMIN_TOKEN}
+EXTRA_ENV = {"ADMIN_TOKEN": ADMIN_TOKEN, **BRANDING}
 
 
 @pytest.fixture(scope="session")

@@ -14,13 +14,26 @@ REPO = Path(__file__).resolve().parents[2]
 PHOTOS = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "photos"
 SHOTS = REPO / "var" / "test-output" / "browser"
 ADMIN_TOKEN = "browser-tests-admin-token-0123456789"
+#: The venue branding the browser stack's ingest runs with (issue 13); the logo is a path on its origin.
+BRANDING = {
+    "KIOSK_EVENT_TITLE": "Tech Expo 2026",
+    "KIOSK_LOGO_URL": "/kiosk/assets/icon.svg",
+    "KIOSK_ACCENT_COLOR": "#3ddc97",
+}
+
+
+KIOSK_SCREENS = REPO / "out" / "kiosk-screens"
 
 
 def screenshot(page: Page, name: str) -> Path:
-    """Save a PNG of the page as ``var/test-output/browser/<name>.png`` (not in git)."""
+    """Save a PNG of the page as ``var/test-output/browser/<name>.png`` (not in git); a kiosk screen
+    (``kiosk-*``) also goes to ``out/kiosk-screens/`` (not in git), the set to look at at tablet size."""
     SHOTS.mkdir(parents=True, exist_ok=True)
     path = SHOTS / f"{name}.png"
     page.screenshot(path=str(path))
+    if name.startswith("kiosk-"):
+        KIOSK_SCREENS.mkdir(parents=True, exist_ok=True)
+        (KIOSK_SCREENS / f"{name}.png").write_bytes(path.read_bytes())
     return path
 
 
@@ -48,15 +61,19 @@ def deep_link(page: Page) -> str:
     return str(page.get_attribute("#qr", "data-deep-link"))
 
 
-def scan_and_start(page: Page, stack: Stack, user_id: int) -> None:
-    """The guest scans the QR code and presses Start: ``/start <token>`` through the simulator."""
+def scan_and_start(
+    page: Page, stack: Stack, user_id: int, *, first_name: str = "Guest", wait_for: str | None = "outfits"
+) -> None:
+    """The guest scans the QR code and presses Start: ``/start <token>`` through the simulator; then
+    waits for the screen ``wait_for`` (None: no wait)."""
     token = deep_link(page).split("start=", 1)[1]
     httpx.post(
         f"{stack.sim_url}/sim/users/{user_id}/messages",
-        json={"text": f"/start {token}", "first_name": "Guest", "language_code": "en"},
+        json={"text": f"/start {token}", "first_name": first_name, "language_code": "en"},
         timeout=10,
     ).raise_for_status()
-    wait_screen(page, "outfits")
+    if wait_for:
+        wait_screen(page, wait_for)
 
 
 def pick_outfit(page: Page, outfit_id: str) -> None:

@@ -18,6 +18,7 @@ from playwright.sync_api import Page, Request, Route
 
 from devstack.journey import LINK, bot_texts, chat_messages
 from devstack.processes import Stack
+from shared.texts import TEXTS
 from tests.browser.kiosk_helpers import (
     ADMIN_TOKEN,
     choose_photo,
@@ -35,7 +36,13 @@ pytestmark = [pytest.mark.browser, pytest.mark.timeout(300)]
 STATIC = Path(__file__).resolve().parents[2] / "services" / "ingest" / "ingest" / "static" / "kiosk"
 CAPTURE_ID = re.compile(rb'name="capture_id"\r\n\r\n([A-Za-z0-9_.:-]+)\r\n')
 ADMIN = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
-CONTENT_TYPES = {".html": "text/html", ".js": "text/javascript", ".css": "text/css", ".svg": "image/svg+xml"}
+CONTENT_TYPES = {
+    ".html": "text/html",
+    ".js": "text/javascript",
+    ".css": "text/css",
+    ".svg": "image/svg+xml",
+    ".webp": "image/webp",
+}
 
 
 def test_a_guest_journey_ends_on_the_done_screen_with_the_link_in_telegram(page: Page, stack: Stack) -> None:
@@ -56,10 +63,18 @@ def test_a_guest_journey_ends_on_the_done_screen_with_the_link_in_telegram(page:
     wait_screen(page, "generating")
     screenshot(page, "kiosk-generating")
     wait_screen(page, "done", timeout_ms=180_000)
+    # The guest's own first four stickers (fetched with the session's token) and the set's QR code.
+    page.wait_for_function(
+        "() => { const s = [...document.querySelectorAll('#done-stickers img.sticker')];"
+        " return s.length === 4 && s.every((i) => i.complete && i.naturalWidth > 0); }"
+    )
+    page.wait_for_selector("#done-qr:not([hidden])")
+    page.wait_for_timeout(900)  # the stickers' pop-in animation
     screenshot(page, "kiosk-done")
     with httpx.Client(base_url=stack.sim_url, timeout=10) as sim:
         links = [m for t in bot_texts(chat_messages(sim, 7101)) if (m := LINK.search(t))]
     assert len(links) == 1
+    assert page.get_attribute("#done-qr", "data-set-url") == links[0].group(0)
     status = session_status(stack, session["id"])
     assert (status["status"], status["outfit_id"], len(status["jobs"])) == ("delivered", "pirate", 1)
 
@@ -133,13 +148,14 @@ def test_the_outfit_list_is_retried_while_ingest_is_down_and_loads_when_it_is_ba
     for gap, expected in zip(gaps, (1.0, 2.0, 4.0), strict=True):
         assert expected - 0.1 < gap < expected + 0.8, gaps
     assert page.is_visible("#offline")
-    assert page.locator("#preview img").count() == 0
+    assert page.locator("#outfit-grid .outfit").count() == 0
     screenshot(page, "kiosk-offline")
     stack.start("ingest")
     stack.wait_healthy()
-    page.wait_for_selector("#preview img", timeout=15_000)  # the next try is at most 10 s away
+    # the next try is at most 10 s away
+    page.wait_for_selector("#outfit-grid .outfit", state="attached", timeout=15_000)
     page.wait_for_selector("#qr:not([hidden])", timeout=15_000)
-    assert page.locator("#preview img").count() >= 4
+    assert page.locator("#outfit-grid .outfit").count() >= 4
     assert not page.is_visible("#offline")
 
 
@@ -201,11 +217,12 @@ def test_a_photo_without_a_face_shows_the_servers_message_and_a_retake(page: Pag
     page.click("#send")
     wait_screen(page, "refused")
     assert page.inner_text("#refused-title") == "We couldn't see your face"
-    assert "No face was found" in page.inner_text("#refused-text")
+    assert page.inner_text("#refused-text") == TEXTS["no_face"]["en"]  # the bot's words for this case
     assert page.inner_text("#refused-action") == "Retake"
     screenshot(page, "kiosk-no-face")
     page.click("#lang")
     assert page.inner_text("#refused-title") == "Не видно лица"
+    assert page.inner_text("#refused-text") == TEXTS["no_face"]["ru"]
     page.click("#refused-action")
     wait_screen(page, "camera")
     assert session_status(stack, session["id"])["captures"] == 0  # a refused photo uses no capture
@@ -233,12 +250,41 @@ def test_an_upload_that_meets_maintenance_waits_on_the_break_screen_and_goes_thr
     scan_and_start(page, stack, user_id=7105)
     pick_outfit(page, "cowboy")
     choose_photo(page, "face-woman-red-hat.png")
-    httpx.post(f"{stack.ingest_url}/admin/pause", headers=ADMIN, timeout=10).raise_for_status()
+    uploads: list[int] = []
+
+    def pause_first(route: Route) -> None:
+        """The pause begins while the photo is on its way (the status poll has not seen it yet), so the
+        upload itself is answered 503 maintenance."""
+        uploads.append(1)
+        if len(uploads) == 1:
+            httpx.post(f"{stack.ingest_url}/admin/pause", headers=ADMIN, timeout=10).raise_for_status()
+        route.continue_()
+
+    page.route("**/sessions/*/photo", pause_first)
     try:
         page.click("#send")
         wait_screen(page, "break")
         assert session_status(stack, session["id"])["jobs"] == []
     finally:
         httpx.post(f"{stack.ingest_url}/admin/resume", headers=ADMIN, timeout=10).raise_for_status()
+    wait_screen(page, "generating", timeout_ms=15_000)
+    assert len(session_status(stack, session["id"])["jobs"]) == 1 and len(uploads) == 2
+
+
+def test_a_pause_on_the_review_screen_keeps_the_photo_and_it_goes_through_after_resume(
+    page: Page, stack: Stack
+) -> None:
+    session = open_kiosk(page, stack)
+    scan_and_start(page, stack, user_id=7107)
+    pick_outfit(page, "chef")
+    choose_photo(page, "face-woman-red-hat.png")
+    httpx.post(f"{stack.ingest_url}/admin/pause", headers=ADMIN, timeout=10).raise_for_status()
+    try:
+        wait_screen(page, "break", timeout_ms=5_000)  # the status poll, before any tap
+        assert session_status(stack, session["id"])["jobs"] == []
+    finally:
+        httpx.post(f"{stack.ingest_url}/admin/resume", headers=ADMIN, timeout=10).raise_for_status()
+    wait_screen(page, "review", timeout_ms=5_000)
+    page.click("#send")
     wait_screen(page, "generating", timeout_ms=15_000)
     assert len(session_status(stack, session["id"])["jobs"]) == 1

@@ -1,5 +1,6 @@
 """Kiosk use cases: open a session, choose an outfit, record consent, accept a photo (DESIGN.md §4,
-issue 11 "Consent on the kiosk").
+issue 11 "Consent on the kiosk"), unlink a guest who is not the one at the booth and show a delivered
+guest their stickers (issue 13).
 
 Accepting a photo writes the job, the selfie and the "Generating…" command in ONE transaction, commits,
 then publishes the hints (``stk:jobs``, ``tg:outbox``). A Redis outage after the commit loses nothing: the
@@ -8,6 +9,7 @@ rows stay undispatched and the reconcilers publish them.
 
 from __future__ import annotations
 
+import hmac
 import secrets
 from dataclasses import dataclass
 from uuid import UUID
@@ -17,10 +19,12 @@ import structlog
 from ingest.consent import ConsentRequired, consent_text
 from ingest.context import IngestContext
 from shared import command_ids, streams
-from shared.domain import Job, JobStatus, KioskSession
+from shared.domain import Blob, Job, JobStatus, KioskSession
 from shared.errors import Conflict, NotFound
+from shared.maintenance import current_pause
 from shared.messages import JobQueued
 from shared.outbox import dispatch_commands, tell_guest
+from shared.repositories import Repositories
 
 log = structlog.get_logger(__name__)
 
@@ -47,6 +51,18 @@ async def get_session(ctx: IngestContext, session_id: UUID) -> tuple[KioskSessio
         if session is None:
             raise NotFound(f"session {session_id} does not exist")
         return session, await repos.jobs.for_session(session_id)
+
+
+async def session_view(ctx: IngestContext, session_id: UUID) -> tuple[KioskSession, list[Job], bool]:
+    """The session, its jobs and whether a pause is on (any source, :mod:`shared.maintenance`), read
+    in one transaction for the kiosk's status poll. Raises NotFound."""
+    async with ctx.db.transaction() as repos:
+        session = await repos.sessions.get(session_id)
+        if session is None:
+            raise NotFound(f"session {session_id} does not exist")
+        jobs = await repos.jobs.for_session(session_id)
+        pause = await current_pause(repos, env_on=ctx.settings.maintenance_mode)
+    return session, jobs, pause is not None
 
 
 async def choose_outfit(ctx: IngestContext, session_id: UUID, outfit_id: str) -> KioskSession:
@@ -88,6 +104,94 @@ async def give_consent(ctx: IngestContext, session_id: UUID, version: str, langu
         raise NotFound(f"session {session_id} does not exist")
     log.info("CONSENT_GIVEN", session_id=str(session_id), version=version, language=language)
     return session
+
+
+async def unlink(ctx: IngestContext, session_id: UUID) -> KioskSession:
+    """ "Not you?" on the kiosk: unbind the Telegram user from the session and give it a new deep-link
+    token, so the kiosk shows a new QR code and the old one binds nobody (issue 13). The outfit and the
+    consent go too: the next guest to link chooses and agrees for themselves. A session that is not linked
+    is answered as it is (a second tap changes nothing).
+
+    Allowed only before the first photo: a job's "Generating…", link and failure messages go to the chat
+    of its session, so once a photo is sent the link stays. With no job, the unlinked user is sent nothing
+    after their "You're linked!".
+
+    Raises:
+        NotFound: no such session.
+        Conflict: ``photo_sent`` when the session already has a job.
+    """
+    async with ctx.db.transaction() as repos:
+        session = await repos.sessions.get(session_id, for_update=True)
+        if session is None:
+            raise NotFound(f"session {session_id} does not exist")
+        if not session.telegram_linked:
+            return session
+        if await repos.jobs.for_session(session_id):
+            raise Conflict(
+                "photo_sent", "A photo was already sent for this guest; the link cannot be undone."
+            )
+        unlinked = await repos.sessions.unbind_telegram(session_id, token=new_token())
+    assert unlinked is not None  # the row is locked
+    log.info("GUEST_UNLINKED", session_id=str(session_id))
+    return unlinked
+
+
+@dataclass(frozen=True)
+class Delivered:
+    """The newest delivered job of a session and the positions of its stored stickers."""
+
+    session: KioskSession
+    job: Job
+    positions: list[int]
+
+
+async def _session_for_kiosk(repos: Repositories, session_id: UUID, token: str | None) -> KioskSession:
+    """The session, when ``token`` is its current deep-link token (compared in constant time).
+
+    Raises:
+        NotFound: no such session, or the token is missing or another session's (the same answer, so a
+            caller cannot tell a session that exists from one that does not).
+    """
+    session = await repos.sessions.get(session_id)
+    if session is None or token is None or not hmac.compare_digest(session.token, token):
+        raise NotFound(f"session {session_id} does not exist")
+    return session
+
+
+async def delivered_stickers(ctx: IngestContext, session_id: UUID, token: str | None) -> Delivered | None:
+    """The session's newest ``delivered`` job and its sticker positions, for the kiosk's done screen.
+
+    Authorised by the session id together with its deep-link ``token``: the id appears in logs and
+    the admin API, the token only in the QR code the kiosk showed (and it changes on unlink).
+
+    Returns ``None`` when no job of the session is delivered with stickers stored (none yet, or erased
+    by retention or ``/delete``).
+
+    Raises:
+        NotFound: as :func:`_session_for_kiosk`.
+    """
+    async with ctx.db.transaction() as repos:
+        session = await _session_for_kiosk(repos, session_id, token)
+        delivered = [j for j in await repos.jobs.for_session(session_id) if j.status == JobStatus.DELIVERED]
+        for job in reversed(delivered):
+            positions = [p for p, _emoji in await repos.blobs.positions_for_job(job.id, "sticker")]
+            if positions:
+                return Delivered(session, job, positions)
+    return None
+
+
+async def sticker(ctx: IngestContext, session_id: UUID, token: str | None, position: int) -> Blob | None:
+    """One stored sticker (PNG) of the session's newest delivered job; ``None`` when there is none at
+    ``position`` (or no delivered stickers at all).
+
+    Raises:
+        NotFound: as :func:`_session_for_kiosk`.
+    """
+    found = await delivered_stickers(ctx, session_id, token)
+    if found is None:
+        return None
+    async with ctx.db.transaction() as repos:
+        return await repos.blobs.at_position(found.job.id, "sticker", position)
 
 
 @dataclass(frozen=True)

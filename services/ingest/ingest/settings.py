@@ -7,6 +7,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import NoDecode
 
+from ingest.branding import check_logo_url
 from ingest.consent import DEFAULT_TEXTS, check_template
 from shared.settings import (
     BotIdentitySettings,
@@ -48,6 +49,13 @@ class IngestSettings(ServiceSettings, BotIdentitySettings, RetentionSettings, Bu
     (24) and ``STICKER_RETENTION_DAYS`` (30): :class:`shared.settings.RetentionSettings`.
     ``DAILY_BUDGET_USD`` and ``IMAGE_RPD_LIMIT`` (:class:`shared.settings.BudgetSettings`): the worker's
     limits, read here to show today's spend and image requests against them on the admin page.
+
+    Kiosk branding per venue (issue 13), sent to the page by ``GET /kiosk/config``: ``KIOSK_EVENT_TITLE``
+    (at most 80 characters, one line; empty: "Sticker Booth"), ``KIOSK_LOGO_URL`` (an ``https://`` URL or
+    a path on this origin starting with ``/``; its origin is added to the page's ``img-src``; empty: no
+    logo), ``KIOSK_ACCENT_COLOR`` (``#rgb`` or ``#rrggbb``; default ``#ffc93c``, the kiosk's yellow; the
+    text on it is chosen black or white by WCAG contrast). A value that breaks these stops ingest at
+    start-up.
     """
 
     host: str = Field("0.0.0.0", validation_alias="HOST")
@@ -74,6 +82,24 @@ class IngestSettings(ServiceSettings, BotIdentitySettings, RetentionSettings, Bu
     fallback_ai_provider: ProviderName | Literal[""] = Field(
         "openai", validation_alias="FALLBACK_AI_PROVIDER"
     )
+
+    kiosk_event_title: str = Field(
+        "", max_length=80, pattern=r"^[^\x00-\x1f\x7f]*$", validation_alias="KIOSK_EVENT_TITLE"
+    )
+    kiosk_logo_url: str = Field("", max_length=500, validation_alias="KIOSK_LOGO_URL")
+    kiosk_accent_color: str = Field(
+        "#ffc93c", pattern=r"^#([0-9a-fA-F]{3}|[0-9a-fA-F]{6})$", validation_alias="KIOSK_ACCENT_COLOR"
+    )
+
+    @field_validator("kiosk_event_title")
+    @classmethod
+    def _title(cls, value: str) -> str:
+        return value.strip()
+
+    @field_validator("kiosk_logo_url")
+    @classmethod
+    def _logo_url(cls, value: str) -> str:
+        return check_logo_url(value.strip())
 
     @field_validator("consent_text_en", "consent_text_ru")
     @classmethod

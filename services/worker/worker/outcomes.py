@@ -17,17 +17,14 @@ import structlog
 from shared import command_ids, maintenance, metrics
 from shared.alerts import queue_alert
 from shared.domain import Job, JobStatus
-from shared.errors import ContentRefused, ErrorClass, JobError, NoFaceError, ProviderUnavailable
-from shared.joblife import fail_job, failure_command_id
+from shared.errors import ContentRefused, ErrorClass, JobError, ProviderUnavailable
+from shared.joblife import fail_job, failure_command_id, guest_failure_text
 from shared.logging import redact
 from shared.outbox import dispatch_commands, tell_guest
 from shared.repositories import Database
 from shared.streams import Publisher
 
 log = structlog.get_logger(__name__)
-
-#: The guest's failure text (a key of :mod:`shared.texts`) per permanent error; others get ``failed``.
-_GUEST_TEXT: dict[type[JobError], str] = {NoFaceError: "no_face", ContentRefused: "content_refused"}
 
 
 async def retry_or_fail(
@@ -76,7 +73,7 @@ async def fail_permanently(
     """Fail at once (photo missing, unknown outfit, no face, ``JOB_COST_LIMIT``, every provider refused the
     selfie as content), telling the guest once in their language: ``no_face`` and ``content_refused`` ask
     for another selfie, everything else is the generic ``failed`` text."""
-    guest_text = _GUEST_TEXT.get(type(exc), "failed")
+    guest_text = guest_failure_text(exc.error_class, str(exc))
     if isinstance(exc, ContentRefused):
         log.warning("JOB_CONTENT_REFUSED", job_id=str(job.id), error=redact(str(exc))[:300])
     async with db.transaction() as repos:

@@ -1,5 +1,5 @@
 """Kiosk API: outfits, sessions, outfit choice, consent, photo upload, status poll (DESIGN.md §4, issue 11
-"Consent on the kiosk")."""
+"Consent on the kiosk"); unlink ("not you?"), the delivered stickers and the page's branding (issue 13)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Annotated, Any
 from uuid import UUID
 
 import segno
-from fastapi import APIRouter, Header, Path, Request, Response
+from fastapi import APIRouter, Header, Path, Query, Request, Response
 from fastapi.exceptions import RequestValidationError
 from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 from starlette.requests import ClientDisconnect
@@ -15,13 +15,16 @@ from starlette.requests import ClientDisconnect
 from ingest import kiosk
 from ingest.api.errors import ApiError, ErrorBody
 from ingest.api.text import SingleLine
+from ingest.branding import ink_on, normalize_hex
 from ingest.consent import KioskLanguage, consent_text
 from ingest.context import Ctx
 from ingest.multipart import MultipartReader
 from shared.domain import Job, JobStatus, KioskSession
 from shared.errors import UploadRejected
+from shared.joblife import RETAKE_TEXTS, guest_failure_text
 from shared.maintenance import current_pause
 from shared.outfits import thumbnail_png
+from shared.texts import TEXTS
 
 router = APIRouter()
 
@@ -61,9 +64,29 @@ _KIOSK_STATUS: dict[JobStatus, str] = {
 }
 
 
-def _session_body(ctx: Ctx, session: KioskSession, jobs: list[Job]) -> dict[str, Any]:
-    link = kiosk.deep_link(ctx.settings.bot_username, session.token)
-    if not session.telegram_linked:
+def _first_name(name: str | None) -> str | None:
+    """The guest's Telegram first name as the kiosk greets them: its first word, at most 32 characters."""
+    words = (name or "").split()
+    return words[0][:32] if words else None
+
+
+def _job_body(job: Job) -> dict[str, Any]:
+    failure = None
+    if job.status == JobStatus.FAILED:
+        text_key = guest_failure_text(job.error_class, job.error)
+        failure = {"class": job.error_class, "text": text_key, "retake": text_key in RETAKE_TEXTS}
+    return {"id": str(job.id), "status": job.status, "capture_id": job.capture_id, "failure": failure}
+
+
+def _session_body(
+    ctx: Ctx, session: KioskSession, jobs: list[Job], *, paused: bool = False
+) -> dict[str, Any]:
+    """The kiosk's view of a session. ``deep_link``, ``qr_svg`` and ``token`` are there only while no
+    guest is linked: the token then authorises ``GET /sessions/{id}/stickers`` together with the id, so
+    a reader of a linked session's status (anyone who has its id) does not learn it."""
+    linked = session.telegram_linked
+    link = None if linked else kiosk.deep_link(ctx.settings.bot_username, session.token)
+    if not linked:
         status = "waiting_for_telegram"
     elif session.outfit_id is None:
         status = "choose_outfit"
@@ -77,9 +100,12 @@ def _session_body(ctx: Ctx, session: KioskSession, jobs: list[Job]) -> dict[str,
         "id": str(session.id),
         "station": session.station,
         "status": status,
+        "paused": paused,
         "deep_link": link,
-        "qr_svg": segno.make(link, error="m").svg_data_uri(scale=6, border=2),
-        "telegram_linked": session.telegram_linked,
+        "token": None if linked else session.token,
+        "qr_svg": segno.make(link, error="m").svg_data_uri(scale=6, border=2) if link else None,
+        "telegram_linked": linked,
+        "guest_first_name": _first_name(session.guest_name) if linked else None,
         "outfit_id": session.outfit_id,
         "consent": (
             {
@@ -92,7 +118,7 @@ def _session_body(ctx: Ctx, session: KioskSession, jobs: list[Job]) -> dict[str,
         ),
         "captures": session.captures,
         "captures_left": max(0, ctx.settings.max_captures_per_session - session.captures),
-        "jobs": [{"id": str(j.id), "status": j.status, "capture_id": j.capture_id} for j in jobs],
+        "jobs": [_job_body(j) for j in jobs],
     }
 
 
@@ -132,9 +158,12 @@ async def create_session(ctx: Ctx, body: SessionCreate | None = None) -> dict[st
 
 @router.get("/sessions/{session_id}")
 async def session_status(ctx: Ctx, session_id: UUID) -> dict[str, Any]:
-    """Status for the kiosk's 1 s poll."""
-    session, jobs = await kiosk.get_session(ctx, session_id)
-    return _session_body(ctx, session, jobs)
+    """Status for the kiosk's 1 s poll; ``paused`` says a pause is on (the kiosk shows its break screen
+    and carries on by itself when it is false again), ``jobs[].failure`` what a failed job means to the
+    guest (``text``: the key of the bot's message in :mod:`shared.texts`, ``retake``: a new photo can
+    help, a retry of this one cannot)."""
+    session, jobs, paused = await kiosk.session_view(ctx, session_id)
+    return _session_body(ctx, session, jobs, paused=paused)
 
 
 @router.put("/sessions/{session_id}/outfit")
@@ -326,3 +355,95 @@ async def upload_photo(
         raise _missing("photo", "Field required")
     accepted = await kiosk.accept_photo(ctx, session_id, key, data)
     return _accepted(response, accepted.job, key, created=accepted.created)
+
+
+@router.post(
+    "/sessions/{session_id}/unlink",
+    responses={
+        404: {"model": ErrorBody, "description": "`not_found`: no such session"},
+        409: {"model": ErrorBody, "description": "`photo_sent`: the session already has a job"},
+    },
+)
+async def unlink_guest(ctx: Ctx, session_id: UUID) -> dict[str, Any]:
+    """ "Not you?": unbind the Telegram user from the session before any photo (:func:`ingest.kiosk.unlink`)
+    and answer the session with its new deep link and QR code. Works during a pause too."""
+    session = await kiosk.unlink(ctx, session_id)
+    _, jobs, paused = await kiosk.session_view(ctx, session_id)
+    return _session_body(ctx, session, jobs, paused=paused)
+
+
+SessionToken = Annotated[str | None, Header(alias="X-Session-Token", max_length=64)]
+_STICKER_ERRORS: dict[int | str, dict[str, Any]] = {
+    404: {
+        "model": ErrorBody,
+        "description": "`not_found`: no such session, or `X-Session-Token` is missing or not its token; "
+        "`no_stickers`: no delivered stickers (yet, or any more)",
+    },
+}
+
+
+@router.get("/sessions/{session_id}/stickers", responses=_STICKER_ERRORS)
+async def delivered_stickers(
+    ctx: Ctx,
+    session_id: UUID,
+    token: SessionToken = None,
+    limit: Annotated[int, Query(ge=1, le=12)] = 4,
+) -> dict[str, Any]:
+    """The done screen: the first ``limit`` (1–12, default 4) stored stickers of the session's newest
+    delivered job as URLs (fetch each with the same header), its set link
+    ``https://t.me/addstickers/<name>`` and that link's QR code (SVG data URI). Authorised by the header
+    ``X-Session-Token``: the session's deep-link token, which the kiosk got with the session."""
+    found = await kiosk.delivered_stickers(ctx, session_id, token)
+    if found is None:
+        raise ApiError(404, "no_stickers", "This session has no delivered stickers.")
+    set_url = f"https://t.me/addstickers/{found.job.sticker_set_name}" if found.job.sticker_set_name else None
+    return {
+        "job_id": str(found.job.id),
+        "set_name": found.job.sticker_set_name,
+        "set_url": set_url,
+        "set_qr_svg": segno.make(set_url, error="m").svg_data_uri(scale=6, border=2) if set_url else None,
+        "stickers": [
+            {"position": p, "url": f"/sessions/{session_id}/stickers/{p}"} for p in found.positions[:limit]
+        ],
+    }
+
+
+@router.get(
+    "/sessions/{session_id}/stickers/{position}",
+    responses={**_STICKER_ERRORS, 200: {"content": {"image/png": {}}, "description": "the sticker PNG"}},
+)
+async def delivered_sticker(
+    ctx: Ctx, session_id: UUID, position: Annotated[int, Path(ge=0, le=11)], token: SessionToken = None
+) -> Response:
+    """One stored sticker (512 px PNG) of the session's newest delivered job; same header as the list.
+    Never cached by anything between the server and the kiosk."""
+    blob = await kiosk.sticker(ctx, session_id, token, position)
+    if blob is None:
+        raise ApiError(404, "no_stickers", f"No delivered sticker at position {position}.")
+    return Response(
+        blob.data,
+        media_type=blob.content_type,
+        headers={"Cache-Control": "private, no-store", "X-Content-Type-Options": "nosniff"},
+    )
+
+
+@router.get("/kiosk/config")
+async def kiosk_config(ctx: Ctx) -> dict[str, Any]:
+    """What the kiosk page needs besides the outfits and the consent text: the venue's branding
+    (``KIOSK_EVENT_TITLE``, ``KIOSK_LOGO_URL``, ``KIOSK_ACCENT_COLOR`` with the text colour on it,
+    :mod:`ingest.branding`), the photo limit, and the bot's texts for the failures the kiosk shows
+    too (``guest_texts[key][en|ru]`` from :mod:`shared.texts`), so booth and bot say the same thing."""
+    settings = ctx.settings
+    accent = normalize_hex(settings.kiosk_accent_color)
+    return {
+        "event_title": settings.kiosk_event_title or None,
+        "logo_url": settings.kiosk_logo_url or None,
+        "accent_color": accent,
+        "accent_ink": ink_on(accent),
+        "max_captures_per_session": settings.max_captures_per_session,
+        "guest_texts": {key: dict(TEXTS[key]) for key in _KIOSK_GUEST_TEXTS},
+    }
+
+
+#: The bot's texts the kiosk shows for the same case (:func:`shared.joblife.guest_failure_text`).
+_KIOSK_GUEST_TEXTS = ("no_face", "content_refused", "failed", "maintenance")

@@ -7,7 +7,10 @@ Each page is one HTML file plus its script and stylesheet under ``ingest/static/
 Every answer carries a strict ``Content-Security-Policy`` (scripts and styles only from this origin, no
 inline code; images also from ``data:`` for the session's QR code and ``blob:`` for the photo preview) and
 ``Cache-Control: no-cache`` with an ``ETag``: a tablet revalidates on every load and gets ``304`` while the
-files are unchanged, so a deploy reaches every kiosk on its next reload.
+files are unchanged, so a deploy reaches every kiosk on its next reload. A venue logo on another origin
+(``KIOSK_LOGO_URL``, :mod:`ingest.branding`) is the one addition to the kiosk page's ``img-src``.
+Besides scripts and styles, the kiosk ships its icons (SVG) and the sample stickers of its attract loop
+(``sample-*.webp``, about 10 KB each).
 """
 
 from __future__ import annotations
@@ -19,6 +22,8 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Header, Path, Response
 
 from ingest.api.errors import ApiError
+from ingest.branding import logo_origin
+from ingest.context import Ctx, IngestContext
 
 router = APIRouter()
 _STATIC = resources.files("ingest") / "static"
@@ -27,31 +32,40 @@ _TYPES = {
     "js": "text/javascript; charset=utf-8",
     "css": "text/css; charset=utf-8",
     "svg": "image/svg+xml",
+    "png": "image/png",
+    "webp": "image/webp",
 }
-CSP = "; ".join(
-    (
-        "default-src 'none'",
-        "script-src 'self'",
-        "style-src 'self'",
-        "img-src 'self' data: blob:",
-        "connect-src 'self'",
-        "media-src 'self' blob: mediastream:",
-        "base-uri 'none'",
-        "form-action 'none'",
-        "frame-ancestors 'none'",
+
+
+def csp(img_origin: str | None = None) -> str:
+    """The pages' Content-Security-Policy; ``img_origin`` (``https://host``) is also allowed for images."""
+    return "; ".join(
+        (
+            "default-src 'none'",
+            "script-src 'self'",
+            "style-src 'self'",
+            f"img-src 'self' data: blob:{' ' + img_origin if img_origin else ''}",
+            "connect-src 'self'",
+            "media-src 'self' blob: mediastream:",
+            "base-uri 'none'",
+            "form-action 'none'",
+            "frame-ancestors 'none'",
+        )
     )
-)
+
+
+CSP = csp()
 # The kiosk page needs the front camera (getUserMedia); the admin page needs no device at all.
 _PERMISSIONS = {
     "kiosk": "camera=(self), microphone=(), geolocation=()",
     "admin": "camera=(), microphone=(), geolocation=()",
 }
 Page = Literal["kiosk", "admin"]
-AssetName = Annotated[str, Path(pattern=r"^[a-z0-9][a-z0-9_-]{0,63}\.(js|css|svg)$")]
+AssetName = Annotated[str, Path(pattern=r"^[a-z0-9][a-z0-9_-]{0,63}\.(js|css|svg|png|webp)$")]
 IfNoneMatch = Annotated[str | None, Header()]
 
 
-def _serve(page: Page, name: str, if_none_match: str | None) -> Response:
+def _serve(page: Page, name: str, if_none_match: str | None, policy: str = CSP) -> Response:
     """Answer with ``static/<page>/<name>``: 200 with the bytes, or 304 when ``If-None-Match`` matches.
 
     Raises:
@@ -65,7 +79,7 @@ def _serve(page: Page, name: str, if_none_match: str | None) -> Response:
     headers = {
         "Cache-Control": "no-cache",
         "ETag": etag,
-        "Content-Security-Policy": CSP,
+        "Content-Security-Policy": policy,
         "Permissions-Policy": _PERMISSIONS[page],
         "Referrer-Policy": "no-referrer",
         "X-Content-Type-Options": "nosniff",
@@ -75,16 +89,20 @@ def _serve(page: Page, name: str, if_none_match: str | None) -> Response:
     return Response(body, media_type=_TYPES[name.rpartition(".")[2]], headers=headers)
 
 
+def _kiosk_csp(ctx: IngestContext) -> str:
+    return csp(logo_origin(ctx.settings.kiosk_logo_url))
+
+
 @router.get("/kiosk")
-async def kiosk_page(if_none_match: IfNoneMatch = None) -> Response:
+async def kiosk_page(ctx: Ctx, if_none_match: IfNoneMatch = None) -> Response:
     """The kiosk tablet's page; ``?station=<name>`` names the station its sessions are opened for."""
-    return _serve("kiosk", "index.html", if_none_match)
+    return _serve("kiosk", "index.html", if_none_match, _kiosk_csp(ctx))
 
 
 @router.get("/kiosk/assets/{name}")
-async def kiosk_asset(name: AssetName, if_none_match: IfNoneMatch = None) -> Response:
-    """The kiosk page's script and stylesheet."""
-    return _serve("kiosk", name, if_none_match)
+async def kiosk_asset(ctx: Ctx, name: AssetName, if_none_match: IfNoneMatch = None) -> Response:
+    """The kiosk page's script, stylesheet, icons and sample stickers."""
+    return _serve("kiosk", name, if_none_match, _kiosk_csp(ctx))
 
 
 @router.get("/admin")

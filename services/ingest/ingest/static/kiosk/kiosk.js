@@ -7,6 +7,16 @@
  * "maintenance" shows the break screen, which keeps probing and carries on by itself.
  * Consent (issue 11): the camera opens only after "Agree" on the consent screen, whose points come from
  * GET /consent (the venue's texts) and whose version is recorded with PUT /sessions/{id}/consent.
+ * Issue 13: after linking the guest is greeted by first name with "Not you?" (POST /sessions/{id}/unlink:
+ * a new QR code, the other person gets nothing more); the status poll's `paused` shows the break screen
+ * on any screen before the photo is sent and carries on by itself (a guest who linked during the break
+ * goes on without scanning again); every reset is announced by "Still there?" with a countdown and a big
+ * Continue, and says honestly what happens to the photo (one already sent goes on to Telegram); a failed
+ * job shows the bot's own text for its case (GET /kiosk/config `guest_texts`) and a Retake only where a
+ * new photo can help; an upload gives up after 8 s (more for a large file) and is retried, so the guest
+ * sees progress or a retry notice within 10 s; the done screen shows the guest's first stickers and a
+ * QR code of the set; the welcome screen runs an attract loop of sample stickers; the venue's title,
+ * logo and accent colour come from GET /kiosk/config.
  * Staff reset: hold the top-left corner for 3 s. Query string: ?station=<name>&lang=en|ru.
  */
 "use strict";
@@ -20,12 +30,19 @@
     actionRetryMs: [1000, 2000, 3000],
     breakProbeMs: 3000,
     requestTimeoutMs: 10000,
-    uploadTimeoutMs: 60000,
+    // An upload gives up after 8 s, plus 4 ms per KB above 1 MB (a large picked file on a slow network),
+    // at most 30 s; with the 1 s retry delay the guest sees a retry notice within 10 s of a hung server.
+    uploadTimeoutMs: 8000,
+    uploadMsPerKbAbove1Mb: 4,
+    uploadTimeoutMaxMs: 30000,
+    slowUploadNoticeMs: 3000,
     idleMs: 90000,
+    idleWarnMs: 15000,
     generatingMs: 180000,
-    doneMs: 20000,
+    doneMs: 60000,
     failedMs: 45000,
     resetHoldMs: 3000,
+    attractMs: 2600,
   };
   // Screens that go back to the start after this long without a touch (ms); the others wait.
   const AUTO_RETURN = {
@@ -33,6 +50,11 @@
     "send-failed": TIMING.idleMs, generating: TIMING.generatingMs, done: TIMING.doneMs,
     failed: TIMING.failedMs,
   };
+  // Screens a pause replaces with the break screen (nothing sent yet); the others carry on.
+  const BREAKABLE = new Set(["welcome", "outfits", "consent", "camera", "review", "refused", "send-failed"]);
+  // Screens that greet the linked guest ("Hi, Ann — not you?").
+  const GREETED = new Set(["outfits", "consent", "camera", "review", "refused", "send-failed"]);
+  const SAMPLES = [1, 2, 3, 4, 5, 6, 7, 8].map((n) => `/kiosk/assets/sample-${n}.webp`);
   const RETAKE_CODES = new Set([
     "no_face", "corrupt_image", "empty_file", "unsupported_format", "file_too_large", "too_many_pixels",
   ]);
@@ -57,21 +79,33 @@
       retake: "Retake", send: "Send it!", sending: "Sending your photo…",
       retrying: "Connection hiccup — trying again ({n} of {total})…",
       send_failed_title: "We couldn't send your photo",
-      send_failed_text: "The booth has lost its connection. Your photo is kept — try again in a moment.",
+      send_failed_text: "The booth has lost its connection. Your photo is still here on the booth — tap Try again.",
       try_again: "Try again", generating_title: "Generating…",
       generating_text: "Your stickers will arrive in Telegram in a few minutes. "
         + "You can walk away — the link comes to your chat.",
       step_queued: "Photo received", step_processing: "Drawing your stickers",
       step_delivering: "Packing them for Telegram", next_guest: "Next guest",
-      done_title: "Done! Check Telegram",
-      done_text: "Your sticker pack is waiting in the chat with our bot. Tap the link to add it.",
+      done_title: "Done! Here are your stickers",
+      done_text: "The link is in your chat with our bot. Or scan this code to add the whole set.",
+      done_loading: "Loading your stickers…", done_scan: "Scan to add your set",
       failed_title: "Sorry, that didn't work",
-      failed_text: "Something went wrong with your stickers. Our staff at the booth will help you.",
+      failed_text: "Something went wrong with your sticker pack. Our team will help you manually — "
+        + "find us at the booth.",
+      failed_no_captures: "That was the last photo of this visit — our staff at the booth will help you.",
+      hi: "Hi, {name}!", not_you: "Not you?", unlink_failed: "Couldn't do that — tap Not you? again.",
+      break_linked: "Hi, {name}! We'll carry on right after the break — no need to scan again.",
+      generating_paused: "The booth is on a short break. Your photo is saved — your stickers come as soon as we're back.",
+      idle_title: "Still there?", idle_continue: "Continue",
+      idle_count: "Back to the start in {s} s",
+      idle_photo: "Your photo has not been sent yet — it will be deleted from the booth.",
+      idle_sent: "Your photo is sent: your stickers still arrive in Telegram.",
+      sending_slow: "Still sending… {s} s", title_content: "That photo didn't work",
       try_another: "Try another photo", break_title: "We're taking a short break",
       break_text: "The booth will be back in a few minutes. This screen carries on by itself.",
       back_in: "Back to the start in {s} s", captures_left: "Photos left for this visit: {n}",
       choose_failed: "Couldn't save your choice — tap again.",
       title_no_face: "We couldn't see your face", title_photo: "That photo didn't work",
+      code_no_face: "We couldn't find a face in your photo. Please take another selfie at the booth.",
       title_capture_limit: "That's all the photos for this visit", title_other: "Something's not right",
       start_over: "Start over", ask_staff: "Please try again, or ask our staff at the booth.",
     },
@@ -94,16 +128,26 @@
       retake: "Переснять", send: "Отправить!", sending: "Отправляем фото…",
       retrying: "Связь подвела — пробуем ещё раз ({n} из {total})…",
       send_failed_title: "Не получилось отправить фото",
-      send_failed_text: "У стойки пропала связь. Фото сохранено — попробуй ещё раз чуть позже.",
+      send_failed_text: "У стойки пропала связь. Фото всё ещё здесь, на стойке — нажми «Попробовать ещё».",
       try_again: "Попробовать ещё", generating_title: "Генерируем…",
       generating_text: "Стикеры придут в Telegram через несколько минут. "
         + "Можно идти — ссылка придёт в чат.",
       step_queued: "Фото получено", step_processing: "Рисуем стикеры",
       step_delivering: "Упаковываем для Telegram", next_guest: "Следующий гость",
-      done_title: "Готово! Загляни в Telegram",
-      done_text: "Набор стикеров ждёт в чате с нашим ботом. Нажми на ссылку, чтобы добавить его.",
+      done_title: "Готово! Вот твои стикеры",
+      done_text: "Ссылка — в чате с нашим ботом. Или отсканируй этот код, чтобы добавить весь набор.",
+      done_loading: "Загружаем стикеры…", done_scan: "Отсканируй, чтобы добавить набор",
       failed_title: "Извини, не получилось",
-      failed_text: "Со стикерами что-то пошло не так. Сотрудники стойки тебе помогут.",
+      failed_text: "Что-то пошло не так с генерацией твоего набора. Мы поможем вручную — подойди к стойке.",
+      failed_no_captures: "Это было последнее фото для этой сессии — сотрудники стойки тебе помогут.",
+      hi: "Привет, {name}!", not_you: "Это не ты?", unlink_failed: "Не получилось — нажми «Это не ты?» ещё раз.",
+      break_linked: "Привет, {name}! Продолжим сразу после перерыва — сканировать заново не нужно.",
+      generating_paused: "У стойки короткий перерыв. Фото сохранено — стикеры придут, как только мы вернёмся.",
+      idle_title: "Ты ещё здесь?", idle_continue: "Продолжить",
+      idle_count: "Возврат к началу через {s} с",
+      idle_photo: "Фото ещё не отправлено — оно будет удалено со стойки.",
+      idle_sent: "Фото отправлено: стикеры всё равно придут в Telegram.",
+      sending_slow: "Всё ещё отправляем… {s} с", title_content: "Это фото не подошло",
       try_another: "Другое фото", break_title: "У нас небольшой перерыв",
       break_text: "Стойка вернётся через несколько минут. Экран продолжит сам.",
       back_in: "Возврат к началу через {s} с", captures_left: "Осталось фото: {n}",
@@ -111,7 +155,7 @@
       title_no_face: "Не видно лица", title_photo: "Это фото не подошло",
       title_capture_limit: "Фото для этой сессии закончились", title_other: "Что-то пошло не так",
       start_over: "Начать заново", ask_staff: "Попробуй ещё раз или обратись к сотрудникам стойки.",
-      code_no_face: "Не нашли лицо на фото. Встань прямо перед камерой и попробуй ещё раз.",
+      code_no_face: "Не получилось найти лицо на фото. Сделай, пожалуйста, ещё одно селфи на стойке.",
       code_corrupt_image: "Файл фото повреждён. Сделай новое фото.",
       code_unsupported_format: "Этот формат не подходит: нужен JPEG, PNG, WebP или HEIC.",
       code_file_too_large: "Фото слишком большое. Сделай новое фото.",
@@ -130,12 +174,21 @@
     station: (params.get("station") || "kiosk").replace(/[^A-Za-z0-9_.-]/g, "-").slice(0, 64) || "kiosk",
     lang: defaultLang, screen: "welcome", epoch: 0, session: null, status: null, outfits: null,
     outfitId: null, jobId: null, photo: null, consent: null, consented: false, stream: null, refusal: null, timer: null, ticker: null,
+    config: null, token: null, failure: null, breakReturn: null, warnTimer: null, stickerUrls: [], attract: null,
+    sending: null,
   };
   const STALE = new Error("the session was reset");
 
   function t(key, values = {}) {
     const raw = TEXT[state.lang][key] ?? TEXT.en[key] ?? key;
     return raw.replace(/\{(\w+)\}/g, (_, name) => String(values[name] ?? ""));
+  }
+
+  /* The bot's own text for a case (shared/texts.py via GET /kiosk/config), so booth and chat agree;
+   * the built-in copy of the same words until the config has loaded. */
+  function guestText(key) {
+    const texts = state.config && state.config.guest_texts && state.config.guest_texts[key];
+    return (texts && (texts[state.lang] ?? texts.en)) || t(key === "failed" ? "failed_text" : `code_${key}`);
   }
 
   function setLang(lang) {
@@ -147,7 +200,11 @@
     renderOutfits();
     renderConsent();
     if (state.refusal) renderRefusal(state.refusal);
+    if (state.failure) renderFailure(state.failure);
     renderCapturesNote();
+    renderGuest();
+    renderBreak();
+    if (state.screen === "sending") renderSendingNote();
   }
 
   /* ---- HTTP: errors as two classes; the offline badge follows the last request. ---- */
@@ -165,10 +222,10 @@
 
   function setOnline(online) { $("offline").hidden = online; }
 
-  async function api(method, path, { json, form, timeoutMs = TIMING.requestTimeoutMs } = {}) {
+  async function api(method, path, { json, form, headers = {}, timeoutMs = TIMING.requestTimeoutMs } = {}) {
     const abort = new AbortController();
     const timer = setTimeout(() => abort.abort(), timeoutMs);
-    const init = { method, signal: abort.signal, cache: "no-store", headers: {} };
+    const init = { method, signal: abort.signal, cache: "no-store", headers: { ...headers } };
     if (json !== undefined) {
       init.headers["Content-Type"] = "application/json";
       init.body = JSON.stringify(json);
@@ -219,8 +276,7 @@
   }
 
   async function waitOutBreak(alive, probe) {
-    const back = state.screen;
-    show("break");
+    enterBreak();
     for (;;) {
       await sleep(TIMING.breakProbeMs);
       if (!alive()) throw STALE;
@@ -232,7 +288,36 @@
         break; // another refusal: let the caller meet it
       }
     }
-    show(back);
+    leaveBreak();
+  }
+
+  /* The break screen instead of the current one; leaveBreak goes back where the guest was (to the
+   * outfits when they linked during the break, to a live camera). */
+  function enterBreak() {
+    if (state.screen !== "break") {
+      state.breakReturn = state.screen;
+      show("break");
+    }
+    renderBreak();
+  }
+
+  function leaveBreak() {
+    if (state.screen !== "break") return;
+    const back = state.breakReturn || "welcome";
+    state.breakReturn = null;
+    if (back === "welcome" && state.status && state.status.telegram_linked) {
+      show("outfits");
+      renderOutfits();
+    } else if (back === "camera") {
+      openCamera();
+    } else {
+      show(back);
+    }
+  }
+
+  function renderBreak() {
+    const name = state.status && state.status.telegram_linked ? state.status.guest_first_name : null;
+    $("break-guest").textContent = name ? t("break_linked", { name }) : "";
   }
 
   /* ---- Screens and timers. ---- */
@@ -244,29 +329,52 @@
       section.hidden = section.dataset.screen !== name;
     }
     if (name !== "camera") stopCamera();
+    if (name === "welcome") startAttract(); else stopAttract();
+    renderGuest();
     armTimer();
   }
 
+  /* Every reset is announced: "Still there?" with a countdown and a big Continue for the last
+   * idleWarnMs; a touch anywhere (or Continue) starts the screen's time again. */
   function armTimer() {
     clearTimeout(state.timer);
+    clearTimeout(state.warnTimer);
     clearInterval(state.ticker);
-    const ms = state.screen === "break" && state.session ? TIMING.idleMs : AUTO_RETURN[state.screen];
+    hideIdle();
+    const linked = state.status && state.status.telegram_linked;
+    const ms = state.screen === "break" ? (linked || state.photo ? TIMING.idleMs : 0) : AUTO_RETURN[state.screen];
     if (!ms) return;
-    const deadline = Date.now() + ms;
-    state.timer = setTimeout(startOver, ms);
-    const note = { done: $("done-note"), failed: $("failed-note") }[state.screen];
-    if (!note) return;
-    const tick = () => { note.textContent = t("back_in", { s: Math.ceil((deadline - Date.now()) / 1000) }); };
+    const warnMs = Math.min(TIMING.idleWarnMs, ms);
+    state.warnTimer = setTimeout(() => showIdle(Date.now() + warnMs), ms - warnMs);
+  }
+
+  function showIdle(deadline) {
+    const overlay = $("idle");
+    $("idle-what").textContent = state.photo ? t("idle_photo") : state.jobId ? t("idle_sent") : "";
+    const tick = () => {
+      const left = Math.max(0, Math.ceil((deadline - Date.now()) / 1000));
+      $("idle-count").textContent = t("idle_count", { s: left });
+    };
     tick();
-    state.ticker = setInterval(tick, 1000);
+    overlay.hidden = false;
+    document.body.dataset.idle = "warning";
+    state.ticker = setInterval(tick, 250);
+    state.timer = setTimeout(startOver, Math.max(0, deadline - Date.now()));
+  }
+
+  function hideIdle() {
+    $("idle").hidden = true;
+    delete document.body.dataset.idle;
   }
 
   function startOver() {
     state.epoch += 1;
     const alive = current();
     releasePhoto();
+    releaseStickers();
     Object.assign(state, {
       session: null, status: null, outfitId: null, jobId: null, refusal: null, consented: false,
+      token: null, failure: null, breakReturn: null, sending: null,
     });
     setLang(defaultLang);
     $("qr").hidden = true;
@@ -289,19 +397,14 @@
         const session = await api("POST", "/sessions", { json: { station: state.station } });
         if (!alive()) return;
         state.session = session;
-        const qr = $("qr");
-        qr.src = session.qr_svg;
-        qr.dataset.deepLink = session.deep_link;
-        qr.hidden = false;
-        $("qr-wait").hidden = true;
-        $("welcome-status").textContent = t("welcome_waiting");
-        if (state.screen === "break") show("welcome");
+        showQr(session);
+        leaveBreak();
         poll(alive);
         return;
       } catch (err) {
         if (!alive()) return;
         if (err instanceof HttpError && err.maintenance) {
-          if (state.screen !== "break") show("break");
+          enterBreak();
           await sleep(TIMING.breakProbeMs);
         } else {
           await sleep(delay);
@@ -309,6 +412,16 @@
         }
       }
     }
+  }
+
+  function showQr(session) {
+    state.token = session.token;
+    const qr = $("qr");
+    qr.src = session.qr_svg;
+    qr.dataset.deepLink = session.deep_link;
+    qr.hidden = false;
+    $("qr-wait").hidden = true;
+    $("welcome-status").textContent = t("welcome_waiting");
   }
 
   async function poll(alive) {
@@ -325,18 +438,155 @@
 
   function onStatus(status) {
     state.status = status;
-    if (state.screen === "welcome" && status.telegram_linked) {
+    renderGuest();
+    renderBreak();
+    if (status.paused && BREAKABLE.has(state.screen)) {
+      enterBreak();
+    } else if (!status.paused && state.screen === "break") {
+      leaveBreak();
+    } else if (state.screen === "welcome" && status.telegram_linked) {
       show("outfits");
       renderOutfits();
     } else if (state.screen === "generating") {
+      $("generating-note").textContent = status.paused ? t("generating_paused") : "";
       const job = status.jobs.find((j) => j.id === state.jobId);
       if (!job) return;
       renderProgress(job.status);
-      if (job.status === "delivered") show("done");
+      if (job.status === "delivered") showDone();
       if (job.status === "failed") {
-        $("failed-again").hidden = status.captures_left < 1;
+        state.failure = job.failure || { text: "failed", retake: false };
+        renderFailure(state.failure);
         show("failed");
       }
+    }
+  }
+
+  /* ---- "Hi, <first name> — not you?": unlink before any photo, show a new QR code. ---- */
+
+  function renderGuest() {
+    const s = state.status;
+    const greet = Boolean(s && s.telegram_linked && s.guest_first_name && GREETED.has(state.screen));
+    $("guest").hidden = !greet;
+    if (!greet) return;
+    $("guest-hi").textContent = t("hi", { name: s.guest_first_name });
+    $("not-you").hidden = s.jobs.length > 0 || Boolean(state.jobId);
+  }
+
+  async function notYou() {
+    const button = $("not-you");
+    button.disabled = true;
+    state.epoch += 1; // answers of the old poll are stale now
+    const alive = current();
+    try {
+      const call = () => api("POST", `/sessions/${state.session.id}/unlink`);
+      const session = await persist(call, alive, { delaysMs: TIMING.actionRetryMs });
+      if (!alive()) return;
+      releasePhoto();
+      Object.assign(state, { session, status: session, outfitId: null, consented: false, refusal: null });
+      showQr(session);
+      show("welcome");
+    } catch (err) {
+      if (err === STALE) return;
+      if (err instanceof HttpError && err.status === 404) return startOver();
+      if (err instanceof HttpError && err.code === "photo_sent") button.hidden = true;
+    } finally {
+      button.disabled = false;
+      if (alive()) poll(alive);
+    }
+  }
+
+  /* ---- Done: the guest's first stickers (fetched with the session's token) and the set's QR. ---- */
+
+  async function showDone() {
+    const alive = current();
+    show("done");
+    releaseStickers();
+    $("done-qr").hidden = true;
+    $("done-set").hidden = true;
+    $("done-note").textContent = t("done_loading");
+    const headers = { "X-Session-Token": state.token || "" };
+    try {
+      const list = await api("GET", `/sessions/${state.session.id}/stickers?limit=4`, { headers });
+      if (!alive()) return;
+      if (list.set_qr_svg) {
+        $("done-qr").src = list.set_qr_svg;
+        $("done-qr").dataset.setUrl = list.set_url;
+        $("done-qr").hidden = false;
+        $("done-set").hidden = false;
+      }
+      for (const sticker of list.stickers) {
+        const response = await fetch(sticker.url, { headers, cache: "no-store" });
+        if (!alive()) return;
+        if (!response.ok) continue;
+        const url = URL.createObjectURL(await response.blob());
+        state.stickerUrls.push(url);
+        const img = Object.assign(document.createElement("img"), { src: url, alt: "" });
+        img.className = "sticker";
+        $("done-stickers").append(img);
+      }
+      $("done-note").textContent = "";
+    } catch {
+      if (alive()) $("done-note").textContent = ""; // the link is in Telegram all the same
+    }
+  }
+
+  function releaseStickers() {
+    state.stickerUrls.forEach((url) => URL.revokeObjectURL(url));
+    state.stickerUrls = [];
+    $("done-stickers").replaceChildren();
+  }
+
+  /* ---- Welcome: an attract loop of sample stickers, one popping in after another. ---- */
+
+  function startAttract() {
+    if (state.attract) return;
+    const slots = [...document.querySelectorAll("#attract img")];
+    slots.forEach((img, i) => { if (!img.src) img.src = SAMPLES[i % SAMPLES.length]; });
+    let next = slots.length;
+    state.attract = setInterval(() => {
+      const img = slots[next % slots.length];
+      img.classList.remove("pop");
+      void img.offsetWidth;
+      img.src = SAMPLES[next % SAMPLES.length];
+      img.classList.add("pop");
+      next += 1;
+    }, TIMING.attractMs);
+  }
+
+  function stopAttract() {
+    clearInterval(state.attract);
+    state.attract = null;
+  }
+
+  /* ---- Config: the venue's branding and the bot's texts, loaded at start like the outfits. ---- */
+
+  async function loadConfig() {
+    let delay = TIMING.outfitRetryFirstMs;
+    for (;;) {
+      try {
+        state.config = await api("GET", "/kiosk/config");
+        applyBranding(state.config);
+        setLang(state.lang);
+        return;
+      } catch {
+        await sleep(delay);
+        delay = Math.min(delay * 2, TIMING.outfitRetryMaxMs);
+      }
+    }
+  }
+
+  function applyBranding(config) {
+    const root = document.documentElement.style;
+    root.setProperty("--accent", config.accent_color);
+    root.setProperty("--accent-ink", config.accent_ink);
+    if (config.event_title) {
+      $("event-title").textContent = config.event_title;
+      $("event-title").hidden = false;
+      document.title = `${config.event_title} · Sticker Booth`;
+    }
+    if (config.logo_url) {
+      $("logo").src = config.logo_url;
+      $("logo").hidden = false;
     }
   }
 
@@ -364,9 +614,7 @@
     $("outfits-note").textContent = state.outfits ? "" : t("outfits_loading");
     if (!state.outfits) return;
     const grid = $("outfit-grid");
-    const preview = $("preview");
     grid.replaceChildren();
-    preview.replaceChildren();
     for (const outfit of state.outfits) {
       const button = document.createElement("button");
       button.type = "button";
@@ -380,7 +628,6 @@
       button.append(img, label);
       button.addEventListener("click", () => chooseOutfit(outfit.id));
       grid.append(button);
-      preview.append(Object.assign(document.createElement("img"), { src: outfit.thumbnail_url, alt: "" }));
     }
   }
 
@@ -573,25 +820,33 @@
     const alive = current();
     const photo = state.photo;
     if (!photo) return;
-    $("sending-note").textContent = "";
+    state.sending = { started: Date.now(), retry: null };
     show("sending");
+    renderSendingNote();
+    const ticker = setInterval(renderSendingNote, 500);
+    const extraKb = Math.max(0, photo.blob.size - 1024 * 1024) / 1024;
+    const timeoutMs = Math.min(
+      TIMING.uploadTimeoutMaxMs, TIMING.uploadTimeoutMs + extraKb * TIMING.uploadMsPerKbAbove1Mb,
+    );
     const upload = () => {
       const form = new FormData();
       form.append("capture_id", photo.captureId);
       form.append("photo", photo.blob, photo.name);
-      return api("POST", `/sessions/${state.session.id}/photo`, { form, timeoutMs: TIMING.uploadTimeoutMs });
+      state.sending.started = Date.now();
+      return api("POST", `/sessions/${state.session.id}/photo`, { form, timeoutMs });
     };
     const probe = () => api("PUT", `/sessions/${state.session.id}/outfit`, { json: { outfit_id: state.outfitId } });
     try {
       const accepted = await persist(upload, alive, {
         delaysMs: TIMING.uploadRetryMs,
         probe,
-        onRetry: (n, total) => { $("sending-note").textContent = t("retrying", { n, total }); },
+        onRetry: (n, total) => { state.sending.retry = { n, total }; renderSendingNote(); },
       });
       if (!alive()) return;
       state.jobId = accepted.job_id;
       releasePhoto();
       renderProgress(accepted.status);
+      $("generating-note").textContent = "";
       show("generating");
     } catch (err) {
       if (err === STALE) return;
@@ -601,7 +856,22 @@
       }
       if (err instanceof HttpError && !err.retryable) return refuse(err);
       show("send-failed");
+    } finally {
+      clearInterval(ticker);
+      state.sending = null;
     }
+  }
+
+  /* What the sending screen says: the retry notice once one was needed, else the seconds spent after
+   * the first three. */
+  function renderSendingNote() {
+    const sending = state.sending;
+    if (!sending) return;
+    const seconds = Math.floor((Date.now() - sending.started) / 1000);
+    let text = "";
+    if (sending.retry) text = t("retrying", sending.retry);
+    else if (seconds * 1000 >= TIMING.slowUploadNoticeMs) text = t("sending_slow", { s: seconds });
+    $("sending-note").textContent = text;
   }
 
   function renderProgress(jobStatus) {
@@ -626,11 +896,30 @@
     const retake = RETAKE_CODES.has(err.code) || err.status === 413 || err.status === 415;
     const titleKey = err.code === "no_face" || err.code === "capture_limit" ? `title_${err.code}` : null;
     $("refused-title").textContent = t(titleKey ?? (retake ? "title_photo" : "title_other"));
-    const local = state.lang === "en" ? null : TEXT[state.lang][`code_${err.code}`];
+    const local = err.code === "no_face" ? guestText("no_face")
+      : state.lang === "en" ? null : TEXT[state.lang][`code_${err.code}`];
     $("refused-text").textContent = local ?? (err.message || t("ask_staff"));
     const action = $("refused-action");
     action.textContent = t(retake ? "retake" : "start_over");
     action.dataset.action = retake ? "retake" : "restart";
+  }
+
+  /* A failed job in the bot's words for its case; Retake only when a new photo can help (no face,
+   * refused as content) and one is left; otherwise the staff help (the admin page can retry it). */
+  function renderFailure(failure) {
+    const titles = { no_face: "title_no_face", content_refused: "title_content" };
+    $("failed-title").textContent = t(titles[failure.text] ?? "failed_title");
+    const left = state.status ? state.status.captures_left : 0;
+    const canRetake = Boolean(failure.retake) && left > 0;
+    const extra = failure.retake && !canRetake ? ` ${t("failed_no_captures")}` : "";
+    $("failed-text").textContent = guestText(failure.text) + extra;
+    $("failed-again").hidden = !canRetake;
+    $("failed-again").classList.toggle("primary", canRetake);
+    $("failed-again").classList.toggle("secondary", !canRetake);
+    $("failed-again").classList.toggle("big", canRetake);
+    $("next-failed").classList.toggle("primary", !canRetake);
+    $("next-failed").classList.toggle("big", !canRetake);
+    $("next-failed").classList.toggle("secondary", canRetake);
   }
 
   /* ---- Staff reset: a 3 s press on the top-left corner, from any screen. ---- */
@@ -680,9 +969,13 @@
       state.refusal = null;
       return event.currentTarget.dataset.action === "retake" ? openCamera() : startOver();
     });
-    $("failed-again").addEventListener("click", openCamera);
+    $("failed-again").addEventListener("click", () => { state.failure = null; openCamera(); });
     for (const id of ["next-generating", "next-done", "next-failed"]) $(id).addEventListener("click", startOver);
-    document.addEventListener("pointerdown", () => { if (state.screen in AUTO_RETURN) armTimer(); }, true);
+    $("not-you").addEventListener("click", notYou);
+    $("idle-continue").addEventListener("click", armTimer);
+    document.addEventListener("pointerdown", () => {
+      if (state.screen in AUTO_RETURN || state.screen === "break") armTimer();
+    }, true);
     document.addEventListener("contextmenu", (event) => event.preventDefault());
     document.addEventListener("visibilitychange", () => { if (!document.hidden) keepAwake(); });
     armResetGesture();
@@ -690,6 +983,7 @@
 
   wire();
   keepAwake();
+  loadConfig();
   loadOutfits();
   loadConsent();
   startOver();
