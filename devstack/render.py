@@ -143,7 +143,9 @@ def cli(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--outfit", default="chef", help=f"one of {', '.join(load_catalog())}")
     parser.add_argument("--variant", default="consistency", choices=sorted(VARIANTS))
     parser.add_argument("--out", default=Path("out/render"), type=Path, help="folder for the PNGs and report")
-    parser.add_argument("--layout", choices=("3x4", "2x6"), help="SHEET_LAYOUT (default: the environment's)")
+    parser.add_argument(
+        "--layout", choices=("3x4", "2x6", "1x12"), help="SHEET_LAYOUT (default: the environment's)"
+    )
     args = parser.parse_args(argv)
     pillow_heif.register_heif_opener()  # iPhone photos (HEIC) straight from an operator's folder
     if args.outfit not in load_catalog():
