@@ -181,7 +181,9 @@ def _row(config: Config, packs: list[PackCost], reference: list[PackCost]) -> Ro
     vision = statistics.fmean(p.vision_calls for p in packs)
     valid = statistics.fmean(p.valid for p in packs)
     met = usd <= TARGET_USD and all(p.valid == 12 for p in packs)
-    note = f"mean of {len(packs)} packs"
+    note = (
+        f"mean of {len(packs)} packs (${min(p.usd for p in packs):.3f} to ${max(p.usd for p in packs):.3f})"
+    )
     fallbacks = sum(p.fell_back for p in packs)
     if fallbacks:
         note += f"; {fallbacks} fell back to composite"
