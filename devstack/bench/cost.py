@@ -104,13 +104,14 @@ def configs(quick: bool) -> list[Config]:
 @dataclass(frozen=True)
 class PackCost:
     """One pack's ``api_usage`` sums: USD, image and vision calls, valid stickers (0 when it failed),
-    whether it fell back to composite."""
+    whether it fell back to composite, and the error class name of a failed pack."""
 
     usd: float
     image_calls: int
     vision_calls: int
     valid: int
     fell_back: bool
+    failed: str | None = None
 
 
 def pack_cost(rendered: RenderedPack) -> PackCost:
@@ -130,6 +131,7 @@ def pack_cost(rendered: RenderedPack) -> PackCost:
         vision_calls=sum(1 for c in calls if c.call_type == "vision"),
         valid=valid,
         fell_back=any(e["event"] == "FIGURE_FALLBACK_TO_COMPOSITE" for e in rendered.ctx.events),
+        failed=None if rendered.error is None else type(rendered.error).__name__,
     )
 
 
@@ -186,18 +188,25 @@ def _row(config: Config, packs: list[PackCost], reference: list[PackCost]) -> Ro
     )
     fallbacks = sum(p.fell_back for p in packs)
     if fallbacks:
-        note += f"; {fallbacks} fell back to composite"
+        note += f"; {fallbacks} fell back to composite after invalid figure sheets"
+    failed = [p.failed for p in packs if p.failed]
+    if failed:
+        note += f"; {len(failed)} failed ({', '.join(failed)})"
     if not met:
         why = []
-        if usd > TARGET_USD:
-            why.append(f"the calls cost ${usd:.3f}: fewer 2K sheets (layout 1x12) or a cheaper image model")
-        if any(p.valid < 12 for p in packs):
+        if usd > TARGET_USD and fallbacks:
+            why.append("the packs that fell back paid for their invalid sheets first")
+        if usd > TARGET_USD and config.layout != "1x12" and config.variant not in ("legacy", "composite"):
+            why.append("every 2K sheet costs: layout 1x12 draws one")
+        elif usd > TARGET_USD and not fallbacks:
+            why.append("the image model's prices: a cheaper model or 1K sheets")
+        if any(p.valid < 12 and not p.failed for p in packs):
             why.append("stickers left with a defect")
-        note += "; missed: " + "; ".join(why)
+        note += "; missed: " + ("; ".join(why) or "a failed pack")
     return Row(
         group="Cost per pack",
         name=config.label,
-        ours=f"${usd:.3f} · {images:g} image + {vision:g} vision calls · {valid:g}/12 valid",
+        ours=f"${usd:.3f} · {images:.1f} image + {vision:.1f} vision calls · {valid:.1f}/12 valid",
         reference=f"${ref_usd:.3f} ({REFERENCE.label})",
         ratio=usd / ref_usd if ref_usd else None,
         target=f"≤ ${TARGET_USD:.2f}, 12/12 valid",

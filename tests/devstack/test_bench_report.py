@@ -36,8 +36,8 @@ def test_a_quick_cost_run_prices_the_default_and_the_one_sheet_pack_from_their_c
     gemini = IMAGE_PRICES["gemini-3.1-flash-image"]
     default, one_sheet = rows
     # passport + verify + pack QA; the anchor at 1K and 3 sheets or 1 sheet at 2K
-    assert "· 4 image + 3 vision calls · 12/12 valid" in default.ours
-    assert "· 2 image + 3 vision calls · 12/12 valid" in one_sheet.ours
+    assert "· 4.0 image + 3.0 vision calls · 12.0/12 valid" in default.ours
+    assert "· 2.0 image + 3.0 vision calls · 12.0/12 valid" in one_sheet.ours
     images = {row.name: gemini["1K"] + (3 if "3x4" in row.name else 1) * gemini["2K"] for row in rows}
     for row in rows:
         usd = float(row.ours.split(" ")[0].lstrip("$"))
