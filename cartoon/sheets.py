@@ -2,7 +2,8 @@
 
 It produces the same artefact an AI provider returns, sheets of figures on green ``#00FF00``
 (spec/002 "Sheets": layout ``3x4`` = 3 sheets of 4 figures in a 2×2 grid, 1:1; ``2x6`` = 2 sheets of
-6 figures in a 3×2 grid), so the rest of the pipeline (cut, outline, export) cannot tell them apart.
+6 figures in a 3×2 grid; issue 12's ``1x12`` = all 12 figures on one sheet, 4 columns × 3 rows, 4:3),
+so the rest of the pipeline (cut, outline, export) cannot tell them apart.
 """
 
 from __future__ import annotations
@@ -60,14 +61,22 @@ class SheetLayout:
         return (self.cols * CELL, self.rows * CELL)
 
 
-LAYOUTS: dict[str, SheetLayout] = {"3x4": SheetLayout(3, 2, 2), "2x6": SheetLayout(2, 3, 2)}
+#: ``SHEET_LAYOUT`` names: ``<sheets>x<figures per sheet>`` (spec/002 "Sheets"; ``1x12`` from issue 12:
+#: one 4:3 sheet, 2048 × 1536 px at 2K, so each cell is 512 px, the sticker size).
+LAYOUTS: dict[str, SheetLayout] = {
+    "3x4": SheetLayout(3, 2, 2),
+    "2x6": SheetLayout(2, 3, 2),
+    "1x12": SheetLayout(1, 4, 3),
+}
 
 
 def sheet_layout(layout: str, aspect: str = "3:2") -> SheetLayout:
-    """The layout named ``3x4`` (3 sheets of 2 × 2, 1:1) or ``2x6`` (2 sheets of 6) (``SHEET_LAYOUT``).
+    """The layout named ``3x4`` (3 sheets of 2 × 2, 1:1), ``2x6`` (2 sheets of 6) or ``1x12`` (one sheet
+    of 4 columns × 3 rows, 4:3) (``SHEET_LAYOUT``).
 
     Sheets of 6 follow ``aspect`` (``FIGURE_SHEET_ASPECT``): ``3:2`` is 3 columns × 2 rows (landscape),
-    ``2:3`` is 2 columns × 3 rows (portrait).
+    ``2:3`` is 2 columns × 3 rows (portrait). The other layouts ignore it: ``1x12`` stays landscape,
+    the shape both providers offer (Gemini ``4:3``; OpenAI's nearest size is ``1536x1024``).
 
     Raises:
         ValueError: any other name or aspect.
@@ -159,7 +168,8 @@ def render_sheets(
     Args:
         selfie: H×W×3 uint8 RGB photo with the guest's face.
         outfit: the costume.
-        layout: ``3x4`` (3 sheets 1024×1024 px) or ``2x6`` (2 sheets 1536×1024 px).
+        layout: ``3x4`` (3 sheets 1024×1024 px), ``2x6`` (2 sheets 1536×1024 px) or ``1x12`` (one sheet
+            2048×1536 px).
 
     Raises:
         NoFaceError: no face in the selfie.

@@ -20,7 +20,7 @@ import json
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -39,10 +39,10 @@ from worker.cost import CostLedger, MemoryUsageStore
 from worker.imaging.contact import contact_sheet
 from worker.imaging.finish import Sticker
 from worker.providers.factory import build_chain, build_providers
-from worker.render import render_job, resolve_mode
+from worker.render import Pack, render_job, resolve_mode
 from worker.settings import PipelineSettings
 
-__all__ = ["VARIANTS", "cli", "main", "render_to_folder"]
+__all__ = ["VARIANTS", "RenderedPack", "cli", "main", "render_pack", "render_to_folder"]
 
 #: Variant → the settings that select it (spec/002 "Which path runs").
 VARIANTS: dict[str, dict[str, Any]] = {
@@ -77,14 +77,29 @@ def _write_stickers(stickers: Sequence[Sticker], out: Path) -> list[dict[str, An
     return files
 
 
-async def render_to_folder(
-    photo: bytes, outfit_id: str, variant: str, out: Path, *, settings: PipelineSettings | None = None
-) -> dict[str, Any]:
-    """Render and write the pack; returns the report (also written to ``out/report.json``).
+@dataclass
+class RenderedPack:
+    """One render: the pack (``None`` when it failed, with the ``error`` the worker would have seen),
+    the cost ledger holding every provider call as an ``api_usage`` row, the context (events), the
+    providers of the chain, their start-up warnings and the wall seconds."""
+
+    pack: Pack | None
+    error: JobError | None
+    ledger: CostLedger
+    ctx: RenderContext
+    providers: list[str]
+    warnings: list[str]
+    seconds: float
+
+
+async def render_pack(
+    photo: bytes, outfit_id: str, variant: str, *, settings: PipelineSettings | None = None
+) -> RenderedPack:
+    """Render a pack the way a worker slot does (the chain and providers the settings configure, costs
+    in memory); a pack that could not be rendered is returned with its error, not raised.
 
     Raises:
         KeyError: unknown outfit or variant.
-        JobError: the pack could not be rendered (the job's outcome in the worker).
     """
     catalog = load_catalog()
     outfit = catalog[outfit_id]
@@ -110,23 +125,53 @@ async def render_to_folder(
         cut_slots=asyncio.Semaphore(chosen.cut_max_parallel),
     )
     started = time.perf_counter()
+    pack: Pack | None = None
+    error: JobError | None = None
     try:
         pack = await render_job(ctx)
+    except JobError as exc:
+        error = exc
     finally:
         for provider in providers:
             await provider.aclose()
+    return RenderedPack(
+        pack=pack,
+        error=error,
+        ledger=ledger,
+        ctx=ctx,
+        providers=[p.name for p in providers],
+        warnings=warnings,
+        seconds=time.perf_counter() - started,
+    )
+
+
+async def render_to_folder(
+    photo: bytes, outfit_id: str, variant: str, out: Path, *, settings: PipelineSettings | None = None
+) -> dict[str, Any]:
+    """Render and write the pack; returns the report (also written to ``out/report.json``).
+
+    Raises:
+        KeyError: unknown outfit or variant.
+        JobError: the pack could not be rendered (the job's outcome in the worker).
+    """
+    rendered = await render_pack(photo, outfit_id, variant, settings=settings)
+    if rendered.error is not None:
+        raise rendered.error
+    pack = rendered.pack
+    assert pack is not None
     files = await asyncio.to_thread(_write_stickers, pack.stickers, out)
+    ledger = rendered.ledger
     report = {
         "variant": variant,
-        "mode": resolve_mode(chosen),
+        "mode": resolve_mode(rendered.ctx.settings),
         "outfit": outfit_id,
-        "providers": [p.name for p in providers],
-        "warnings": warnings,
-        "seconds": round(time.perf_counter() - started, 3),
+        "providers": rendered.providers,
+        "warnings": rendered.warnings,
+        "seconds": round(rendered.seconds, 3),
         "stages": {name: round(value, 3) for name, value in pack.timings.items()},
         "cost_usd": round(ledger.attempt_spend, 4),
         "calls": [{k: v for k, v in asdict(call).items() if k != "job_id"} for call in ledger.calls],
-        "events": ctx.events,
+        "events": rendered.ctx.events,
         "stickers": files,
     }
     await asyncio.to_thread(
@@ -143,7 +188,9 @@ def cli(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--outfit", default="chef", help=f"one of {', '.join(load_catalog())}")
     parser.add_argument("--variant", default="consistency", choices=sorted(VARIANTS))
     parser.add_argument("--out", default=Path("out/render"), type=Path, help="folder for the PNGs and report")
-    parser.add_argument("--layout", choices=("3x4", "2x6"), help="SHEET_LAYOUT (default: the environment's)")
+    parser.add_argument(
+        "--layout", choices=("3x4", "2x6", "1x12"), help="SHEET_LAYOUT (default: the environment's)"
+    )
     args = parser.parse_args(argv)
     pillow_heif.register_heif_opener()  # iPhone photos (HEIC) straight from an operator's folder
     if args.outfit not in load_catalog():

@@ -7,6 +7,8 @@ imperfections seen in production (issue 3 "Chroma key that survives real model o
 - ``touching``: the figures of the first two cells are moved toward each other until their bodies
   overlap.
 - ``missing``: the last cell stays empty.
+- ``missing_row``: the cells of the last row stay empty (a model that ran out of sheet: 4 of a 4 × 3
+  grid, 2 of a 2 × 2).
 - ``edge_cut``: the figure of the first cell is pushed across the sheet's left border.
 
 Pure functions (arrays in, arrays out): also used by the chroma-key tests to generate imperfect sheets.
@@ -89,6 +91,8 @@ def compose_sheet(
     cells = list(figures[: cols * rows])
     if "missing" in kinds and cells:
         cells[-1] = None
+    if "missing_row" in kinds and rows >= 2:
+        cells[(rows - 1) * cols :] = [None] * len(cells[(rows - 1) * cols :])
     offsets = [[0, 0] for _ in cells]
     if (
         "touching" in kinds

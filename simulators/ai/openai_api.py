@@ -6,19 +6,26 @@ The API key comes as ``Authorization: Bearer <key>``. Image answers are ``Images
 (``data[].b64_json``, ``size``, ``quality``, ``usage``); vision answers are ``Response`` objects.
 
 Refused with 400 ``invalid_request_error``, as the API does: an image call without ``prompt``, an edit
-without ``image``, a ``quality`` other than low, medium, high, auto (openai-python ``images.edit`` /
-``images.generate`` parameters); a ``responses`` call without ``model``.
+without ``image``, a ``quality`` other than low, medium, high, auto, a ``size`` other than the gpt-image
+sizes 1024x1024, 1536x1024, 1024x1536, auto (openai-python ``images.edit`` / ``images.generate``
+parameters); a ``responses`` call without ``model``.
+
+An image comes back at the shape of the size asked for, as gpt-image draws it: a drawing whose aspect
+differs (the one-sheet 4 × 3 grid, drawn 2048 × 1536, asked for at ``1536x1024``) is resized to that size,
+cells and all; a drawing of the same aspect keeps its pixels.
 """
 
 from __future__ import annotations
 
 import base64
+import io
 import json
 import time
 import uuid
 from typing import Any
 
 from aiohttp import web
+from PIL import Image
 
 from simulators.ai.handling import NOT_AN_IMAGE, Call, RejectedRequest, Served, serve_call
 from simulators.ai.state import CONTENT_KINDS, SimState
@@ -28,6 +35,21 @@ __all__ = ["OpenAIApi"]
 
 _ASPECT = {"1024x1024": "1:1", "1536x1024": "3:2", "1024x1536": "2:3"}
 _QUALITIES = ("low", "medium", "high", "auto")
+_SIZES = (*_ASPECT, "auto")
+
+
+def _fit(png: bytes, size: str) -> bytes:
+    """``png`` resized to ``size`` (``WxH``) when its aspect differs from it by more than 2 %."""
+    if "x" not in size:
+        return png
+    width, height = (int(v) for v in size.split("x"))
+    with Image.open(io.BytesIO(png)) as image:
+        if abs(image.width / image.height - width / height) <= 0.02 * (width / height):
+            return png
+        resized = image.convert("RGB").resize((width, height), Image.Resampling.LANCZOS)
+    out = io.BytesIO()
+    resized.save(out, format="PNG", compress_level=1)
+    return out.getvalue()
 
 
 def _missing(param: str) -> RejectedRequest:
@@ -37,11 +59,20 @@ def _missing(param: str) -> RejectedRequest:
 
 
 def _image_rejection(fields: dict[str, Any], images: list[bytes], *, edit: bool) -> RejectedRequest | None:
-    """What the image API refuses: no prompt, an edit without an image, a quality it does not know."""
+    """What the image API refuses: no prompt, an edit without an image, a size or quality it does not
+    know."""
     if not str(fields.get("prompt") or ""):
         return _missing("prompt")
     if edit and not images:
         return _missing("image")
+    size = str(fields.get("size", "auto"))
+    if size not in _SIZES:
+        supported = "', '".join(_SIZES[:-1])
+        return RejectedRequest(
+            f"Invalid value: '{size}'. Supported values are: '{supported}', and 'auto'.",
+            param="size",
+            code="invalid_value",
+        )
     quality = str(fields.get("quality", "auto"))
     if quality not in _QUALITIES:
         supported = "', '".join(_QUALITIES[:-1])
@@ -112,7 +143,7 @@ class OpenAIApi:
         def render(call: Call, kind: str, payload: bytes | dict[str, Any] | None) -> web.Response:
             item: dict[str, Any] = {}
             if isinstance(payload, bytes) and kind == "ok":
-                item["b64_json"] = base64.b64encode(payload).decode()
+                item["b64_json"] = base64.b64encode(_fit(payload, size)).decode()
             elif kind == "not_image":
                 item["b64_json"] = base64.b64encode(NOT_AN_IMAGE).decode()
             return web.json_response(

@@ -28,7 +28,7 @@ Fault kinds (each answered in the provider's real wire shape, :mod:`simulators.a
   that refuses).
 
 Imperfections of the next sheets (:mod:`simulators.ai.imperfect`): ``off_green``, ``shaded``,
-``touching``, ``missing``, ``edge_cut``.
+``touching``, ``missing``, ``missing_row``, ``edge_cut``.
 """
 
 from __future__ import annotations
@@ -80,7 +80,7 @@ FaultKind = Literal[
 ]
 #: :data:`ContentKind` as a set, to test a fault's kind against.
 CONTENT_KINDS: frozenset[str] = frozenset(get_args(ContentKind))
-Imperfection = Literal["off_green", "shaded", "touching", "missing", "edge_cut"]
+Imperfection = Literal["off_green", "shaded", "touching", "missing", "missing_row", "edge_cut"]
 Provider = Literal["gemini", "openai", "*"]
 CallType = Literal["image", "vision", "*"]
 SpecT = TypeVar("SpecT", bound=BaseModel)

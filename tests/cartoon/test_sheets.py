@@ -23,7 +23,10 @@ from worker.imaging.cut import cut_sheet
 pytestmark = pytest.mark.unit
 
 
-@pytest.mark.parametrize(("layout", "count", "size"), [("3x4", 3, (1024, 1024)), ("2x6", 2, (1024, 1536))])
+@pytest.mark.parametrize(
+    ("layout", "count", "size"),
+    [("3x4", 3, (1024, 1024)), ("2x6", 2, (1024, 1536)), ("1x12", 1, (1536, 2048))],
+)
 def test_sheets_follow_the_layout_on_pure_green(layout: str, count: int, size: tuple[int, int]) -> None:
     sheets = render_sheets(skimage.data.astronaut(), get_outfit("astronaut"), layout)
     assert len(sheets) == count
@@ -33,13 +36,24 @@ def test_sheets_follow_the_layout_on_pure_green(layout: str, count: int, size: t
         assert (border == (0, 255, 0)).all()
 
 
+@pytest.mark.parametrize("layout", ["2x6", "1x12"])
 @pytest.mark.parametrize("outfit_id", sorted(load_catalog()))
-def test_figures_neither_touch_each_other_nor_the_edge(outfit_id: str) -> None:
-    grid = sheet_layout("2x6")
+def test_figures_neither_touch_each_other_nor_the_edge(outfit_id: str, layout: str) -> None:
+    grid = sheet_layout(layout)
     for sheet in draw_sheets(None, get_outfit(outfit_id), grid):
         cut = cut_sheet(sheet, grid.per_sheet)
         assert cut.clean, cut.describe()
         assert cut.split == []
+        cell = sheet.shape[1] // grid.cols
+        for figure in cut.figures:  # inside its own cell: room for the die-cut outline (issue 12)
+            row, col = divmod(figure.cell, grid.cols)
+            x, y, w, h = figure.box
+            assert col * cell < x and x + w < (col + 1) * cell and row * cell < y and y + h < (row + 1) * cell
+
+
+def test_the_one_sheet_layout_is_4_by_3_whatever_the_aspect_of_sheets_of_6() -> None:
+    assert {sheet_layout("1x12", aspect) for aspect in ("3:2", "2:3")} == {sheet_layout("1x12")}
+    assert sheet_layout("1x12").sheet_size == (2048, 1536)
 
 
 def test_a_photo_without_a_face_is_a_permanent_failure() -> None:

@@ -24,3 +24,23 @@ def test_a_quick_run_measures_and_writes_nothing(tmp_path: Path) -> None:
     out = tmp_path / "BENCHMARKS.md"
     assert main(["--quick", "--only", "postproc", "--out", str(out)]) == 0
     assert not out.exists()
+
+
+def test_a_quick_cost_run_prices_the_default_and_the_one_sheet_pack_from_their_calls(tmp_path: Path) -> None:
+    from devstack.bench import cost
+    from devstack.bench.report import Options
+    from worker.providers.prices import IMAGE_PRICES
+
+    rows = cost.measure(Options(quick=True, workdir=tmp_path))
+    assert [row.name for row in rows] == ["consistency, 3x4", "consistency, 1x12"]
+    gemini = IMAGE_PRICES["gemini-3.1-flash-image"]
+    default, one_sheet = rows
+    # passport + verify + pack QA; the anchor at 1K and 3 sheets or 1 sheet at 2K
+    assert "· 4.0 image + 3.0 vision calls · 12.0/12 valid" in default.ours
+    assert "· 2.0 image + 3.0 vision calls · 12.0/12 valid" in one_sheet.ours
+    images = {row.name: gemini["1K"] + (3 if "3x4" in row.name else 1) * gemini["2K"] for row in rows}
+    for row in rows:
+        usd = float(row.ours.split(" ")[0].lstrip("$"))
+        assert round(images[row.name], 3) <= usd < images[row.name] + 0.01  # vision: under a cent
+    assert default.ratio == 1.0 and one_sheet.ratio is not None and one_sheet.ratio < 0.5
+    assert one_sheet.met and not default.met and "missed" in default.note

@@ -14,7 +14,7 @@ from shared.settings import BudgetSettings, ProviderName, ServiceSettings
 class PipelineSettings(BudgetSettings):
     """The generation pipeline (spec/002; every number of its tables is a setting with its name and default).
 
-    ``SHEET_LAYOUT``: ``3x4`` (3 sheets of 4) or ``2x6``.
+    ``SHEET_LAYOUT``: ``3x4`` (3 sheets of 4), ``2x6`` or ``1x12`` (all 12 on one 4:3 sheet, issue 12).
 
     - Variant: ``STICKER_RENDER_MODE`` (``figure``/``composite``; empty is a start-up error; the default is
       ``figure``, what venues ran with, spec/002 ".env.example" column), ``LIKENESS_MODE`` (``classic`` or
@@ -55,7 +55,7 @@ class PipelineSettings(BudgetSettings):
 
     model_config = SettingsConfigDict(env_file=None, extra="ignore", case_sensitive=False)
 
-    sheet_layout: Literal["3x4", "2x6"] = Field("3x4", validation_alias="SHEET_LAYOUT")
+    sheet_layout: Literal["3x4", "2x6", "1x12"] = Field("3x4", validation_alias="SHEET_LAYOUT")
     sticker_render_mode: Literal["figure", "composite"] = Field(
         "figure", validation_alias="STICKER_RENDER_MODE"
     )

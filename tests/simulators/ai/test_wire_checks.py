@@ -55,6 +55,11 @@ async def test_openai_names_the_missing_parameter(aisim: RunningAiSim) -> None:
         assert response.status == 400
         error = (await response.json())["error"]
     assert (error["param"], error["code"]) == ("quality", "invalid_value")
+    body = {"model": "gpt-image-2", "prompt": "STICKER SHEET", "size": "2048x1536"}  # not a gpt-image size
+    async with aisim.http.post(aisim.url + "/v1/images/generations", json=body, headers=headers) as response:
+        assert response.status == 400
+        error = (await response.json())["error"]
+    assert (error["param"], error["code"]) == ("size", "invalid_value")
 
 
 async def test_openai_answers_an_unreadable_prompt_in_its_own_shape(aisim: RunningAiSim) -> None:

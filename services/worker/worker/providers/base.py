@@ -32,7 +32,7 @@ __all__ = [
 
 VisionKind = Literal["passport", "verify", "sheet_qa", "pack_qa"]
 ImageSize = Literal["1K", "2K"]
-Aspect = Literal["1:1", "3:2", "2:3"]
+Aspect = Literal["1:1", "3:2", "2:3", "4:3"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,7 +61,7 @@ class ImageRequest:
         prompt: the text a model reads.
         images: reference images, in the order the prompt names them.
         size: ``1K`` or ``2K`` (spec/002: anchor and single figures 1K, sheets 2K).
-        aspect: ``1:1``, ``3:2`` or ``2:3``.
+        aspect: ``1:1``, ``3:2``, ``2:3`` or ``4:3`` (the one-sheet layout ``1x12``).
         spec: the same request, structured (for the offline renderer).
     """
 

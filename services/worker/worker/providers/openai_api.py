@@ -6,7 +6,9 @@ errors, REFERENCE.md "OpenAI") and every call carries its own timeout in seconds
 ``base_url`` points the SDK at the provider simulator in dev and tests.
 
 Images: the API takes ``png``/``webp``/``jpg`` files as multipart uploads, several per edit; sizes are
-``1024x1024``, ``1536x1024`` and ``1024x1536`` (the aspect asked for), quality ``high`` for 2K sheets and
+``1024x1024``, ``1536x1024`` and ``1024x1536`` (the aspect asked for; the one-sheet layout's 4:3 grid
+is asked for at ``1536x1024``, the nearest, so its cells are 384 × 341 px and its figures are enlarged
+to the 512 px sticker), quality ``high`` for 2K sheets and
 ``medium`` for 1K images, ``input_fidelity=high`` (faces stay closer to the references). An answer
 without ``b64_json`` (or whose ``b64_json`` is not base64) is ``invalid``; a moderation block comes back
 as a 400 (``moderation_blocked``, or ``content_policy_violation`` from the DALL·E models: ``content``,
@@ -39,6 +41,7 @@ _SIZES: dict[str, Literal["1024x1024", "1536x1024", "1024x1536"]] = {
     "1:1": "1024x1024",
     "3:2": "1536x1024",
     "2:3": "1024x1536",
+    "4:3": "1536x1024",  # the one-sheet 4 × 3 grid: gpt-image has no 4:3 size, 3:2 is the nearest
 }
 _EXTENSION = {"image/png": "png", "image/jpeg": "jpg", "image/webp": "webp"}
 

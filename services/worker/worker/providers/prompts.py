@@ -111,6 +111,17 @@ def _hard_locks(passport: Passport | None) -> str:
     return "\n".join(lines)
 
 
+#: Cells from which a sheet is the one-sheet layout (``1x12``) and its prompt adds :data:`_ROOM`.
+ONE_SHEET_CELLS = 12
+#: The one-sheet layout's grid line (issue 12): twelve figures crowd a sheet, and a figure touching its
+#: cell's edge or a neighbour leaves no room for the die-cut outline (it is regenerated).
+_ROOM = (
+    "Grid: {cols} equal square cells across and {rows} down, one figure per cell, each figure at most "
+    "about 85 % of its cell's height and width with green on all four sides, never touching the cell "
+    "edge or a neighbouring figure."
+)
+
+
 def _colour_lock(lock: ColourLock) -> str:
     hair = f"hair exactly {lock.hair_hex}" if lock.hair_hex else "hair exactly as in the selfie"
     return (
@@ -139,7 +150,7 @@ def image_prompt(
         outfit: the outfit (its ``prompt`` is quoted).
         art_style: ``ART_STYLE`` (``cute_cartoon``); an unknown style is quoted as given.
         roles: the roles of the attached images, in order (``Image 1`` is ``roles[0]``).
-        aspect: the image's aspect ratio (``1:1``, ``3:2``, ``2:3``).
+        aspect: the image's aspect ratio (``1:1``, ``3:2``, ``2:3``, ``4:3``).
         passport: the appearance passport, when there is one.
         hard_locks: add the consistency path's ``HARD LOCKS`` block.
         colour_lock: add hybrid's ``COLOR LOCK`` block.
@@ -162,6 +173,8 @@ def image_prompt(
     for number, pose in enumerate(spec.poses, start=1):
         lines.append(figure_line(number, pose, POSE_TEXT.get(pose, pose)))
     lines.append(_LAYOUT)
+    if spec.cols * spec.rows >= ONE_SHEET_CELLS:
+        lines.append(_ROOM.format(cols=spec.cols, rows=spec.rows))
     lines.append(_BACKGROUND)
     if roles:
         lines.append("References:")

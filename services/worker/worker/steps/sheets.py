@@ -2,11 +2,25 @@
 "Sheet validity").
 
 Layout ``3x4`` is 3 sheets of 4 figures (2 × 2, 1:1); ``2x6`` is 2 sheets of 6 (3 × 2 or 2 × 3 after
-``FIGURE_SHEET_ASPECT``); sheets are asked for at 2K. An invalid sheet, or one the chain could not deliver
-for a charged reason (a refusal, a timeout, an answer without an image), burns one sheet attempt; a
-valid sheet is taken at once. "Valid" is strict in the legacy and composite paths (one figure in every
-cell, no extra) and lenient in the newer paths, where a missing or edge-cut figure becomes a single-figure
-regeneration instead: there a sheet is valid with no extra figure and at most half its cells missing.
+``FIGURE_SHEET_ASPECT``); ``1x12`` (issue 12) is one sheet of 4 × 3 (4:3); sheets are asked for at 2K.
+An invalid sheet, or one the chain could not deliver for a charged reason (a refusal, a timeout, an
+answer without an image), burns one sheet attempt; a valid sheet is taken at once. "Valid" is strict in
+the legacy and composite paths (one figure in every cell, no extra) and lenient in the newer paths, where
+a missing or edge-cut figure becomes a single-figure regeneration instead: there a sheet is valid with no
+extra figure and at most half its cells missing.
+
+The one-sheet layout (``1x12``, used by the consistency, classic and hybrid paths; legacy and composite
+keep their 2 sheets of 6) has its own rules:
+
+- valid with no extra figure and at most :data:`ONE_SHEET_MAX_MISSING` (2) cells missing, not half:
+  each missing figure is a 1K single-figure call (Gemini $0.039) and the whole sheet again is one 2K
+  call ($0.067), so from 2 missing on, drawing the sheet again costs about what the singles would;
+- a figure must keep room for its die-cut outline: one that reaches a line of its cell (the cell edge,
+  the sheet border included) or was split from a touching neighbour is *crowded* (:func:`crowded`) and
+  becomes an ``edge`` defect, regenerated as a single figure under ``CONSISTENCY_MAX_REGEN``;
+- an invalid sheet is drawn again (``FIGURE_SHEET_ATTEMPTS``, 3); when none is valid the path raises
+  :class:`worker.context.NoValidSheet` and the job falls back to composite (``FIGURE_FALLBACK_ENABLED``)
+  like any other layout.
 """
 
 from __future__ import annotations
@@ -28,9 +42,11 @@ from worker.providers.base import Aspect, DrawSpec, ImageKind, ImageRequest, Inp
 from worker.providers.prompts import ColourLock, image_prompt
 
 __all__ = [
+    "ONE_SHEET_MAX_MISSING",
     "PromptTerms",
     "SheetPlan",
     "SheetResult",
+    "crowded",
     "draw_sheet",
     "draw_single",
     "lenient",
@@ -40,6 +56,9 @@ __all__ = [
 ]
 
 PACK_SIZE = 12
+#: Missing cells a one-sheet (``1x12``) sheet may have and still be taken (module docstring).
+ONE_SHEET_MAX_MISSING = 2
+_ASPECTS: dict[tuple[int, int], Aspect] = {(3, 2): "3:2", (2, 3): "2:3", (4, 3): "4:3"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,11 +112,16 @@ class SheetPlan:
         return self.cols * self.rows
 
     @property
+    def one_sheet(self) -> bool:
+        """The whole pack on this sheet (layout ``1x12``): its own validity and room rules."""
+        return self.figures >= PACK_SIZE
+
+    @property
     def aspect(self) -> Aspect:
-        """``1:1``, ``3:2`` (landscape) or ``2:3`` (portrait)."""
+        """``1:1``, ``3:2`` (landscape), ``2:3`` (portrait) or ``4:3`` (the one-sheet 4 × 3 grid)."""
         if self.cols == self.rows:
             return "1:1"
-        return "3:2" if self.cols > self.rows else "2:3"
+        return _ASPECTS.get((self.cols, self.rows), "3:2" if self.cols > self.rows else "2:3")
 
 
 def plan_sheets(layout: str, aspect: str) -> list[SheetPlan]:
@@ -133,8 +157,35 @@ def strict(cut: SheetCut) -> bool:
 
 
 def lenient(cut: SheetCut) -> bool:
-    """Newer-path validity: no extra figure, at most half the cells missing (those are regenerated)."""
-    return not cut.extra and len(cut.missing) <= cut.expected // 2
+    """Newer-path validity: no extra figure, at most half the cells missing (those are regenerated);
+    on a one-sheet (12-cell) sheet at most :data:`ONE_SHEET_MAX_MISSING`."""
+    limit = ONE_SHEET_MAX_MISSING if cut.expected >= PACK_SIZE else cut.expected // 2
+    return not cut.extra and len(cut.missing) <= limit
+
+
+def crowded(result: SheetResult) -> list[int]:
+    """The cells of a one-sheet sheet whose figure has no room for its die-cut outline: its box (the
+    cut's crop, the figure plus its soft fringe, in sheet px) reaches or crosses a line of its own cell
+    of the requested grid, or it was split from a touching neighbour. Empty for the other layouts,
+    whose 1024 px cells (at 2K) leave the room by themselves."""
+    plan = result.plan
+    if not plan.one_sheet:
+        return []
+    height, width = result.image.shape[:2]
+    cell_w, cell_h = width / plan.cols, height / plan.rows
+    found = []
+    for figure in result.cut.figures:
+        row, col = divmod(figure.cell, plan.cols)
+        x, y, w, h = figure.box
+        inside = (
+            x > col * cell_w
+            and y > row * cell_h
+            and x + w < (col + 1) * cell_w
+            and y + h < (row + 1) * cell_h
+        )
+        if not inside or figure.was_split:
+            found.append(figure.cell)
+    return found
 
 
 async def draw_sheet(

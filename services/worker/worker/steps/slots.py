@@ -18,7 +18,7 @@ import numpy.typing as npt
 from cartoon.poses import POSES, Pose
 from worker.context import RenderReport
 from worker.imaging.finish import MIN_COVERAGE, Sticker, StickerQA, finish_sticker
-from worker.steps.sheets import SheetResult
+from worker.steps.sheets import SheetResult, crowded
 
 __all__ = ["Defect", "Slot", "finish_slots", "slots_from_sheets", "stickers_of"]
 
@@ -52,15 +52,18 @@ class Slot:
 
 def slots_from_sheets(results: Sequence[SheetResult | None], plans_poses: int = 12) -> list[Slot]:
     """The 12 slots filled from cut sheets (a ``None`` sheet leaves its slots missing), with their
-    edge and flat-cut defects."""
+    edge and flat-cut defects; on the one-sheet layout a crowded figure
+    (:func:`worker.steps.sheets.crowded`) is an ``edge`` defect too."""
     slots = [Slot(index=k, pose=POSES[k], defect="missing") for k in range(plans_poses)]
     for result in results:
         if result is None:
             continue
+        tight = set(crowded(result))
         for figure in result.cut.figures:
             slot = slots[result.plan.first_slot + figure.cell]
             slot.figure = figure.rgba
-            slot.defect = "edge" if figure.touches_edge else "flat" if figure.flat_cut else None
+            edge = figure.touches_edge or figure.cell in tight
+            slot.defect = "edge" if edge else "flat" if figure.flat_cut else None
     return slots
 
 
