@@ -243,3 +243,20 @@ async def test_an_injected_413_reads_as_telegram_words_it(bot: Bot, tgsim: Runni
     with pytest.raises(NetworkError, match="Request Entity Too Large"):
         await bot.create_new_sticker_set(guest, NAME, "Too big", [InputSticker(png(), ["😀"], "static")])
     assert await tgsim.get("/sim/sticker-sets") == []
+
+
+async def test_an_incomplete_fault_hides_the_last_stickers_of_one_read_only(
+    bot: Bot, tgsim: RunningSim, guest: int
+) -> None:
+    assert await bot.create_new_sticker_set(guest, NAME, "Ann at the booth", await upload(bot, guest, 12))
+    await tgsim.post("/sim/faults", {"method": "getStickerSet", "kind": "incomplete", "visible_stickers": 5})
+    await tgsim.post("/sim/faults", {"method": "getStickerSet", "kind": "incomplete"})
+
+    reads = [len((await bot.get_sticker_set(NAME)).stickers) for _ in range(3)]
+
+    assert reads == [5, 11, 12]  # the set itself stays whole
+    assert len((await tgsim.get(f"/sim/sticker-sets/{NAME}"))["stickers"]) == 12
+
+
+async def test_an_incomplete_fault_is_for_get_sticker_set_only(tgsim: RunningSim) -> None:
+    await tgsim.post("/sim/faults", {"method": "sendMessage", "kind": "incomplete"}, status=400)
