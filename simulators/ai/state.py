@@ -146,13 +146,16 @@ class CallRecord(BaseModel):
 class SimState:
     """The mutable state behind one simulator app."""
 
-    def __init__(self, latency_s: float = 0.0) -> None:
+    def __init__(self, latency_s: float = 0.0, call_latency_s: dict[str, float] | None = None) -> None:
         self.default_latency_s = latency_s
+        self.default_call_latency_s = dict(call_latency_s or {})
         self.reset()
 
     def reset(self) -> None:
         """Forget every script and call."""
         self.latency_s = self.default_latency_s
+        #: Seconds added to an ``image`` or ``vision`` call instead of ``latency_s`` (per call kind).
+        self.call_latency_s: dict[str, float] = dict(self.default_call_latency_s)
         self.faults: list[FaultSpec] = []
         self.imperfections: list[ImperfectionSpec] = []
         self.qa: list[ScriptedAnswer] = []
@@ -186,6 +189,11 @@ class SimState:
     def take_verify(self) -> ScriptedAnswer | None:
         """A scripted anchor check, if one is queued."""
         return self._take(self.verify)
+
+    def latency_for(self, call: str) -> float:
+        """Seconds added to a call of kind ``call`` (``image``/``vision``): its own latency when one is set,
+        else ``latency_s``."""
+        return self.call_latency_s.get(call, self.latency_s)
 
     def log(self, record: CallRecord) -> CallRecord:
         """Remember a call."""
