@@ -19,7 +19,7 @@ from pathlib import Path
 from devstack.bench.report import Options, Row, write_markdown
 
 #: Module names under ``devstack.bench``, in the order their tables appear.
-BENCHMARKS: tuple[str, ...] = ("postproc",)
+BENCHMARKS: tuple[str, ...] = ("postproc", "overhead", "soak")
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -37,7 +37,10 @@ def parse_args(argv: Sequence[str] | None = None) -> dict[str, Any]:
         "--latency-image", dest="latency_image_sec", type=float, help="seconds added to image calls instead"
     )
     parser.add_argument(
-        "--latency-vision", dest="latency_vision_sec", type=float, help="seconds added to vision calls instead"
+        "--latency-vision",
+        dest="latency_vision_sec",
+        type=float,
+        help="seconds added to vision calls instead",
     )
     return {key: value for key, value in vars(parser.parse_args(argv)).items() if value is not None}
 

@@ -77,7 +77,9 @@ async def test_a_complete_set_is_checked_once_at_once_and_the_link_follows_witho
 
 async def test_an_incomplete_set_falls_back_to_the_poll_schedule(rig: Rig) -> None:
     job = await rendered_job(rig.db)
-    await rig.sim.post("/sim/faults", {"method": "getStickerSet", "kind": "incomplete", "visible_stickers": 6})
+    await rig.sim.post(
+        "/sim/faults", {"method": "getStickerSet", "kind": "incomplete", "visible_stickers": 6}
+    )
     await rig.delivery.request_set(job.id)
 
     executed = await run_events(rig)
@@ -91,7 +93,9 @@ async def test_an_incomplete_set_falls_back_to_the_poll_schedule(rig: Rig) -> No
     assert await rig.delivery.poll_due() == 0  # the next poll is not due before the schedule says
 
     async with rig.db.transaction() as repos:  # the schedule's time has come
-        await repos.conn.execute(sa.update(jobs).where(jobs.c.id == job.id).values(next_poll_at=sa.func.now()))
+        await repos.conn.execute(
+            sa.update(jobs).where(jobs.c.id == job.id).values(next_poll_at=sa.func.now())
+        )
     assert await rig.delivery.poll_due() == 1
     executed = await run_events(rig)
 
