@@ -33,6 +33,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import redis as redis_lib
 
@@ -93,11 +94,13 @@ def snapshot(stack: Stack) -> Snapshot:
     rows = {r["t"]: int(r["n"]) for r in counts}
     client = redis_lib.Redis.from_url(stack.config.redis_url)
     try:
-        used = int(client.info("memory")["used_memory"])
+        info: dict[str, Any] = client.info("memory")  # type: ignore[assignment]
+        used = int(info["used_memory"])
         streams = 0
         for prefix in ("stk:*", "tg:*"):
             for key in client.scan_iter(match=prefix, count=1000, _type="stream"):
-                streams += int(client.memory_usage(key, samples=0) or 0)
+                usage: Any = client.memory_usage(key, samples=0)
+                streams += int(usage or 0)
     finally:
         client.close()
     rss = {name: rss_kb(proc.pid) for name, proc in stack.procs.items() if name in SERVICES}
