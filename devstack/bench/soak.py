@@ -266,8 +266,10 @@ def rows(result: SoakResult) -> list[Row]:
                 + (
                     ""
                     if met
-                    else "; missed: the process keeps something per journey (a heap profile, "
-                    "e.g. tracemalloc snapshots at half-way and end, would name it)"
+                    else f"; missed: it grew in the second half ({result.second.played} journeys); with "
+                    "few journeys per half this can still be warm-up (the high-water mark of concurrent "
+                    "renders' image buffers) rather than a leak: a longer soak, or tracemalloc snapshots "
+                    "at half-way and end, would tell them apart"
                 ),
             )
         )
