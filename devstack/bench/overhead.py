@@ -28,6 +28,7 @@ target is issue 12's: overhead p50 at most half of the 4.35 s measured before th
 
 from __future__ import annotations
 
+import os
 import statistics
 import time
 from collections.abc import Sequence
@@ -192,7 +193,9 @@ def measure(options: Options) -> list[Row]:
     journeys = 2 if options.quick else 20
     image_s, vision_s = (0.3, 0.1) if options.quick else (IMAGE_LATENCY_S, VISION_LATENCY_S)
     started = time.monotonic()
+    load_before = os.getloadavg()[0]
     timings, lost = run(options.workdir, journeys=journeys, image_s=image_s, vision_s=vision_s)
+    load = f"load average {load_before:.1f} → {os.getloadavg()[0]:.1f} on {len(os.sched_getaffinity(0))} CPUs"
     if not timings:
         raise RuntimeError(f"no journey of {journeys} was delivered; logs in {options.workdir}")
     overheads = [t.overhead_s for t in timings]
@@ -205,7 +208,7 @@ def measure(options: Options) -> list[Row]:
         f"p50 {_pct(totals, 0.5):.2f} s; all calls in flight (union) p50 "
         f"{_pct([t.union_s for t in timings], 0.5):.2f} s; rendered → link p50 "
         f"{_pct([t.delivery_s for t in timings], 0.5):.2f} s; {timings[0].calls} provider calls per job; "
-        f"run {time.monotonic() - started:.0f} s"
+        f"run {time.monotonic() - started:.0f} s, {load}"
     )
     if lost:
         common += f"; {lost} not delivered (left out)"
@@ -213,8 +216,10 @@ def measure(options: Options) -> list[Row]:
     why = (
         ""
         if met
-        else "; missed: the rest is the worker's own time between calls (post-processing, storing) and "
-        "CPU shared with other processes on this machine; profiling the worker's stages would say which"
+        else "; missed: delivery's leg (rendered → link) is no longer idle, the rest is the worker's CPU "
+        "between calls (post-processing, storing) and the simulator's drawing, both slowed by the other "
+        "processes sharing this machine's CPUs (see the load average); post-processing off the event "
+        "loop and at ≤ 1.5× its floor (issue 12 item 2) and a quiet machine would bring it down"
     )
     return [
         Row(
