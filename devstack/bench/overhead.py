@@ -217,8 +217,8 @@ def measure(options: Options) -> list[Row]:
         ""
         if met
         else "; missed: delivery's leg (rendered → link) is no longer idle, the rest is the worker's CPU "
-        "between calls (post-processing, storing) and the simulator's drawing, both slowed by the other "
-        "processes sharing this machine's CPUs (see the load average); post-processing off the event "
+        "between calls (post-processing of the sheets, storing), slowed by the other processes sharing "
+        "this machine's CPUs (see the load average); post-processing off the event "
         "loop and at ≤ 1.5× its floor (issue 12 item 2) and a quiet machine would bring it down"
     )
     return [
