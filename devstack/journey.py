@@ -30,6 +30,8 @@ class JourneyResult:
     upload_status: int = 0
     upload_error: dict[str, Any] | None = None
     chat: list[dict[str, Any]] = field(default_factory=list)
+    #: Unix time (s) just before the photo upload was sent (the start of "upload → link").
+    uploaded_at: float = 0.0
 
 
 class JourneyError(RuntimeError):
@@ -113,8 +115,10 @@ def play(
     outfit_id: str | None = None,
     timeout_s: float = 300.0,
     filename: str = "selfie.jpg",
+    poll_s: float = 1.0,
 ) -> JourneyResult:
     """Play one journey; returns when the guest got a link, a failure text, or the upload was refused.
+    The kiosk asks for the job's status every ``poll_s`` seconds (spec/000 "Status poll": 1 s).
 
     Raises:
         JourneyError: the stack did not answer in time.
@@ -129,6 +133,7 @@ def play(
         sid = session["id"]
         kiosk.put(f"/sessions/{sid}/outfit", json={"outfit_id": chosen}).raise_for_status()
         consent(kiosk, sid).raise_for_status()
+        uploaded_at = time.time()
         upload = kiosk.post(
             f"/sessions/{sid}/photo",
             files={"photo": (filename, photo)},
@@ -136,7 +141,12 @@ def play(
         )
         if upload.status_code >= 400:
             return JourneyResult(
-                sid, None, "rejected", upload_status=upload.status_code, upload_error=upload.json()
+                sid,
+                None,
+                "rejected",
+                upload_status=upload.status_code,
+                upload_error=upload.json(),
+                uploaded_at=uploaded_at,
             )
         job_id = upload.json()["job_id"]
 
@@ -144,7 +154,7 @@ def play(
             body: dict[str, Any] = kiosk.get(f"/sessions/{sid}").json()
             return body if body["status"] in ("delivered", "failed") else None
 
-        final = wait_until(finished, timeout_s, "the job to be delivered or failed", interval_s=1.0)
+        final = wait_until(finished, timeout_s, "the job to be delivered or failed", interval_s=poll_s)
         chat = chat_messages(sim, user_id)
         link_match = next((m for t in bot_texts(chat) if (m := LINK.search(t))), None)
         return JourneyResult(
@@ -155,6 +165,7 @@ def play(
             set_name=link_match["name"] if link_match else None,
             upload_status=upload.status_code,
             chat=chat,
+            uploaded_at=uploaded_at,
         )
 
 

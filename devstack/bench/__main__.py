@@ -19,7 +19,16 @@ from pathlib import Path
 from devstack.bench.report import Options, Row, write_markdown
 
 #: Module names under ``devstack.bench``, in the order their tables appear.
-BENCHMARKS: tuple[str, ...] = ("postproc", "hops", "cost", "fleet", "ingest", "gateway")
+BENCHMARKS: tuple[str, ...] = (
+    "postproc",
+    "hops",
+    "overhead",
+    "cost",
+    "fleet",
+    "ingest",
+    "gateway",
+    "soak",
+)
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -3,6 +3,7 @@
 Flags override the ``AISIM_*`` environment (:class:`simulators.ai.config.AiSimConfig`)::
 
     python -m simulators.ai --host 127.0.0.1 --port 8082 [--keys k1,k2] [--latency 0]
+        [--latency-image S] [--latency-vision S]
 
 Point the SDKs at it: google-genai ``HttpOptions(base_url="http://HOST:PORT")``, openai
 ``AsyncOpenAI(base_url="http://HOST:PORT/v1")`` (the worker: ``AI_BASE_URL_GEMINI``, ``AI_BASE_URL_OPENAI``).
@@ -32,6 +33,15 @@ def parse_args(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--port", type=int, help="TCP port (AISIM_PORT, default 8082)")
     parser.add_argument("--keys", help="comma-separated API keys to accept (AISIM_KEYS; default: any)")
     parser.add_argument("--latency", dest="latency_sec", type=float, help="seconds added to every call")
+    parser.add_argument(
+        "--latency-image", dest="latency_image_sec", type=float, help="seconds added to image calls instead"
+    )
+    parser.add_argument(
+        "--latency-vision",
+        dest="latency_vision_sec",
+        type=float,
+        help="seconds added to vision calls instead",
+    )
     return {key: value for key, value in vars(parser.parse_args(argv)).items() if value is not None}
 
 

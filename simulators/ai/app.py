@@ -35,7 +35,7 @@ async def _healthz(request: web.Request) -> web.StreamResponse:
 
 def create_app(config: AiSimConfig) -> web.Application:
     """Build the simulator application for ``config``; its state is at ``app[STATE_KEY]``."""
-    state = SimState(latency_s=config.latency_sec)
+    state = SimState(latency_s=config.latency_sec, call_latency_s=config.call_latencies())
     catalog = load_catalog()
 
     async def serve(call: Call, record: CallRecord) -> bytes | dict[str, Any]:

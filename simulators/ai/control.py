@@ -3,7 +3,8 @@ log; reset. JSON in and out; a bad body is ``400 {"error": ...}``.
 
 - ``POST /sim/faults`` (body :class:`simulators.ai.state.FaultSpec`), ``GET /sim/faults``,
   ``DELETE /sim/faults``.
-- ``POST /sim/latency`` ``{"seconds"}``: added to every call.
+- ``POST /sim/latency`` ``{"seconds", "image"?, "vision"?}``: added to every call (``image``/``vision``:
+  to that kind of call instead).
 - ``POST /sim/imperfections`` (body :class:`simulators.ai.state.ImperfectionSpec`): the next sheets.
 - ``POST /sim/qa`` ``{"outliers": [{"index", "reasons"}], "count"}``: the next QA answers.
 - ``POST /sim/verify`` ``{"mismatches": [...], "count"}``: the next anchor checks.
@@ -31,11 +32,14 @@ ModelT = TypeVar("ModelT", bound=BaseModel)
 
 
 class LatencyIn(BaseModel):
-    """Body of ``POST /sim/latency``."""
+    """Body of ``POST /sim/latency``: ``seconds`` for every call; ``image`` / ``vision`` for that kind of
+    call instead (omitted: that kind follows ``seconds``)."""
 
     model_config = ConfigDict(extra="forbid")
 
-    seconds: float = Field(ge=0, le=600)
+    seconds: float = Field(0.0, ge=0, le=600)
+    image: float | None = Field(None, ge=0, le=600)
+    vision: float | None = Field(None, ge=0, le=600)
 
 
 async def _body(request: web.Request, model: type[ModelT]) -> ModelT:
@@ -83,8 +87,11 @@ class ControlApi:
         return web.json_response([])
 
     async def latency(self, request: web.Request) -> web.StreamResponse:
-        self._state.latency_s = (await _body(request, LatencyIn)).seconds
-        return web.json_response({"seconds": self._state.latency_s})
+        body = await _body(request, LatencyIn)
+        self._state.latency_s = body.seconds
+        given = {"image": body.image, "vision": body.vision}
+        self._state.call_latency_s = {call: s for call, s in given.items() if s is not None}
+        return web.json_response({"seconds": self._state.latency_s, **self._state.call_latency_s})
 
     async def imperfections(self, request: web.Request) -> web.StreamResponse:
         self._state.imperfections.append(await _body(request, ImperfectionSpec))

@@ -137,8 +137,9 @@ async def _serve_call(
         return _rejected(record, call.rejection, invalid)
     record.kind = _request_kind(call)
     fault = state.take_fault(call.provider, call.call, record.kind)
-    if state.latency_s:
-        await asyncio.sleep(state.latency_s)
+    latency_s = state.latency_for(call.call)
+    if latency_s:
+        await asyncio.sleep(latency_s)
     if fault is not None:
         record.outcome = fault.kind
         if fault.kind == "timeout":

@@ -146,10 +146,11 @@ class CallRecord(BaseModel):
 class SimState:
     """The mutable state behind one simulator app."""
 
-    def __init__(self, latency_s: float = 0.0) -> None:
+    def __init__(self, latency_s: float = 0.0, call_latency_s: dict[str, float] | None = None) -> None:
         self.default_latency_s = latency_s
         self.in_flight: dict[str, int] = {}  # calls being answered now, by call type and by provider:call
         self.max_in_flight: dict[str, int] = {}
+        self.default_call_latency_s = dict(call_latency_s or {})
         self.reset()
 
     def entered(self, provider: str, call: str) -> None:
@@ -170,6 +171,8 @@ class SimState:
     def reset(self) -> None:
         """Forget every script and call."""
         self.latency_s = self.default_latency_s
+        #: Seconds added to an ``image`` or ``vision`` call instead of ``latency_s`` (per call kind).
+        self.call_latency_s: dict[str, float] = dict(self.default_call_latency_s)
         self.faults: list[FaultSpec] = []
         self.imperfections: list[ImperfectionSpec] = []
         self.qa: list[ScriptedAnswer] = []
@@ -204,6 +207,11 @@ class SimState:
     def take_verify(self) -> ScriptedAnswer | None:
         """A scripted anchor check, if one is queued."""
         return self._take(self.verify)
+
+    def latency_for(self, call: str) -> float:
+        """Seconds added to a call of kind ``call`` (``image``/``vision``): its own latency when one is set,
+        else ``latency_s``."""
+        return self.call_latency_s.get(call, self.latency_s)
 
     def log(self, record: CallRecord) -> CallRecord:
         """Remember a call."""

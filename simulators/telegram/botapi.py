@@ -140,7 +140,10 @@ class BotApi:
             raise fault.error()
         if kind == "drop":
             return _Outcome(None, dropped=True)
-        outcome = _Outcome(_success(await method.handler(self._sim, params)))
+        result = await method.handler(self._sim, params)
+        if fault is not None and kind == "incomplete" and isinstance(result, dict):
+            result = {**result, "stickers": fault.visible(list(result.get("stickers", [])))}
+        outcome = _Outcome(_success(result))
         if fault is not None and kind == "error_after_apply":
             raise fault.error()
         if fault is not None and kind == "delay_after_apply":

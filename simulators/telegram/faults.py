@@ -11,6 +11,9 @@ Kinds (``seconds`` is used by the delays, ``error_code``/``description``/``retry
 - ``drop``: close the connection without answering or applying.
 - ``drop_after_apply``: do the call, then close the connection without answering (a timed-out send that
   was delivered).
+- ``incomplete`` (``getStickerSet`` only): answer the set with only its first ``visible_stickers``
+  stickers (default: all but the last), as a set read while Telegram is still adding stickers to it does;
+  the set itself is unchanged, so a later read without the fault is complete.
 
 ``min_stickers`` aims it at calls sending at least that many stickers (a ``createNewStickerSet`` too large
 for Telegram, which then answers 413 every time; a smaller request passes). ``chat_id`` aims a fault at
@@ -31,7 +34,11 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from simulators.telegram.errors import BotApiError, default_description, too_many_requests
 
-FaultKind = Literal["error", "error_after_apply", "delay", "delay_after_apply", "drop", "drop_after_apply"]
+FaultKind = Literal[
+    "error", "error_after_apply", "delay", "delay_after_apply", "drop", "drop_after_apply", "incomplete"
+]
+#: The only method an ``incomplete`` fault applies to.
+INCOMPLETE_METHOD = "getstickerset"
 
 
 class FaultSpec(BaseModel):
@@ -50,12 +57,21 @@ class FaultSpec(BaseModel):
     chat_id: int | None = None
     hold: bool = False
     min_stickers: int | None = Field(None, ge=1)
+    visible_stickers: int | None = Field(None, ge=0)
 
     @model_validator(mode="after")
     def _hold_is_a_429(self) -> FaultSpec:
         if self.hold and (self.error_code != 429 or self.kind not in ("error", "error_after_apply")):
             raise ValueError("a flood hold is an error or error_after_apply fault with error_code 429")
+        if self.kind == "incomplete" and self.method.lower() != INCOMPLETE_METHOD:
+            raise ValueError("an incomplete fault is for getStickerSet only")
         return self
+
+    def visible(self, stickers: list[Any]) -> list[Any]:
+        """What an ``incomplete`` answer shows of a set's ``stickers``: the first ``visible_stickers`` of
+        them (all but the last when not given; never more than there are)."""
+        keep = len(stickers) - 1 if self.visible_stickers is None else self.visible_stickers
+        return stickers[: max(0, keep)]
 
     def matches(self, method: str, chat_id: int | None, stickers: int = 0) -> bool:
         """Whether this fault is for a call of ``method`` (lower case) for ``chat_id`` with ``stickers``."""

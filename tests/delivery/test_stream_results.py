@@ -58,13 +58,8 @@ async def rendered_job(db: Database) -> Job:
 async def test_a_delivered_packs_results_carry_ids_and_counts_only(rig: Rig, db: Database) -> None:
     job = await rendered_job(db)
     await rig.delivery.request_set(job.id)
-    await rig.step()  # createNewStickerSet
+    await rig.step()  # createNewStickerSet; its result queues the first readiness check at once
     assert (await current(db, job)).status == "delivering"
-    async with db.transaction() as repos:  # the first readiness poll is due now
-        await repos.conn.execute(
-            sa.update(jobs).where(jobs.c.id == job.id).values(next_poll_at=sa.func.now())
-        )
-    assert await rig.delivery.poll_due() == 1
     await rig.step()  # getStickerSet: 3 of 3, the link is queued
     await rig.step()  # sendMessage with the link
     assert (await current(db, job)).status == "delivered"

@@ -289,7 +289,11 @@ def test_a_guest_who_agreed_got_a_pack_and_sent_delete_leaves_nothing_behind(sta
 
         def prompt() -> dict[str, Any] | None:
             mine = [m for m in chat_messages(sim, user_id) if (m.get("from") or {}).get("is_bot")]
-            return next((m for m in mine if m.get("reply_markup")), None)
+            return next((m for m in mine if asks_to_erase(m)), None)
+
+        def asks_to_erase(message: dict[str, Any]) -> bool:  # the link message has a URL button too
+            rows = (message.get("reply_markup") or {}).get("inline_keyboard", [])
+            return any(button.get("callback_data") == "erase:yes" for row in rows for button in row)
 
         asked = wait_until(prompt, 30, "the /delete prompt")
         press = {"user_id": user_id, "message_id": asked["message_id"], "data": "erase:yes"}

@@ -288,3 +288,20 @@ async def test_a_url_button_with_a_bad_url_is_refused_with_telegrams_words(bot: 
     assert refused.value.message.lower() == (
         "inline keyboard button url 'happ://add/x' is invalid: unsupported url protocol"
     )
+
+
+async def test_an_incomplete_fault_hides_the_last_stickers_of_one_read_only(
+    bot: Bot, tgsim: RunningSim, guest: int
+) -> None:
+    assert await bot.create_new_sticker_set(guest, NAME, "Ann at the booth", await upload(bot, guest, 12))
+    await tgsim.post("/sim/faults", {"method": "getStickerSet", "kind": "incomplete", "visible_stickers": 5})
+    await tgsim.post("/sim/faults", {"method": "getStickerSet", "kind": "incomplete"})
+
+    reads = [len((await bot.get_sticker_set(NAME)).stickers) for _ in range(3)]
+
+    assert reads == [5, 11, 12]  # the set itself stays whole
+    assert len((await tgsim.get(f"/sim/sticker-sets/{NAME}"))["stickers"]) == 12
+
+
+async def test_an_incomplete_fault_is_for_get_sticker_set_only(tgsim: RunningSim) -> None:
+    await tgsim.post("/sim/faults", {"method": "sendMessage", "kind": "incomplete"}, status=400)

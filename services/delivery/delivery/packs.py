@@ -11,6 +11,13 @@ Driven by three inputs, all idempotent: ``stk:delivery`` hints (a job was render
 action is a ``tg_commands`` row with a deterministic id (``job:<id>:create_set``, ``job:<id>:poll:<n>``,
 ``job:<id>:link``), so a repeated input never repeats a guest-visible action.
 
+No idle waits on the happy path (issue 12): each step is queued by the result of the one before, the
+moment it arrives. The first readiness check (``job:<id>:poll:1``) is queued in the same transaction that
+records the created set, so a set that is complete when created (all 12 stickers in one call) costs one
+``getStickerSet`` round trip and no sweeper tick. Only a poll that finds the set incomplete (or a result
+that was lost) leaves the job to the sweeper, at the spec's schedule (spec/000 "Pack readiness poll":
+every ``PACK_POLL_FAST_SEC`` for ``PACK_POLL_FAST_WINDOW_SEC``, then every ``PACK_POLL_SLOW_SEC``).
+
 Flood control: a 429 result (the gateway did not wait it out; Telegram applied nothing) is not an error.
 The step is scheduled again at now + ``retry_after`` in ``jobs.next_poll_at``, which the sweeper reads:
 
@@ -133,9 +140,11 @@ class PackDelivery:
         await dispatch_commands(self.db, self.publisher, [command_id])
 
     async def on_set_created(self, job_id: UUID, result: TelegramResult) -> None:
-        """``rendered → delivering``, erase the selfie, schedule the first readiness poll; after a 429,
-        schedule the next attempt at the retry time instead. A set created for a job erased meanwhile
-        (issue 11) is deleted again (:func:`shared.erasure.queue_set_deletion`)."""
+        """``rendered → delivering``, erase the selfie and queue the first readiness check at once (the
+        set exists now); the sweeper's next poll is due ``PACK_POLL_FAST_SEC`` later, the safety net for a
+        check whose result is lost. After a 429, schedule the next attempt at the retry time instead. A
+        set created for a job erased meanwhile (issue 11) is deleted again
+        (:func:`shared.erasure.queue_set_deletion`)."""
         wait = _flood_wait(result)
         if wait is not None:
             await self._reschedule(job_id, JobStatus.RENDERED, wait, step="create_set")
@@ -146,6 +155,7 @@ class PackDelivery:
         name = sticker_set_name(job_id, self.settings.bot_username)
         now = datetime.now(UTC)
         orphan: str | None = None
+        check: str | None = None
         async with self.db.transaction() as repos:
             job = await repos.jobs.start_delivery(
                 job_id,
@@ -156,11 +166,14 @@ class PackDelivery:
             if job is not None:  # erase the guest's photo and what was derived from it (DESIGN.md §12)
                 for kind in PERSONAL_BLOBS:
                     await repos.blobs.delete_for_job(job_id, kind)
+                check = await self._queue_poll(repos, job)
             elif await repos.jobs.get(job_id) is None:
                 # The guest erased their data while the set was being created: it must not stay.
                 orphan = await queue_set_deletion(repos, name)
         if job is not None:
             log.info("PACK_CREATED", job_id=str(job_id), set_name=name)
+            if check is not None:
+                await dispatch_commands(self.db, self.publisher, [check])
         elif orphan is not None:
             log.warning("ERASED_JOB_SET_DELETED")
             await dispatch_commands(self.db, self.publisher, [orphan])
@@ -171,13 +184,10 @@ class PackDelivery:
             due = [j for j in await repos.jobs.in_status(JobStatus.DELIVERING, limit=500) if _poll_due(j)]
         issued: list[str] = []
         for job in due:
-            command_id = command_ids.poll(job.id, job.polls + 1)
             async with self.db.transaction() as repos:
-                if await repos.jobs.claim_poll(job, next_poll_at=self._next_poll_at(job)):
-                    assert job.sticker_set_name is not None  # set when the job became delivering
-                    get = GetStickerSet(name=job.sticker_set_name)
-                    await add_command(repos, command_id, get, reply_to=SERVICE)
-                    issued.append(command_id)
+                command_id = await self._queue_poll(repos, job)
+            if command_id is not None:
+                issued.append(command_id)
         await dispatch_commands(self.db, self.publisher, issued)
         return len(issued)
 
@@ -260,6 +270,17 @@ class PackDelivery:
         return len(due)
 
     # --- helpers ------------------------------------------------------------------------------------
+
+    async def _queue_poll(self, repos: Repositories, job: Job) -> str | None:
+        """Claim readiness poll number ``job.polls + 1`` (the next one falls due at the spec's schedule,
+        :meth:`_next_poll_at`) and record its ``get_sticker_set`` command in the open transaction; returns
+        the command id to dispatch after the commit, ``None`` when another replica claimed it first."""
+        if not await repos.jobs.claim_poll(job, next_poll_at=self._next_poll_at(job)):
+            return None
+        assert job.sticker_set_name is not None  # set when the job became delivering
+        command_id = command_ids.poll(job.id, job.polls + 1)
+        await add_command(repos, command_id, GetStickerSet(name=job.sticker_set_name), reply_to=SERVICE)
+        return command_id
 
     async def _queue_link(self, repos: Repositories, ctx: JobContext) -> str | None:
         """Queue the link message unless one is in flight or sent; returns the command to dispatch.

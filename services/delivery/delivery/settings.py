@@ -11,8 +11,10 @@ class DeliverySettings(ServiceSettings, BotIdentitySettings, RetentionSettings):
     """Env of the delivery service.
 
     ``PACK_POLL_FAST_SEC`` (2 s) for the first ``PACK_POLL_FAST_WINDOW_SEC`` (90 s) after the set was
-    created, then ``PACK_POLL_SLOW_SEC`` (10 s): how often ``getStickerSet`` is asked whether all stickers
-    are in (spec/000 "Pack readiness poll"). ``SWEEP_INTERVAL_SEC``: how often due polls are looked for.
+    created, then ``PACK_POLL_SLOW_SEC`` (10 s): how often ``getStickerSet`` is asked again whether all
+    stickers are in (spec/000 "Pack readiness poll"); the first check is asked the moment the set is
+    created (issue 12), the schedule runs only after it found the set incomplete or its result was lost.
+    ``SWEEP_INTERVAL_SEC``: how often due polls are looked for.
     ``DELAY_NOTICE_SEC`` (300 s) and ``DELIVERY_DEADLINE_SEC`` (900 s): the "still working" notice and the
     failure text, both counted from ``jobs.created_at`` (spec/000 "Deadlines persisted in the database").
     ``DIGEST_HOUR_UTC``: from this hour on, the day's admin digest is sent (once per day).
