@@ -9,7 +9,7 @@ import numpy.typing as npt
 
 from cartoon.body import CELL, HEAD_CENTRE, HEAD_RADII, NECK, SHOULDERS
 from cartoon.canvas import Canvas
-from cartoon.colors import RGB
+from cartoon.colors import RGB, darken
 from cartoon.effects import (
     draw_blush,
     draw_bubble_text,
@@ -38,6 +38,9 @@ FACELESS_SKIN: RGB = (236, 214, 196)
 HELMET_INSIDE: RGB = (58, 66, 92)
 SUPERSAMPLE = 2
 FIGURE_SHIFT = (0.0, 12.0)  # design px: tall hats need the room above more than the feet below
+NECK_HALF_WIDTH = 24.0  # design px: the neck is a bit over a quarter of the head's width
+NECK_OVERLAP = 14.0  # design px the neck reaches under the chin and the collar (covers the head's tilt)
+COLLAR_Y = NECK[1] - 4  # design px: the top of every torso (cartoon.garments._torso_mask)
 Point = tuple[float, float]
 
 
@@ -62,6 +65,42 @@ class _FaceGeometry:
 
     def point(self, p: Point) -> Point:
         return (self.ox + p[0] * self.k, self.oy + p[1] * self.k)
+
+
+def chin_y(face: CartoonFace) -> float | None:
+    """Where the guest's head ends above the neck: the highest of the lowest head pixels of the columns
+    within :data:`NECK_HALF_WIDTH` of the head's centre line, in design px (``None`` when no head pixel
+    lies in those columns). A head segmented down to its collar ends at the ellipse's bottom
+    (``HEAD_CENTRE[1] + HEAD_RADII[1]``); one cut at the chin (a hat or a dark backdrop around a
+    tilted face) ends higher, above the torso."""
+    k = HEAD_RADII[0] * 2 / face.head.shape[1]
+    ox, oy = HEAD_CENTRE[0] - HEAD_RADII[0], HEAD_CENTRE[1] - HEAD_RADII[1]
+    c0 = max(0, int(np.floor((HEAD_CENTRE[0] - NECK_HALF_WIDTH - ox) / k)))
+    c1 = min(face.head.shape[1], int(np.ceil((HEAD_CENTRE[0] + NECK_HALF_WIDTH - ox) / k)))
+    band = face.head[:, c0:c1]
+    filled = band.any(axis=0)
+    if not filled.any():
+        return None
+    lowest = band.shape[0] - 1 - np.argmax(band[::-1, filled], axis=0)
+    return float(oy + (int(lowest.min()) + 1) * k)
+
+
+def _draw_neck(canvas: Canvas, face: CartoonFace | None) -> None:
+    """A neck from under the chin to under the collar, when the head does not reach the torso itself:
+    without it a head cut at the chin floats above the body and the sheet's cut finds two figures.
+    Painted behind the torso (and the head), so only the part between chin and collar shows."""
+    if face is None:
+        return
+    chin = chin_y(face)
+    if chin is None or chin >= COLLAR_Y + NECK_OVERLAP / 2:
+        return
+    box = (
+        HEAD_CENTRE[0] - NECK_HALF_WIDTH,
+        chin - NECK_OVERLAP,
+        HEAD_CENTRE[0] + NECK_HALF_WIDTH,
+        NECK[1] + NECK_OVERLAP,
+    )
+    canvas.paint(canvas.mask().rounded_rect(box, 8), darken(face.skin, 0.12), outline=4.5, shade=0)
 
 
 def _draw_head(layer: Canvas, face: CartoonFace | None, outfit: Outfit, colours: Colours, pose: Pose) -> None:
@@ -108,6 +147,30 @@ def _draw_arms(canvas: Canvas, outfit: Outfit, colours: Colours, pose: Pose) -> 
         draw_hand(canvas, arm.hand, arm.gesture, colours.hands, angle=arm.angle, mirror=mirror)
 
 
+def _reach_figure(canvas: Canvas, tip: Point, *, search: float = 60.0, overlap: float = 5.0) -> Point:
+    """``tip`` moved onto the nearest opaque pixel already painted within ``search`` design px, and
+    ``overlap`` px further along the same way, so a speech bubble's tail touches the figure: a bubble
+    floating free is a second shape on the sheet, and one as big as the HAHA bubble (about a fifth of a
+    small figure) is taken for a second figure by the cut (``worker.imaging.cut``, its 20 % rule).
+    Returns ``tip`` unchanged when it already lies on the figure or nothing is within reach."""
+    ss, (sx, sy) = canvas.ss, canvas.shift
+    cx, cy = canvas.to_px(tip)
+    r = round(search * ss)
+    x0, y0 = max(0, cx - r), max(0, cy - r)
+    x1, y1 = min(canvas.shape[1], cx + r + 1), min(canvas.shape[0], cy + r + 1)
+    ys, xs = np.nonzero(canvas.rgba[y0:y1, x0:x1, 3] >= 128)
+    if xs.size == 0:
+        return tip
+    d2 = (xs + x0 - cx) ** 2 + (ys + y0 - cy) ** 2
+    k = int(np.argmin(d2))
+    dist = float(np.sqrt(d2[k])) / ss
+    if dist == 0.0 or dist > search:
+        return tip
+    nx, ny = (xs[k] + x0) / ss - sx, (ys[k] + y0) / ss - sy
+    ux, uy = (nx - tip[0]) / dist, (ny - tip[1]) / dist
+    return (nx + ux * overlap, ny + uy * overlap)
+
+
 def _draw_extras(canvas: Canvas, pose: Pose, colours: Colours) -> None:
     extras = pose.extras
     if "hearts" in extras:
@@ -117,7 +180,8 @@ def _draw_extras(canvas: Canvas, pose: Pose, colours: Colours) -> None:
     if "wave_lines" in extras:
         draw_motion_lines(canvas, pose.right.hand, 38, -80, 5)
     if "haha" in extras:
-        draw_bubble_text(canvas, (402, 84), (84, 40), (338, 150), "HAHA", colours.trim)
+        tail = _reach_figure(canvas, (338, 150))
+        draw_bubble_text(canvas, (402, 84), (84, 40), tail, "HAHA", colours.trim)
     if "question" in extras:
         draw_text(canvas, "?", (392, 126), 54, colours.trim)
         draw_text(canvas, "?", (438, 90), 34, colours.accent)
@@ -158,6 +222,8 @@ def draw_figure(
         return canvas.to_rgba()
     draw_cape(canvas, colours)
     draw_legs(canvas, colours, stance=pose.stance)
+    if parts == "all":
+        _draw_neck(canvas, face)
     draw_torso(canvas, outfit, colours)
     if parts == "all":
         head = Canvas(CELL, CELL, supersample=SUPERSAMPLE, shift=FIGURE_SHIFT)
