@@ -68,10 +68,15 @@ async def test_a_complete_set_is_checked_once_at_once_and_the_link_follows_witho
 
     executed = await run_events(rig)
 
-    assert executed == [command_ids.create_set(job.id), command_ids.poll(job.id, 1), command_ids.link(job.id)]
+    assert executed == [
+        command_ids.create_set(job.id),
+        command_ids.poll(job.id, 1),
+        command_ids.link(job.id),
+        command_ids.preview(job.id),
+    ]
     done = await current(rig.db, job)
     assert done.status == "delivered" and done.polls == 1
-    assert len(await rig.calls("getStickerSet")) == 1
+    assert len(await rig.calls("getStickerSet")) == 2  # the one readiness check, then the preview's read
     assert await rig.delivery.poll_due() == 0  # nothing left for the sweeper
 
 
@@ -99,6 +104,6 @@ async def test_an_incomplete_set_falls_back_to_the_poll_schedule(rig: Rig) -> No
     assert await rig.delivery.poll_due() == 1
     executed = await run_events(rig)
 
-    assert executed == [command_ids.poll(job.id, 2), command_ids.link(job.id)]
+    assert executed == [command_ids.poll(job.id, 2), command_ids.link(job.id), command_ids.preview(job.id)]
     assert (await current(rig.db, job)).status == "delivered"
-    assert len(await rig.calls("getStickerSet")) == 2
+    assert len(await rig.calls("getStickerSet")) == 3  # two readiness checks, then the preview's read
