@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from devstack.bench.report import Options, Row, write_markdown
+from shared.logging import configure_logging
 
 #: Module names under ``devstack.bench``, in the order their tables appear.
 BENCHMARKS: tuple[str, ...] = (
@@ -69,4 +70,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
+    # the pipeline's own info lines would bury the rows; configured here, not in main(), so a test calling
+    # main() keeps its log capture (structlog caches loggers configured this way)
+    configure_logging(service="bench", level="WARNING", fmt="console")
     sys.exit(main())

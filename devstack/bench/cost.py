@@ -36,7 +36,6 @@ from pydantic import SecretStr
 
 from devstack.bench.report import Options, Row
 from devstack.render import RenderedPack, render_pack
-from shared.logging import configure_logging
 from simulators.ai import AiSimConfig, create_app
 from worker.imaging.export import MAX_STICKER_BYTES, STICKER_SIDE_PX
 from worker.settings import PipelineSettings
@@ -217,8 +216,8 @@ def _row(config: Config, packs: list[PackCost], reference: list[PackCost]) -> Ro
 
 def measure(options: Options) -> list[Row]:
     """One row per configuration of :func:`configs`, each against the consistency ``3x4`` reference of
-    the same run; a quick run draws one photo. The pipeline's own log lines are lowered to warnings."""
-    configure_logging(service="bench", level="WARNING", fmt="console")
+    the same run; a quick run draws one photo. Logging is the caller's (``python -m devstack.bench``
+    lowers the pipeline's lines to warnings; a test keeps its own capture)."""
     photos = FACES[:1] if options.quick else FACES[:3]
     results = asyncio.run(run(configs(options.quick), photos))
     reference = results[REFERENCE]

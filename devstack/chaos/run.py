@@ -90,6 +90,7 @@ class RunResult:
     notes: list[str] = field(default_factory=list)
     unmet: list[str] = field(default_factory=list)
     logs: Path | None = None
+    swept: int = 0  # sweep waves played to meet faults injected after the planned traffic
 
     @property
     def ok(self) -> bool:
@@ -445,10 +446,12 @@ def run(
         visitor.join()
         for thread in threads[2:]:
             thread.join()
+        swept = _meet_the_rest(chaos, stack, guests, lead_results, first_lead=leads)
         wait_settled(stack.config.database_url, settle_s)
         ledger = judge(observe(stack, guests, lead_results, chaos.injected), F.KINDS)
         notes, unmet = _notes(chaos, stack)
-        result = RunResult(ledger, notes=notes, unmet=unmet)
+        notes.append(f"sweep waves: {swept} ({swept * SWEEP_GUESTS} guests, {swept} leads)")
+        result = RunResult(ledger, notes=notes, unmet=unmet, swept=swept)
     finally:
         seconds = time.monotonic() - started
         chaos.shutdown()
@@ -461,6 +464,38 @@ def run(
         else:
             print(f"chaos: logs kept in {base / 'logs'}")
     return result
+
+
+#: Sweep waves after the planned traffic (see :func:`_meet_the_rest`), and their size.
+SWEEP_WAVES = 4
+SWEEP_GUESTS = 2
+
+
+def _meet_the_rest(
+    chaos: Chaos, stack: Stack, guests: list[Guest], lead_results: list[LeadSubmission], *, first_lead: int
+) -> int:
+    """Faults injected after the planned traffic was served would stay unmet, and the run would judge a
+    fault that no guest ever saw: while any injected fault is still queued in a simulator, play a sweep
+    wave of :data:`SWEEP_GUESTS` plain guests with a face (and one lead, for the staff group's faults), at
+    most :data:`SWEEP_WAVES` times. Sweep guests are judged like every other guest (user ids from
+    ``790000``, appended to ``guests``); whatever is still unmet afterwards is reported as unmet. Returns
+    the number of waves played."""
+    pictures = photos()
+    waves = 0
+    for wave in range(SWEEP_WAVES):
+        if not _notes(chaos, stack)[1]:
+            break
+        waves += 1
+        plans = [
+            GuestPlan(790_000 + wave * SWEEP_GUESTS + i, pictures["jpeg"], OUTFITS[i % len(OUTFITS)])
+            for i in range(SWEEP_GUESTS)
+        ]
+        kiosk = functools.partial(play_guest, stack.ingest_url, stack.sim_url)
+        with ThreadPoolExecutor(max_workers=SWEEP_GUESTS + 1) as pool:
+            lead = pool.submit(submit_lead, stack.ingest_url, first_lead + wave)
+            guests += list(pool.map(kiosk, plans))
+            lead_results.append(lead.result())
+    return waves
 
 
 def _visitors(stack: Stack, leads: int, every_s: float, out: list[LeadSubmission]) -> None:

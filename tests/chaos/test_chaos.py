@@ -9,6 +9,7 @@ import pytest
 
 from devstack import chaos
 from devstack.chaos import faults
+from devstack.chaos.run import SWEEP_GUESTS
 
 pytestmark = [pytest.mark.chaos, pytest.mark.timeout(1200)]
 
@@ -21,7 +22,8 @@ def test_every_guest_is_accounted_for_under_faults(capsys: pytest.CaptureFixture
         print("\n" + result.table())
     ledger = result.ledger
     assert set(faults.KINDS) <= set(ledger.injected), set(faults.KINDS) - set(ledger.injected)
-    assert len(ledger.verdicts) == 20 and ledger.leads == 8
+    swept = result.swept  # sweep waves: SWEEP_GUESTS guests and one lead each
+    assert len(ledger.verdicts) == 20 + swept * SWEEP_GUESTS and ledger.leads == 8 + swept
     assert ledger.let_down == [] and ledger.lost == [] and ledger.duplicated == []
     assert ledger.unexpected_exits == []
     assert result.unmet == []  # every injected fault was met by the traffic
