@@ -62,6 +62,8 @@ def build_stack(
     config = StackConfig(
         database_url=db_url, redis_url=redis_url, log_dir=STATE / "logs" / database, ai_sim=ai_sim
     )
+    if os.environ.get("ADMIN_USER_IDS"):  # the operator's own bot admins (else the simulator's user 1000)
+        config.admin_user_ids = os.environ["ADMIN_USER_IDS"]
     if keep_state:
         config.ingest_port = port_or_free(8000)
         config.sim_port = port_or_free(8081)
@@ -113,8 +115,15 @@ def up(*, ai_sim: bool = False) -> int:
     stack, infra = build_stack("stickerbooth_dev", 2, keep_state=True, ai_sim=ai_sim)
     try:
         stack.start_all()
+        print(f"kiosk:               {stack.ingest_url}/kiosk")
+        admin = "" if os.environ.get("ADMIN_TOKEN") else "  (set ADMIN_TOKEN to sign in)"
+        print(f"admin page:          {stack.ingest_url}/admin{admin}")
+        print(f"landing page:        {stack.ingest_url}/landing")
         print(f"kiosk API:           {stack.ingest_url}  (docs: {stack.ingest_url}/docs)")
         print(f"Telegram simulator:  {stack.sim_url}/")
+        print(f"bot admins:          ADMIN_USER_IDS={stack.config.admin_user_ids} (/status, /pause, /resume)")
+        if stack.config.ai_sim:
+            print(f"AI simulator:        {stack.ai_sim_url}/")
         print(f"logs:                {stack.config.log_dir}")
         print("Ctrl-C stops everything.")
         while all(p.poll() is None for p in stack.procs.values()):

@@ -467,7 +467,7 @@ def run(
 
 
 #: Sweep waves after the planned traffic (see :func:`_meet_the_rest`), and their size.
-SWEEP_WAVES = 4
+SWEEP_WAVES = 6
 SWEEP_GUESTS = 2
 
 

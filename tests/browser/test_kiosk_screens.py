@@ -328,6 +328,40 @@ def test_a_failure_a_new_photo_cannot_fix_offers_no_retake(page: Page, stack: St
     screenshot(page, "kiosk-failed")
 
 
+def test_still_there_on_a_failed_job_never_promises_stickers(page: Page, stack: Stack) -> None:
+    page.clock.install()
+    session = open_kiosk(page, stack, station="hall-k")
+    scan_and_start(page, stack, user_id=7212)
+    pick_outfit(page, "chef")
+    choose_photo(page, "face-older-man-white-hair.jpg")
+    page.click("#send")
+    wait_screen(page, "generating")
+    fail_as_worker(
+        stack, session_status(stack, session["id"])["jobs"][0]["id"], PermanentJobError("unknown outfit")
+    )
+    wait_screen(page, "failed")
+    page.clock.fast_forward(31_000)  # the failed screen's 45 s, less the 15 s warning
+    page.wait_for_selector("#idle:not([hidden])")
+    what = page.inner_text("#idle-what")
+    assert what == "Your pack could not be made this time; staff at the booth can help.", what
+    screenshot(page, "kiosk-still-there-failed")
+
+
+def test_without_a_camera_choosing_a_photo_is_the_one_big_button(page: Page, stack: Stack) -> None:
+    # plain http on a venue LAN: no secure context, so getUserMedia is refused
+    page.add_init_script(
+        "navigator.mediaDevices.getUserMedia = () => Promise.reject(new DOMException('no', 'NotAllowed'))"
+    )
+    open_kiosk(page, stack, station="hall-l")
+    scan_and_start(page, stack, user_id=7213)
+    pick_outfit(page, "pirate")
+    page.wait_for_selector("#camera-off:not([hidden])")
+    assert not page.is_visible("#shoot") and not page.is_visible(".camera-hint")
+    assert "primary" in (page.get_attribute("#pick-label", "class") or "")
+    screenshot(page, "kiosk-camera-off")
+    choose_photo(page, "face-woman-red-hat.png")  # and it still works
+
+
 # ---- upload time-outs ----
 
 

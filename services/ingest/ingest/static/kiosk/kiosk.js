@@ -99,6 +99,7 @@
       idle_count: "Back to the start in {s} s",
       idle_photo: "Your photo has not been sent yet — it will be deleted from the booth.",
       idle_sent: "Your photo is sent: your stickers still arrive in Telegram.",
+      idle_failed: "Your pack could not be made this time; staff at the booth can help.",
       sending_slow: "Still sending… {s} s", title_content: "That photo didn't work",
       try_another: "Try another photo", break_title: "We're taking a short break",
       break_text: "The booth will be back in a few minutes. This screen carries on by itself.",
@@ -147,6 +148,7 @@
       idle_count: "Возврат к началу через {s} с",
       idle_photo: "Фото ещё не отправлено — оно будет удалено со стойки.",
       idle_sent: "Фото отправлено: стикеры всё равно придут в Telegram.",
+      idle_failed: "Стикеры в этот раз не получились; сотрудники у стойки помогут.",
       sending_slow: "Всё ещё отправляем… {s} с", title_content: "Это фото не подошло",
       try_another: "Другое фото", break_title: "У нас небольшой перерыв",
       break_text: "Стойка вернётся через несколько минут. Экран продолжит сам.",
@@ -350,7 +352,9 @@
 
   function showIdle(deadline) {
     const overlay = $("idle");
-    $("idle-what").textContent = state.photo ? t("idle_photo") : state.jobId ? t("idle_sent") : "";
+    // never promise stickers that will not come: a failed job (or a refused photo) has its own line
+    const what = state.photo ? "idle_photo" : state.failure ? "idle_failed" : state.jobId ? "idle_sent" : null;
+    $("idle-what").textContent = what ? t(what) : "";
     const tick = () => {
       const left = Math.max(0, Math.ceil((deadline - Date.now()) / 1000));
       $("idle-count").textContent = t("idle_count", { s: left });
@@ -719,8 +723,7 @@
     show("camera");
     renderCapturesNote();
     $("shoot").disabled = true;
-    $("camera-off").hidden = true;
-    $("video").hidden = false;
+    setCameraOff(false);
     try {
       const stream = await navigator.mediaDevices.getUserMedia({
         video: { facingMode: "user", width: { ideal: 1280 }, height: { ideal: 960 } }, audio: false,
@@ -732,10 +735,20 @@
       video.classList.add("mirrored");
       $("shoot").disabled = false;
     } catch {
-      // No camera, no permission, or not a secure context: the file input opens the tablet's camera app.
-      $("video").hidden = true;
-      $("camera-off").hidden = false;
+      // No camera, no permission, or not a secure context (plain http on the venue LAN): the file input
+      // opens the tablet's camera app, so it becomes the one big button and the live-camera words go.
+      setCameraOff(true);
     }
+  }
+
+  function setCameraOff(off) {
+    $("video").hidden = off;
+    $("camera-off").hidden = !off;
+    $("shoot").hidden = off;
+    document.querySelector(".camera-hint").hidden = off;
+    $("pick-label").classList.toggle("primary", off);
+    $("pick-label").classList.toggle("big", off);
+    $("pick-label").classList.toggle("secondary", !off);
   }
 
   function stopCamera() {
