@@ -36,15 +36,15 @@ TEXTS: Final[dict[str, dict[str, str]]] = {
     "add_stickers": {"en": "Add stickers", "ru": "Добавить стикеры"},
     "help": {
         "en": "How to get your own sticker pack:\n"
-        "1. At the sticker booth, pick an outfit.\n"
-        "2. Scan the QR code on the booth screen and press Start here.\n"
+        "1. At the sticker booth, scan the QR code on the screen and press Start here.\n"
+        "2. Pick an outfit on the booth screen.\n"
         "3. Take a selfie at the booth.\n"
         "A few minutes later the link to your 12 stickers arrives in this chat.\n\n"
         "/delete — delete your photo, stickers and everything we keep about you\n"
         "/help — this message",
         "ru": "Как получить свой набор стикеров:\n"
-        "1. На стойке со стикерами выбери образ.\n"
-        "2. Отсканируй QR-код на экране стойки и нажми здесь «Старт».\n"
+        "1. На стойке со стикерами отсканируй QR-код на экране и нажми здесь «Старт».\n"
+        "2. Выбери образ на экране стойки.\n"
         "3. Сделай селфи на стойке.\n"
         "Через несколько минут ссылка на твои 12 стикеров придёт в этот чат.\n\n"
         "/delete — удалить фото, стикеры и всё, что мы о тебе храним\n"
