@@ -4,6 +4,7 @@ executor on the Telegram simulator, stepped by hand (:func:`gateway_rig`)."""
 from __future__ import annotations
 
 import time
+import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -23,7 +24,7 @@ from shared.repositories import Database
 from shared.streams import Publisher
 from telegram_gateway.executor import CommandExecutor
 from telegram_gateway.flood import FloodLimiter
-from tests.simulators.tgsim_helpers import TOKEN, RunningSim, serve, sim_config
+from tests.simulators.tgsim_helpers import TOKEN, RunningSim, png, serve, sim_config
 
 
 async def job_with_stickers(db: Database, **values: Any) -> Job:
@@ -39,6 +40,29 @@ async def job_with_stickers(db: Database, **values: Any) -> Job:
             )
         await repos.conn.execute(sa.update(jobs).where(jobs.c.id == job.id).values(**values))
     return job
+
+
+async def rendered_job(
+    db: Database, *, guest: int, name: str = "B", language: str = "en", stickers: int = 12
+) -> Job:
+    """A ``rendered`` job of Telegram user (and private chat) ``guest`` with ``stickers`` valid sticker
+    PNGs (a different image each, emoji 😀) that the Telegram simulator accepts; read back from Postgres."""
+    token = f"t-{uuid.uuid4().hex}"
+    async with db.transaction() as repos:
+        session = await repos.sessions.create(station="s", token=token)
+        await repos.sessions.bind_telegram(token, user_id=guest, chat_id=guest, name=name, language=language)
+        job = await repos.jobs.insert_queued(session_id=session.id, capture_id="c", outfit_id="chef")
+        for i in range(stickers):
+            await repos.blobs.put(
+                kind="sticker",
+                data=png(seed=i),
+                content_type="image/png",
+                job_id=job.id,
+                position=i,
+                meta={"emoji": "😀"},
+            )
+        await repos.conn.execute(sa.update(jobs).where(jobs.c.id == job.id).values(status="rendered"))
+    return await current(db, job)
 
 
 class LimiterClock:

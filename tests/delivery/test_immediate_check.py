@@ -14,10 +14,8 @@ import sqlalchemy as sa
 
 from shared import command_ids
 from shared.db.tables import jobs
-from shared.domain import Job
 from shared.repositories import Database
-from tests.delivery.delivery_helpers import Rig, current, gateway_rig
-from tests.simulators.tgsim_helpers import png
+from tests.delivery.delivery_helpers import Rig, current, gateway_rig, rendered_job
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
 GUEST = 5002
@@ -27,27 +25,6 @@ GUEST = 5002
 async def rig(db: Database, redis: aioredis.Redis, database_url: str, redis_url: str) -> AsyncIterator[Rig]:
     async with gateway_rig(db, redis, database_url, redis_url, guest=GUEST, first_name="Bea") as rig:
         yield rig
-
-
-async def rendered_job(db: Database) -> Job:
-    """A ``rendered`` job of the guest with 12 valid sticker PNGs."""
-    async with db.transaction() as repos:
-        session = await repos.sessions.create(station="s", token="t-ready")
-        await repos.sessions.bind_telegram("t-ready", user_id=GUEST, chat_id=GUEST, name="B", language="en")
-        job = await repos.jobs.insert_queued(session_id=session.id, capture_id="c", outfit_id="chef")
-        for i in range(12):
-            await repos.blobs.put(
-                kind="sticker",
-                data=png(seed=i),
-                content_type="image/png",
-                job_id=job.id,
-                position=i,
-                meta={"emoji": "😀"},
-            )
-        await repos.conn.execute(sa.update(jobs).where(jobs.c.id == job.id).values(status="rendered"))
-        found = await repos.jobs.get(job.id)
-    assert found is not None
-    return found
 
 
 async def run_events(rig: Rig) -> list[str]:
@@ -63,7 +40,7 @@ async def run_events(rig: Rig) -> list[str]:
 
 
 async def test_a_complete_set_is_checked_once_at_once_and_the_link_follows_without_a_sweep(rig: Rig) -> None:
-    job = await rendered_job(rig.db)
+    job = await rendered_job(rig.db, guest=GUEST)
     await rig.delivery.request_set(job.id)
 
     executed = await run_events(rig)
@@ -81,7 +58,7 @@ async def test_a_complete_set_is_checked_once_at_once_and_the_link_follows_witho
 
 
 async def test_an_incomplete_set_falls_back_to_the_poll_schedule(rig: Rig) -> None:
-    job = await rendered_job(rig.db)
+    job = await rendered_job(rig.db, guest=GUEST)
     await rig.sim.post(
         "/sim/faults", {"method": "getStickerSet", "kind": "incomplete", "visible_stickers": 6}
     )

@@ -17,8 +17,7 @@ from shared.domain import CommandStatus, Job
 from shared.link_message import link_message, pack_link
 from shared.messages import TelegramResult
 from shared.repositories import Database
-from tests.delivery.delivery_helpers import Rig, current, gateway_rig
-from tests.simulators.tgsim_helpers import png
+from tests.delivery.delivery_helpers import Rig, current, gateway_rig, rendered_job
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
 GUEST = 5003
@@ -28,26 +27,6 @@ GUEST = 5003
 async def rig(db: Database, redis: aioredis.Redis, database_url: str, redis_url: str) -> AsyncIterator[Rig]:
     async with gateway_rig(db, redis, database_url, redis_url, guest=GUEST, first_name="Lev") as rig:
         yield rig
-
-
-async def rendered_job(db: Database, language: str) -> Job:
-    async with db.transaction() as repos:
-        session = await repos.sessions.create(station="s", token="t-link")
-        await repos.sessions.bind_telegram(
-            session.token, user_id=GUEST, chat_id=GUEST, name="Lev", language=language
-        )
-        job = await repos.jobs.insert_queued(session_id=session.id, capture_id="c", outfit_id="chef")
-        for i in range(3):
-            await repos.blobs.put(
-                kind="sticker",
-                data=png(seed=i),
-                content_type="image/png",
-                job_id=job.id,
-                position=i,
-                meta={"emoji": "😀"},
-            )
-        await repos.conn.execute(sa.update(jobs).where(jobs.c.id == job.id).values(status="rendered"))
-    return job
 
 
 async def deliver(rig: Rig, db: Database, job: Job) -> None:
@@ -71,7 +50,7 @@ async def bot_messages(rig: Rig) -> list[dict[str, Any]]:
 async def test_the_link_has_an_add_stickers_button_and_the_first_sticker_follows_once(
     rig: Rig, db: Database
 ) -> None:
-    job = await rendered_job(db, "ru-RU")
+    job = await rendered_job(db, guest=GUEST, name="Lev", language="ru-RU", stickers=3)
     await deliver(rig, db, job)
     assert await rig.step() == [command_ids.preview(job.id)]  # the preview runs once
     name = (await current(db, job)).sticker_set_name
@@ -94,7 +73,7 @@ async def test_the_link_has_an_add_stickers_button_and_the_first_sticker_follows
 
 
 async def test_a_refused_preview_leaves_the_job_delivered_and_the_link_alone(rig: Rig, db: Database) -> None:
-    job = await rendered_job(db, "en")
+    job = await rendered_job(db, guest=GUEST, name="Lev", stickers=3)
     await deliver(rig, db, job)
     await rig.sim.post(
         "/sim/faults",

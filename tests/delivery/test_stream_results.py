@@ -12,12 +12,10 @@ import redis.asyncio as aioredis
 import sqlalchemy as sa
 
 from shared import streams
-from shared.db.tables import jobs, tg_commands
-from shared.domain import Job
+from shared.db.tables import tg_commands
 from shared.messages import TelegramResult, decode
 from shared.repositories import Database
-from tests.delivery.delivery_helpers import Rig, current, gateway_rig
-from tests.simulators.tgsim_helpers import png
+from tests.delivery.delivery_helpers import Rig, current, gateway_rig, rendered_job
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
 GUEST = 5002
@@ -33,30 +31,8 @@ async def rig(db: Database, redis: aioredis.Redis, database_url: str, redis_url:
         yield rig
 
 
-async def rendered_job(db: Database) -> Job:
-    async with db.transaction() as repos:
-        session = await repos.sessions.create(station="s", token="t-private")
-        await repos.sessions.bind_telegram(
-            session.token, user_id=GUEST, chat_id=GUEST, name=PROFILE["first_name"], language="en"
-        )
-        job = await repos.jobs.insert_queued(session_id=session.id, capture_id="c", outfit_id="chef")
-        for i in range(3):
-            await repos.blobs.put(
-                kind="sticker",
-                data=png(seed=i),
-                content_type="image/png",
-                job_id=job.id,
-                position=i,
-                meta={"emoji": "😀"},
-            )
-        await repos.conn.execute(sa.update(jobs).where(jobs.c.id == job.id).values(status="rendered"))
-        found = await repos.jobs.get(job.id)
-    assert found is not None
-    return found
-
-
 async def test_a_delivered_packs_results_carry_ids_and_counts_only(rig: Rig, db: Database) -> None:
-    job = await rendered_job(db)
+    job = await rendered_job(db, guest=GUEST, name=PROFILE["first_name"], stickers=3)
     await rig.delivery.request_set(job.id)
     await rig.step()  # createNewStickerSet; its result queues the first readiness check at once
     assert (await current(db, job)).status == "delivering"
