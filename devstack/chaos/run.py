@@ -257,7 +257,7 @@ def plan_guests(
     rng.shuffle(faceful)
     seen: Counter[str] = Counter()
     for plan, kind in zip(itertools.cycle(faceful), tg, strict=False):
-        plan.tg_faults += F.guest_tg_faults(kind, plan.user_id, seen[kind])
+        plan.tg_faults += [(kind, body) for body in F.guest_tg_faults(kind, plan.user_id, seen[kind])]
         plan.tags += (kind,)
         seen[kind] += 1
     for plan in plans:
@@ -446,7 +446,7 @@ def run(
         visitor.join()
         for thread in threads[2:]:
             thread.join()
-        swept = _meet_the_rest(chaos, stack, guests, lead_results, first_lead=leads)
+        swept = _meet_the_rest(chaos, stack, guests, lead_results, guests_plan, first_lead=leads)
         wait_settled(stack.config.database_url, settle_s)
         ledger = judge(observe(stack, guests, lead_results, chaos.injected), F.KINDS)
         notes, unmet = _notes(chaos, stack)
@@ -466,36 +466,173 @@ def run(
     return result
 
 
-#: Sweep waves after the planned traffic (see :func:`_meet_the_rest`), and their size.
-SWEEP_WAVES = 6
+#: The sweep after the planned traffic (see :func:`_meet_the_rest`): guests per wave, its time bound (s:
+#: two long flood holds and the jobs around them) and the seconds a guest's last job must have been
+#: finished before a fault still aimed at them counts as stranded (their last messages have gone out).
 SWEEP_GUESTS = 2
+SWEEP_DEADLINE_S = 2 * F.LONG_HOLD_S + 120
+STRANDED_AFTER_S = 15
 
 
 def _meet_the_rest(
-    chaos: Chaos, stack: Stack, guests: list[Guest], lead_results: list[LeadSubmission], *, first_lead: int
+    chaos: Chaos,
+    stack: Stack,
+    guests: list[Guest],
+    lead_results: list[LeadSubmission],
+    plans: list[GuestPlan],
+    *,
+    first_lead: int,
 ) -> int:
-    """Faults injected after the planned traffic was served would stay unmet, and the run would judge a
-    fault that no guest ever saw: while any injected fault is still queued in a simulator, play a sweep
-    wave of :data:`SWEEP_GUESTS` plain guests with a face (and one lead, for the staff group's faults), at
-    most :data:`SWEEP_WAVES` times. Sweep guests are judged like every other guest (user ids from
-    ``790000``, appended to ``guests``); whatever is still unmet afterwards is reported as unmet. Returns
+    """Meet every injected fault the planned traffic left queued, so the run never judges a fault no guest
+    saw. Until nothing counted as unmet is queued, or :data:`SWEEP_DEADLINE_S` passed:
+
+    - a fault aimed at a guest whose jobs all ended (delivered, or failed as designed by another fault,
+      e.g. ``ai:content`` or a twice-killed worker) without the call it waits for is *stranded*: it is
+      taken out of the simulator and aimed at a sweep guest instead, one guest per stranded guest, tagged
+      with its kind so the ledger judges that guest under it;
+    - faults anyone's traffic meets (AI faults, the leads group's holds), or stranded ones, are met by a
+      sweep wave: :data:`SWEEP_GUESTS` plain guests with a face (user ids from ``790000``, appended to
+      ``guests`` and ``plans``) and one lead; the next wave waits until this one's jobs ended;
+    - a fault aimed at a guest still in flight is theirs to meet: the sweep waits for it.
+
+    Each decision is printed (``chaos: sweep …``), so an unmet fault at the end names its guest. Returns
     the number of waves played."""
     pictures = photos()
+    by_user = {p.user_id: p for p in plans}
+    db_url = stack.config.database_url
+    deadline = time.monotonic() + SWEEP_DEADLINE_S
     waves = 0
-    for wave in range(SWEEP_WAVES):
-        if not _notes(chaos, stack)[1]:
+    while time.monotonic() < deadline:
+        left = _left_to_meet(stack, by_user, guests)
+        if not (left.open or left.stranded or left.waiting):
             break
-        waves += 1
-        plans = [
-            GuestPlan(790_000 + wave * SWEEP_GUESTS + i, pictures["jpeg"], OUTFITS[i % len(OUTFITS)])
+        if not (left.open or left.stranded):
+            time.sleep(2)  # only calls that will be made anyway are left: a guest in flight, a held chat
+            continue
+        print(f"chaos: sweep wave {waves + 1}: {left}")
+        wave = [
+            GuestPlan(790_000 + waves * SWEEP_GUESTS + i, pictures["jpeg"], OUTFITS[i % len(OUTFITS)])
             for i in range(SWEEP_GUESTS)
         ]
+        for old, new in zip(left.stranded, wave, strict=False):
+            reaim_faults(stack.sim_url, by_user[old], new)
+        by_user.update((p.user_id, p) for p in wave)
+        plans += wave
+        waves += 1
         kiosk = functools.partial(play_guest, stack.ingest_url, stack.sim_url)
         with ThreadPoolExecutor(max_workers=SWEEP_GUESTS + 1) as pool:
-            lead = pool.submit(submit_lead, stack.ingest_url, first_lead + wave)
-            guests += list(pool.map(kiosk, plans))
+            lead = pool.submit(submit_lead, stack.ingest_url, first_lead + waves - 1)
+            guests += pool.map(kiosk, wave)
             lead_results.append(lead.result())
+        users = {p.user_id for p in wave}
+        while time.monotonic() < deadline and _ended_guests(db_url, users, guests, after_s=0) != users:
+            time.sleep(2)
     return waves
+
+
+@dataclass
+class _Left:
+    """Faults still queued that count as unmet: ``open`` ones any traffic meets (AI faults, a chat not
+    under a flood hold), guests whose jobs ended with a fault still aimed at them (``stranded``), and
+    ``waiting`` ones a call already on its way will meet (a guest in flight, a chat under a hold)."""
+
+    open: list[str]
+    stranded: list[int]
+    waiting: list[str]
+
+    def __str__(self) -> str:
+        return f"open {self.open}, stranded on guests {self.stranded}, waiting {self.waiting}"
+
+
+def _left_to_meet(stack: Stack, plans: dict[int, GuestPlan], guests: list[Guest]) -> _Left:
+    left_ai, left_tg = _queued(stack)
+    holds = httpx.get(f"{stack.sim_url}/sim/holds", timeout=5).raise_for_status().json()
+    held = {h["chat_id"] for h in holds if "chat_id" in h}
+    unmet = [f for f in left_tg if _counts_as_unmet(f)]
+    aimed = {f["chat_id"] for f in unmet if f.get("chat_id") in plans}
+    ended = _ended_guests(stack.config.database_url, aimed, guests)
+    return _Left(
+        open=[_fault_label(f) for f in left_ai]
+        + [_fault_label(f) for f in unmet if f.get("chat_id") not in aimed | held],
+        stranded=sorted(ended),
+        waiting=[
+            f"{_fault_label(f)} for chat {f['chat_id']}"
+            for f in unmet
+            if f.get("chat_id") in (aimed - ended) | held
+        ],
+    )
+
+
+def reaim_faults(sim_url: str, old: GuestPlan, new: GuestPlan) -> None:
+    """Move the unmet faults aimed at ``old`` (whose jobs ended) to ``new``, who has not pressed Start yet:
+    each is taken out of the simulator (``DELETE /sim/faults?chat_id=``) and added to ``new``'s plan and
+    tags with its kind; the faults never counted as unmet go back to ``old`` as they were."""
+    dropped = (
+        httpx.delete(f"{sim_url}/sim/faults", params={"chat_id": old.user_id}, timeout=10)
+        .raise_for_status()
+        .json()["dropped"]
+    )
+    aimed = list(old.tg_faults)
+    for fault in dropped:
+        if not _counts_as_unmet(fault):
+            httpx.post(f"{sim_url}/sim/faults", json=fault, timeout=10).raise_for_status()
+            continue
+        match = next((pair for pair in aimed if _fault_key(pair[1]) == _fault_key(fault)), None)
+        if match is None:
+            raise RuntimeError(f"a fault on guest {old.user_id} that the run did not aim: {fault}")
+        aimed.remove(match)
+        kind = match[0]
+        new.tg_faults.append((kind, {**match[1], "chat_id": new.user_id}))
+        new.tags += () if kind in new.tags else (kind,)
+        print(f"chaos: sweep: {kind} moved from guest {old.user_id} (their jobs ended) to {new.user_id}")
+
+
+def _fault_key(fault: dict[str, Any]) -> tuple[str, str, int]:
+    return (
+        str(fault["method"]).lower(),
+        str(fault.get("kind") or "error"),
+        int(fault.get("error_code") or 500),
+    )
+
+
+def _fault_label(fault: dict[str, Any]) -> str:
+    if "provider" in fault:
+        return f"ai {fault['kind']}/{fault['provider']}"
+    kind = fault.get("kind") or "error"
+    return f"tg {fault['method']} {fault['error_code'] if kind == 'error' else kind}"
+
+
+def _counts_as_unmet(fault: dict[str, Any]) -> bool:
+    """Whether a Telegram fault still queued at the end fails the run: not a 413 on sets of at least
+    ``min_stickers`` (it stays for every such call), not an ``uploadStickerFile`` one (see
+    :func:`_notes`)."""
+    return fault.get("min_stickers") is None and str(fault["method"]).lower() != "uploadstickerfile"
+
+
+def _queued(stack: Stack) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The faults still queued in the AI provider simulator and in the Telegram simulator."""
+    left_ai = httpx.get(f"{stack.ai_sim_url}/sim/faults", timeout=5).raise_for_status().json()
+    left_tg = httpx.get(f"{stack.sim_url}/sim/faults", timeout=5).raise_for_status().json()
+    return left_ai, left_tg
+
+
+def _ended_guests(
+    db_url: str, users: set[int], guests: list[Guest], after_s: float = STRANDED_AFTER_S
+) -> set[int]:
+    """Those of ``users`` with a job whose every job has been delivered or failed for ``after_s``
+    seconds, and those whose kiosk gave up before a job was accepted."""
+    if not users:
+        return set()
+    rows = _query(
+        db_url,
+        "SELECT s.tg_user_id AS user_id, bool_and(j.status IN ('delivered', 'failed')"
+        f" AND j.updated_at < now() - make_interval(secs => {float(after_s)})) AS ended"
+        " FROM jobs j JOIN sessions s ON s.id = j.session_id"
+        f" WHERE s.tg_user_id IN ({', '.join(str(int(u)) for u in users)}) GROUP BY s.tg_user_id",
+    )
+    ended = {r["user_id"] for r in rows if r["ended"]}
+    gave_up = {g.user_id for g in guests if g.user_id in users and g.job_id is None}
+    return ended | (gave_up - {r["user_id"] for r in rows})
 
 
 def _visitors(stack: Stack, leads: int, every_s: float, out: list[LeadSubmission]) -> None:
@@ -516,15 +653,10 @@ def _notes(chaos: Chaos, stack: Stack) -> tuple[list[str], list[str]]:
     met; they stay injected to show it, in a note of their own.
     """
     notes = [f"admin resumes: {chaos.resumes}"]
-    left_ai = httpx.get(f"{stack.ai_sim_url}/sim/faults", timeout=5).json()
-    left_tg = httpx.get(f"{stack.sim_url}/sim/faults", timeout=5).json()
-    unmet = [f"ai {f['kind']}/{f['provider']}" for f in left_ai]
+    left_ai, left_tg = _queued(stack)
+    unmet = [_fault_label(f) for f in left_ai]
     uploads = [f for f in left_tg if f["method"].lower() == "uploadstickerfile"]
-    unmet += [
-        f"tg {f['method']} {f['error_code']}"
-        for f in left_tg
-        if f.get("min_stickers") is None and f["method"].lower() != "uploadstickerfile"
-    ]
+    unmet += [_fault_label(f) for f in left_tg if _counts_as_unmet(f)]
     if uploads:
         notes.append(
             f"uploadStickerFile faults never met (the gateway sends stickers inline and never calls it): "

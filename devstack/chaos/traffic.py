@@ -76,14 +76,15 @@ def photos() -> dict[str, Photo]:
 
 @dataclass
 class GuestPlan:
-    """Who a guest is and what the run aims at them: ``tg_faults`` are queued in the Telegram simulator
-    for their chat just before they press Start; ``tags`` name the fault kinds for the ledger."""
+    """Who a guest is and what the run aims at them: ``tg_faults`` (fault kind, ``POST /sim/faults`` body)
+    are queued in the Telegram simulator for their chat just before they press Start; ``tags`` name the
+    fault kinds for the ledger."""
 
     user_id: int
     photo: Photo
     outfit: str
     tags: tuple[str, ...] = ()
-    tg_faults: list[dict[str, object]] = field(default_factory=list)
+    tg_faults: list[tuple[str, dict[str, object]]] = field(default_factory=list)
 
 
 def retrying(call: Callable[[], httpx.Response], *, timeout_s: float = 180) -> httpx.Response | None:
@@ -142,7 +143,7 @@ def play_guest(
             return gave_up("no_session")
         session = opened.json()
         token = session["deep_link"].split("start=", 1)[1]
-        for fault in plan.tg_faults:
+        for _kind, fault in plan.tg_faults:
             sim.post("/sim/faults", json=fault).raise_for_status()
         start = {"text": f"/start {token}", "first_name": "G", "language_code": "en"}
         started = time.time()

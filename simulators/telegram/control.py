@@ -14,7 +14,8 @@ JSON in and out. Errors are ``{"error": "..."}`` with 400 (bad body) or 404 (unk
 - ``GET /sim/updates``: updates not yet confirmed by ``getUpdates``.
 - ``GET /sim/sticker-sets``; ``GET /sim/sticker-sets/{name}``; ``GET /sim/files/{file_id}`` (raw bytes).
 - ``GET /sim/calls?method=&since=``: the Bot API call log.
-- ``POST /sim/reset``; ``GET|POST|DELETE /sim/faults`` (body: ``faults.FaultSpec``);
+- ``POST /sim/reset``; ``GET|POST /sim/faults`` (body: ``faults.FaultSpec``); ``DELETE /sim/faults?chat_id=``
+  drops the faults aimed at one chat (all without ``chat_id``) and returns them;
   ``GET|POST /sim/limits`` (body: any fields of ``config.Limits``).
 """
 
@@ -321,9 +322,15 @@ class ControlApi:
         return web.json_response(spec.model_dump())
 
     async def clear_faults(self, request: web.Request) -> web.StreamResponse:
-        """Drop all queued faults."""
-        self._sim.faults.clear()
-        return web.json_response({"ok": True})
+        """Drop the queued faults aimed at ``?chat_id=`` (all of them without it); answers
+        ``{"ok": true, "dropped": [FaultSpec, ...]}``."""
+        raw = request.query.get("chat_id")
+        try:
+            chat_id = None if raw is None else int(raw)
+        except ValueError:
+            return web.json_response({"error": "chat_id must be an integer"}, status=400)
+        dropped = self._sim.faults.clear(chat_id)
+        return web.json_response({"ok": True, "dropped": [spec.model_dump() for spec in dropped]})
 
     async def holds(self, request: web.Request) -> web.StreamResponse:
         """Flood holds in force."""

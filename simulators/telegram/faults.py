@@ -121,9 +121,12 @@ class FaultQueue:
         """Faults not yet used up, with their remaining counts."""
         return [spec.model_copy() for spec in self._pending]
 
-    def clear(self) -> None:
-        """Drop every queued fault."""
-        self._pending.clear()
+    def clear(self, chat_id: int | None = None) -> list[FaultSpec]:
+        """Drop the queued faults aimed at ``chat_id`` (every queued fault when ``None``); the dropped
+        ones, with their remaining counts."""
+        dropped = [s for s in self._pending if chat_id is None or s.chat_id == chat_id]
+        self._pending = [s for s in self._pending if s not in dropped]
+        return dropped
 
 
 class FloodHolds:

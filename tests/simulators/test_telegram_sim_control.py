@@ -227,3 +227,17 @@ async def test_a_control_body_with_a_lone_surrogate_is_a_400_not_a_500(tgsim: Ru
         f"{tgsim.url}/sim/users/7010/messages", data=body, headers={"Content-Type": "application/json"}
     ) as response:
         assert response.status < 500, await response.text()
+
+
+async def test_faults_aimed_at_one_chat_can_be_taken_back(tgsim: RunningSim) -> None:
+    for chat_id in (701, 702, None):
+        await tgsim.post("/sim/faults", {"method": "sendMessage", "error_code": 502, "chat_id": chat_id})
+    async with tgsim.http.delete(f"{tgsim.url}/sim/faults?chat_id=701") as response:
+        dropped = (await response.json())["dropped"]
+    assert [f["chat_id"] for f in dropped] == [701]
+    async with tgsim.http.get(f"{tgsim.url}/sim/faults") as response:
+        assert [f["chat_id"] for f in await response.json()] == [702, None]
+    async with tgsim.http.delete(f"{tgsim.url}/sim/faults?chat_id=x") as response:
+        assert response.status == 400
+    async with tgsim.http.delete(f"{tgsim.url}/sim/faults") as response:
+        assert len((await response.json())["dropped"]) == 2
