@@ -64,6 +64,9 @@ from devstack.chaos.ledger import FaultKind
 from devstack.processes import SERVICES
 
 WORKER_SLOTS = 2
+#: The run's provider chain (the worker's defaults ``PRIMARY_AI_PROVIDER`` / ``FALLBACK_AI_PROVIDER``): a
+#: fault queued for the fallback is only met by a call the primary failed.
+PRIMARY_PROVIDER = "gemini"
 #: A long flood wait (s): above the gateway's ``TELEGRAM_FLOOD_WAIT_MAX_SEC`` (30), within every deadline.
 LONG_HOLD_S = 120
 

@@ -493,7 +493,11 @@ def _meet_the_rest(
     - faults anyone's traffic meets (AI faults, the leads group's holds), or stranded ones, are met by a
       sweep wave: :data:`SWEEP_GUESTS` plain guests with a face (user ids from ``790000``, appended to
       ``guests`` and ``plans``) and one lead; the next wave waits until this one's jobs ended;
-    - a fault aimed at a guest still in flight is theirs to meet: the sweep waits for it.
+    - a fault aimed at a guest still in flight is theirs to meet: the sweep waits for it;
+    - a fault queued for the fallback provider while none is queued for the primary (its partner, e.g. the
+      other half of an ``ai:auth`` pair, was met by a job that had already fallen back for another fault)
+      is only met by a call the primary failed: the wave gets an ``ai:overloaded`` fault on the primary
+      (counted as injected) so that its call falls back.
 
     Each decision is printed (``chaos: sweep …``), so an unmet fault at the end names its guest. Returns
     the number of waves played."""
@@ -516,6 +520,9 @@ def _meet_the_rest(
         ]
         for old, new in zip(left.stranded, wave, strict=False):
             reaim_faults(stack.sim_url, by_user[old], new)
+        if left.fallback_only:
+            chaos.inject_ai("ai:overloaded", 0)
+            print("chaos: sweep: ai:overloaded on the primary, so that a call falls back")
         by_user.update((p.user_id, p) for p in wave)
         plans += wave
         waves += 1
@@ -539,6 +546,7 @@ class _Left:
     open: list[str]
     stranded: list[int]
     waiting: list[str]
+    fallback_only: bool = False
 
     def __str__(self) -> str:
         return f"open {self.open}, stranded on guests {self.stranded}, waiting {self.waiting}"
@@ -560,6 +568,7 @@ def _left_to_meet(stack: Stack, plans: dict[int, GuestPlan], guests: list[Guest]
             for f in unmet
             if f.get("chat_id") in (aimed - ended) | held
         ],
+        fallback_only=bool(left_ai) and all(f["provider"] != F.PRIMARY_PROVIDER for f in left_ai),
     )
 
 
