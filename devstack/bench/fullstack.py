@@ -54,7 +54,8 @@ def journey_stack(name: str, workdir: Path, *, extra_env: dict[str, str] | None 
             redis_url=f"redis://127.0.0.1:{redis_port}/0",
             log_dir=workdir / "logs",
             ai_sim=True,
-            extra_env=dict(extra_env or {}),
+            # every simulated kiosk posts from 127.0.0.1: one venue NAT's share would throttle the soak
+            extra_env={"SESSIONS_RATE_LIMIT": "100000", **(extra_env or {})},
         )
     )
     try:

@@ -87,20 +87,25 @@ class GuestPlan:
     tg_faults: list[tuple[str, dict[str, object]]] = field(default_factory=list)
 
 
-def retrying(call: Callable[[], httpx.Response], *, timeout_s: float = 180) -> httpx.Response | None:
-    """Call until a non-5xx answer arrives, as the kiosk page does on network errors; ``None`` when the
+def retrying(
+    call: Callable[[], httpx.Response], *, timeout_s: float = 180, also: frozenset[int] = frozenset()
+) -> httpx.Response | None:
+    """Call until a non-5xx answer arrives (nor one of the statuses in ``also``, e.g. the 429 the kiosk
+    page waits out when it opens a session), as the kiosk page does on network errors; ``None`` when the
     stack did not answer within ``timeout_s``."""
     deadline = time.monotonic() + timeout_s
     while True:
+        wait_s = 0.5
         try:
             response = call()
-            if response.status_code < 500:
+            if response.status_code < 500 and response.status_code not in also:
                 return response
+            wait_s = min(float(response.headers.get("Retry-After", wait_s)), 10.0)
         except httpx.HTTPError:
             pass
         if time.monotonic() > deadline:
             return None
-        time.sleep(0.5)
+        time.sleep(wait_s)
 
 
 def _consent_or_5xx(kiosk: httpx.Client, session_id: str) -> httpx.Response:
@@ -138,7 +143,7 @@ def play_guest(
                 plan.user_id, plan.photo.label, plan.photo.face, 0, what, None, None, plan.tags, started
             )
 
-        opened = retrying(lambda: kiosk.post("/sessions", json={"station": "chaos"}))
+        opened = retrying(lambda: kiosk.post("/sessions", json={"station": "chaos"}), also=frozenset({429}))
         if opened is None or opened.status_code >= 400:
             return gave_up("no_session")
         session = opened.json()

@@ -306,6 +306,13 @@ def test_overlay_sets_pinned_images_a_namespace_and_an_ingress_host(rendered: Ca
     hosts = {rule["host"] for rule in ingress["spec"]["rules"]}
     assert hosts == {h for tls in ingress["spec"]["tls"] for h in tls["hosts"]}
     assert hosts.isdisjoint({"booth.example.invalid"}), "the overlay must set the venue's host"
+    annotations = ingress["metadata"].get("annotations", {})
+    assert annotations.get("nginx.ingress.kubernetes.io/use-forwarded-headers", "false") == "false"
+    (ingest,) = containers(pod_template(one(docs, "Deployment", "ingest"))["spec"])
+    env = {e["name"]: e.get("value") for e in ingest["env"]}
+    # behind the controller every visitor would be one address for the per-client limits without it;
+    # safe only while the controller replaces a client's own X-Forwarded-For (the default above)
+    assert env["FORWARDED_ALLOW_IPS"] == "*"
 
 
 @needs_kubectl

@@ -344,3 +344,46 @@ async def test_every_outfit_has_a_thumbnail(client: httpx.AsyncClient) -> None:
         assert response.status_code == 200 and response.headers["content-type"] == "image/png"
         image = Image.open(io.BytesIO(response.content))
         assert image.size == (256, 256) and image.mode == "RGBA"
+
+
+async def test_a_client_looping_on_new_sessions_is_refused_and_writes_nothing(
+    db: Database, redis: aioredis.Redis, database_url: str, redis_url: str
+) -> None:
+    settings = ingest_settings(database_url, redis_url, SESSIONS_RATE_LIMIT=3, SESSIONS_RATE_WINDOW_SEC=60)
+    replicas = [create_app(settings, db=db, publisher=Publisher(redis)) for _ in range(2)]
+
+    def from_ip(app: object, ip: str) -> httpx.AsyncClient:
+        transport = httpx.ASGITransport(app=app, client=(ip, 5555))  # type: ignore[arg-type]
+        return httpx.AsyncClient(transport=transport, base_url="http://kiosk")
+
+    async with from_ip(replicas[0], "203.0.113.5") as one, from_ip(replicas[1], "203.0.113.5") as two:
+        answers = [await (one, two)[i % 2].post("/sessions", json={"station": "hall-a"}) for i in range(5)]
+    assert [a.status_code for a in answers] == [201, 201, 201, 429, 429]  # one limit across replicas
+    refused = answers[3]
+    assert refused.json()["error"]["code"] == "rate_limited"
+    assert 0 < int(refused.headers["Retry-After"]) <= 60
+    assert await stored_rows(db, "sessions") == 3
+    async with from_ip(replicas[0], "198.51.100.20") as another_kiosk:
+        assert (await another_kiosk.post("/sessions", json={"station": "hall-b"})).status_code == 201
+
+
+async def test_sessions_that_failed_on_our_side_do_not_count_against_the_kiosk(
+    db: Database, redis: aioredis.Redis, database_url: str, redis_url: str
+) -> None:
+    """A kiosk retrying through a Postgres outage (or a pause) is not refused afterwards for sessions it
+    never got: the limit is counted after the maintenance check, which reads Postgres."""
+    from shared.db import create_engine
+
+    limit = {"SESSIONS_RATE_LIMIT": 2, "SESSIONS_RATE_WINDOW_SEC": 60}
+    dead_url = "postgresql://postgres@127.0.0.1:1/x"
+    dead = Database(create_engine(dead_url, connect_timeout_s=1))
+    outage = create_app(ingest_settings(dead_url, redis_url, **limit), db=dead, publisher=Publisher(redis))
+    back = create_app(ingest_settings(database_url, redis_url, **limit), db=db, publisher=Publisher(redis))
+    try:
+        async with app_client(outage, base_url="http://kiosk") as kiosk:
+            codes = [(await kiosk.post("/sessions", json={})).json()["error"]["code"] for _ in range(4)]
+    finally:
+        await dead.dispose()
+    assert codes == ["database_unavailable"] * 4
+    async with app_client(back, base_url="http://kiosk") as kiosk:
+        assert [(await kiosk.post("/sessions", json={})).status_code for _ in range(3)] == [201, 201, 429]

@@ -23,6 +23,7 @@ class IngestContext:
     catalog: dict[str, Outfit]
     photos: PhotoChecker
     lead_limiter: RateLimiter | None = None
+    session_limiter: RateLimiter | None = None
 
 
 def get_context(request: Request) -> IngestContext:

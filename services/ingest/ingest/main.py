@@ -81,6 +81,12 @@ def create_app(
         lead_limiter=RateLimiter(
             pub.redis, limit=settings.leads_rate_limit, window_s=settings.leads_rate_window_sec
         ),
+        session_limiter=RateLimiter(
+            pub.redis,
+            limit=settings.sessions_rate_limit,
+            window_s=settings.sessions_rate_window_sec,
+            prefix="stk:ratelimit:sessions:",
+        ),
     )
     errors.install_error_handlers(app)
     routers = [

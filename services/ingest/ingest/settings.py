@@ -32,6 +32,11 @@ class IngestSettings(ServiceSettings, BotIdentitySettings, RetentionSettings, Bu
     ``PHOTO_CHECK_WORKERS`` (processes, default: the CPUs the container may use, its CPU quota rounded
     up): how many uploads are checked at once (:mod:`ingest.photo_pool`); the others wait for a free one.
     ``REQUIRE_FACE`` (``1``): refuse a photo without a face (422 ``no_face``).
+    ``SESSIONS_RATE_LIMIT`` new kiosk sessions (``POST /sessions``) per client per
+    ``SESSIONS_RATE_WINDOW_SEC`` (120 per 60 s, in Redis across replicas): a kiosk opens one per guest
+    (about one a minute at a busy booth), so even 20 kiosks behind one venue NAT stay far below it, while
+    a script looping on the public route is refused with 429 ``rate_limited`` (the kiosk page retries
+    with backoff).
 
     Leads (DESIGN.md §8): ``LEADS_ENABLED`` (``0`` removes ``POST /leads`` and the landing form),
     ``LEADS_RATE_LIMIT`` submissions per client per ``LEADS_RATE_WINDOW_SEC`` (10 per 600 s, counted in
@@ -69,6 +74,8 @@ class IngestSettings(ServiceSettings, BotIdentitySettings, RetentionSettings, Bu
     leads_enabled: bool = Field(True, validation_alias="LEADS_ENABLED")
     leads_rate_limit: int = Field(10, ge=1, validation_alias="LEADS_RATE_LIMIT")
     leads_rate_window_sec: int = Field(600, ge=1, validation_alias="LEADS_RATE_WINDOW_SEC")
+    sessions_rate_limit: int = Field(120, ge=1, validation_alias="SESSIONS_RATE_LIMIT")
+    sessions_rate_window_sec: int = Field(60, ge=1, validation_alias="SESSIONS_RATE_WINDOW_SEC")
     leads_cors_origins: Annotated[tuple[str, ...], NoDecode] = Field(
         (), validation_alias="LEADS_CORS_ORIGINS"
     )

@@ -24,6 +24,8 @@ code                         status  when
 ``not_found``                404     no such route (or row)
 ``method_not_allowed``       405     the route exists but not with this method (``Allow`` lists them)
 ``database_unavailable``     503     Postgres cannot be reached
+``rate_limited``             429     too many new sessions or leads from one client in a window
+                                     (:mod:`ingest.ratelimit`); ``Retry-After`` says when (s)
 ``photo_check_unavailable``  503     the photo-check process died during the upload
                                      (:mod:`ingest.photo_pool`); ``Retry-After: 1``, send it again
 ``internal_error``           500     a bug; nothing else is said to the client
@@ -56,6 +58,15 @@ class ApiError(StickerBoothError):
         self.status = status
         self.code = code
         self.message = message
+
+
+class RateLimited(ApiError):
+    """429 ``rate_limited``: ``retry_after_s`` seconds until the client's window ends
+    (:class:`ingest.ratelimit.RateLimiter`); answered with ``Retry-After``."""
+
+    def __init__(self, retry_after_s: int) -> None:
+        super().__init__(429, "rate_limited", f"Too many requests from here. Try again in {retry_after_s} s.")
+        self.retry_after_s = retry_after_s
 
 
 class RequestTooLarge(StarletteHTTPException, StickerBoothError):
@@ -149,7 +160,10 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(ApiError)
     async def _api_error(_request: Request, exc: ApiError) -> JSONResponse:
-        return error_response(exc.status, exc.code, exc.message)
+        response = error_response(exc.status, exc.code, exc.message)
+        if isinstance(exc, RateLimited):
+            response.headers["Retry-After"] = str(exc.retry_after_s)
+        return response
 
     @app.exception_handler(UploadRejected)
     async def _upload(_request: Request, exc: UploadRejected) -> JSONResponse:

@@ -14,6 +14,7 @@ from starlette.requests import ClientDisconnect
 
 from ingest import kiosk
 from ingest.api.errors import ApiError, ErrorBody
+from ingest.api.limits import refuse_if_over
 from ingest.api.text import SingleLine
 from ingest.branding import ink_on, normalize_hex
 from ingest.consent import KioskLanguage, consent_text
@@ -148,10 +149,16 @@ async def outfit_thumbnail(ctx: Ctx, outfit_id: Annotated[SingleLine, Path(max_l
     return Response(png, media_type="image/png", headers={"Cache-Control": "public, max-age=3600"})
 
 
-@router.post("/sessions", status_code=201)
-async def create_session(ctx: Ctx, body: SessionCreate | None = None) -> dict[str, Any]:
-    """Open a kiosk session; the answer carries the deep link and its QR code (SVG data URI)."""
-    await _maintenance_guard(ctx)
+@router.post(
+    "/sessions",
+    status_code=201,
+    responses={429: {"model": ErrorBody, "description": "`rate_limited`, with `Retry-After`"}},
+)
+async def create_session(ctx: Ctx, request: Request, body: SessionCreate | None = None) -> dict[str, Any]:
+    """Open a kiosk session; the answer carries the deep link and its QR code (SVG data URI). 429
+    ``rate_limited`` past ``SESSIONS_RATE_LIMIT`` per client (:mod:`ingest.api.limits`)."""
+    await _maintenance_guard(ctx)  # first: a paused booth or a Postgres outage counts no session
+    await refuse_if_over(ctx.session_limiter, request)
     session = await kiosk.open_session(ctx, (body or SessionCreate()).station)
     return _session_body(ctx, session, [])
 

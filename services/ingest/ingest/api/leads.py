@@ -22,7 +22,8 @@ from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, field_validator
 
-from ingest.api.errors import ErrorBody, error_response
+from ingest.api.errors import ErrorBody, RateLimited, error_response
+from ingest.api.limits import refuse_if_over
 from ingest.api.text import SingleLine, TrimmedLine, TrimmedText
 from ingest.contact import parse_contact
 from ingest.context import Ctx
@@ -101,15 +102,12 @@ async def create_lead(
     contact = parse_contact(body.contact)
     async with ctx.db.transaction() as repos:
         known = await repos.leads.find_request(body.request_id)
-    if known is None and ctx.lead_limiter is not None:
-        decision = await ctx.lead_limiter.hit(request.client.host if request.client else "unknown")
-        if not decision.allowed:
+    if known is None:
+        try:
+            await refuse_if_over(ctx.lead_limiter, request)
+        except RateLimited:
             metrics.LEADS.labels(event="rate_limited").inc()
-            limited = error_response(
-                429, "rate_limited", f"Too many requests from here. Try again in {decision.retry_after_s} s."
-            )
-            limited.headers["Retry-After"] = str(decision.retry_after_s)
-            return limited
+            raise
     if known is None:
         async with ctx.db.transaction() as repos:
             known = await repos.leads.submit(
