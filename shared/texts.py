@@ -13,6 +13,12 @@ TEXTS: Final[dict[str, dict[str, str]]] = {
         "en": "You're linked! Now take your selfie at the booth — your stickers will arrive right here.",
         "ru": "Готово, ты подключён! Сделай селфи на стойке — стикеры придут сюда.",
     },
+    "unlinked": {
+        "en": "The sticker booth was unlinked from your Telegram: someone at the booth pressed "
+        '"Not you?". If that was you, scan the QR code on the booth screen again.',
+        "ru": "Стойку со стикерами отвязали от твоего Telegram: кто-то у стойки нажал «Не ты?». "
+        "Если это был ты, отсканируй QR-код на экране стойки ещё раз.",
+    },
     "unknown_token": {
         "en": "This code has expired or was already used. Scan the QR code on the booth screen again.",
         "ru": "Этот код устарел или уже использован. Отсканируй QR-код на экране стойки ещё раз.",

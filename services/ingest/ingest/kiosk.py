@@ -113,8 +113,10 @@ async def unlink(ctx: IngestContext, session_id: UUID) -> KioskSession:
     is answered as it is (a second tap changes nothing).
 
     Allowed only before the first photo: a job's "Generating…", link and failure messages go to the chat
-    of its session, so once a photo is sent the link stays. With no job, the unlinked user is sent nothing
-    after their "You're linked!".
+    of its session, so once a photo is sent the link stays. The unlinked Telegram user is told once, in
+    their language, through the outbox (text ``unlinked``, id :func:`shared.command_ids.unlink_notice`
+    of the link undone): the booth was unlinked from their Telegram, and to scan the QR code again if it
+    was them. A session nobody was linked to sends nothing.
 
     Raises:
         NotFound: no such session.
@@ -131,8 +133,14 @@ async def unlink(ctx: IngestContext, session_id: UUID) -> KioskSession:
                 "photo_sent", "A photo was already sent for this guest; the link cannot be undone."
             )
         unlinked = await repos.sessions.unbind_telegram(session_id, token=new_token())
+        notice = None
+        if session.tg_chat_id is not None:
+            notice = command_ids.unlink_notice(session_id, session.bound_at or session.created_at)
+            await tell_guest(repos, notice, session.tg_chat_id, "unlinked", session.language)
     assert unlinked is not None  # the row is locked
-    log.info("GUEST_UNLINKED", session_id=str(session_id))
+    log.info("GUEST_UNLINKED", session_id=str(session_id), told=notice is not None)
+    if notice is not None:
+        await dispatch_commands(ctx.db, ctx.publisher, [notice])
     return unlinked
 
 
