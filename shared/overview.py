@@ -1,7 +1,9 @@
 """The evening at a venue in one set of figures (issue 13 items 2 and 3): what the admin page's overview
 row (``GET /admin/overview``) and the bot's ``/status`` show, gathered once here so both agree.
 
-- guests served, time to link p50/p95: the last hour, from ``jobs.link_sent_at``;
+- guests served, time to link p50/p95: the links sent in the last hour (``jobs.link_sent_at``), timed from
+  the guest's accepted upload (the job's first event; an admin retry or a requeue does not restart it,
+  :func:`shared.repositories.jobs.accepted_at_sql`), as delivery's ``photo_to_link`` histogram;
 - failures by class: today (UTC), failed jobs by ``error_class`` (``no_face`` apart);
 - spend against ``DAILY_BUDGET_USD``: today (UTC, the budget's day), ``api_usage.cost_usd``;
 - image requests against ``IMAGE_RPD_LIMIT``: today in Pacific time (the quota's day), image calls;

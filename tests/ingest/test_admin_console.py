@@ -16,7 +16,7 @@ import sqlalchemy as sa
 from PIL import Image
 
 from shared import streams
-from shared.db.tables import jobs
+from shared.db.tables import job_events, jobs
 from shared.domain import JobStatus
 from shared.repositories import Database
 from shared.repositories.usage import ApiCall
@@ -64,6 +64,10 @@ async def guest_job(
         row: dict[str, object] = {"status": status.value, **values}
         if created_at is not None:
             row["created_at"] = created_at
+            # the photo was accepted then too (its first event: where time to link starts)
+            await repos.conn.execute(
+                sa.update(job_events).where(job_events.c.job_id == job.id).values(at=created_at)
+            )
         if status == JobStatus.DELIVERED:
             row.setdefault("sticker_set_name", f"sb{job.id.hex}_by_stickerbooth_bot")
             row.setdefault("link_sent_at", datetime.now(UTC))
