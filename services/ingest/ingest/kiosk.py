@@ -18,9 +18,9 @@ import structlog
 
 from ingest.consent import ConsentRequired, consent_text
 from ingest.context import IngestContext
-from shared import command_ids, streams
+from shared import command_ids, metrics, streams
 from shared.domain import Blob, Job, JobStatus, KioskSession
-from shared.errors import Conflict, NotFound
+from shared.errors import Conflict, DatabaseUnavailable, NotFound
 from shared.maintenance import current_pause
 from shared.messages import JobQueued
 from shared.outbox import dispatch_commands, tell_guest
@@ -273,6 +273,22 @@ async def accept_photo(ctx: IngestContext, session_id: UUID, capture_id: str, da
             await repos.jobs.mark_dispatched([job.id], JobStatus.QUEUED)
     await dispatch_commands(ctx.db, ctx.publisher, [command_id])
     return PhotoAccepted(job, created=True)
+
+
+async def record_refusal(ctx: IngestContext, session_id: UUID, code: str) -> None:
+    """Count a photo upload of session ``session_id`` that was refused with ``code`` (one of
+    :data:`shared.metrics.PHOTO_REFUSAL_CODES`): ``stk_photo_refusals_total{code}`` and a
+    ``photo_refusals`` row (session, station, code, time; never the photo), which the admin overview
+    reads. Never raises for Postgres being down: the refusal is answered all the same (logged
+    ``PHOTO_REFUSAL_NOT_RECORDED``; the counter still moves)."""
+    metrics.PHOTO_REFUSALS.labels(code=code).inc()
+    try:
+        async with ctx.db.transaction() as repos:
+            await repos.refusals.record(session_id, code)
+    except DatabaseUnavailable:
+        log.warning("PHOTO_REFUSAL_NOT_RECORDED", session_id=str(session_id), code=code)
+        return
+    log.info("PHOTO_REFUSED", session_id=str(session_id), code=code)
 
 
 def _require_ready(session: KioskSession, max_captures: int | None) -> None:

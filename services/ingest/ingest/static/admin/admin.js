@@ -186,6 +186,17 @@
     job_cost: "The job reached its cost ceiling (JOB_MAX_COST_USD). Retry starts a fresh ceiling.",
   };
 
+  // Why the kiosk refused a photo (ingest.photo, POST /sessions/{id}/photo); nothing was stored.
+  const REFUSALS = {
+    no_face: "No face found in the photo: the guest was asked for another selfie.",
+    corrupt_image: "The photo file was damaged or incomplete.",
+    empty_file: "The upload was empty.",
+    unsupported_format: "Not a JPEG, PNG, WebP or HEIC photo.",
+    too_many_pixels: "The photo had too many pixels (MAX_UPLOAD_PIXELS).",
+    file_too_large: "The photo was over MAX_UPLOAD_BYTES.",
+    malformed_multipart: "The upload broke off or was malformed (often a weak network at the booth).",
+  };
+
   function guestLabel(guest) {
     return guest && guest.name ? guest.name : "not linked";
   }
@@ -236,6 +247,18 @@
             return chip;
           })
         : [el("span", "none today", "muted small")]),
+    );
+
+    const refused = Object.entries(o.refused_last_hour.by_code);
+    $("refused-total").textContent = String(o.refused_last_hour.total);
+    $("refused").replaceChildren(
+      ...(refused.length
+        ? refused.map(([code, n]) => {
+            const chip = pill(`${code} ${n}`, "refusal");
+            chip.title = REFUSALS[code] || "";
+            return chip;
+          })
+        : [el("span", "none in the last hour", "muted small")]),
     );
 
     const spend = o.spend_today;
