@@ -125,7 +125,7 @@ async def test_python_telegram_bot_sets_and_reads_the_lists(bot: Bot, guest: int
     assert tuple(await bot.get_my_commands(language_code="ru")) == tuple(commands)
     assert tuple(await bot.get_my_commands(scope=BotCommandScopeChat(guest))) == (commands[0],)
     assert await bot.get_my_commands() == ()
-    with pytest.raises(BadRequest, match="(?i)chat not found"):
+    with pytest.raises(BadRequest, match=r"(?i)chat not found"):
         await bot.set_my_commands(commands, scope=BotCommandScopeChat(987654))
     assert await bot.delete_my_commands(language_code="ru")
     assert await bot.get_my_commands(language_code="ru") == ()
