@@ -93,7 +93,7 @@ class JobSearchRepository:
             after: the cursor a previous page returned.
             limit: jobs per page (the caller bounds it).
         """
-        columns = [*_job_columns(), sessions.c.station, sessions.c.guest_name]
+        columns: list[sa.ColumnElement[Any]] = [*_job_columns(), sessions.c.station, sessions.c.guest_name]
         columns += [sessions.c.tg_username, sessions.c.tg_user_id, requeues_sql().label("requeues")]
         select = sa.select(*columns).join(sessions, sessions.c.id == jobs.c.session_id)
         text = (query or "").strip()
