@@ -8,10 +8,12 @@ import asyncio
 from collections.abc import AsyncIterator
 
 import pytest
+import redis.asyncio as aioredis
 from telegram import Bot
 
+from shared.repositories import Database
 from shared.texts import ADMIN_COMMANDS, GUEST_COMMANDS
-from telegram_gateway.main import build_application
+from telegram_gateway.main import build_application, run
 from telegram_gateway.menu import MENU_LANGUAGES, keep_command_menu, set_command_menu
 from tests.simulators.tgsim_helpers import RunningSim, serving, sim_config
 from tests.telegram_gateway.gateway_helpers import gateway_settings
@@ -96,3 +98,25 @@ async def test_the_menu_task_never_stops_the_gateway_and_waits_for_the_lock(
     assert not refused.done() and not waiting.done()
     stop.set()
     await asyncio.wait_for(asyncio.gather(refused, waiting), timeout=5)
+
+
+async def test_the_gateway_sets_the_menu_when_it_starts_and_keeps_running(
+    tgsim: RunningSim, db: Database, redis: aioredis.Redis, database_url: str, redis_url: str
+) -> None:
+    # the gateway process as main runs it (lock, polling, outbox, duties), in this process
+    settings = gateway_settings(database_url, redis_url, tgsim.url, ADMIN_USER_IDS=str(ADMIN))
+    stop = asyncio.Event()
+    gateway = asyncio.create_task(run(settings, db=db, redis=redis, stop=stop))
+    try:
+        admins = described({**GUEST_COMMANDS, **ADMIN_COMMANDS}, "en")
+        for _ in range(100):  # the default lists come first, then the admin's own
+            if await tgsim.get(f"/sim/users/{ADMIN}/commands") == admins:
+                break
+            await asyncio.sleep(0.1)
+        assert await tgsim.get(f"/sim/users/{ADMIN}/commands") == admins
+        assert await tgsim.get(f"/sim/users/{RU_GUEST}/commands") == described(GUEST_COMMANDS, "ru")
+        await asyncio.sleep(0.3)
+        assert not gateway.done()  # the menu task, done with its work, does not end the service
+    finally:
+        stop.set()
+        assert await asyncio.wait_for(gateway, timeout=30) == 0
