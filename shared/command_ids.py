@@ -22,6 +22,7 @@ format string or regex.
 | ``repeat:<id>:seen`` | leads: the notice edited to "seen by" | — |
 | ``cbq:<callback query id>`` | leads: the answer to a button press | — |
 | ``update:<update_id>`` | gateway: its one reply to a private message | — |
+| ``session:<session uuid>:unlinked:<µs>`` | ingest: "not you?" tells the unlinked user once | link |
 | ``digest:<YYYY-MM-DD>`` | the daily digest (UTC day) | — |
 | ``alert:<16 hex of sha1(key)>:<ns>`` | an admin alert (:mod:`shared.alerts`) | — |
 | ``erase_set:<16 hex of sha1(set name)>[:<n>]`` | erasure: delete a sticker set, ``n`` ≥ 2 | attempt |
@@ -36,7 +37,7 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import dataclass
-from datetime import date, datetime
+from datetime import UTC, date, datetime, timedelta
 from typing import Literal, cast
 from uuid import UUID
 
@@ -56,6 +57,7 @@ __all__ = [
     "JobStep",
     "PostCommandId",
     "PostEditId",
+    "UnlinkNoticeId",
     "UpdateReplyId",
     "alert",
     "callback_answer",
@@ -78,6 +80,7 @@ __all__ = [
     "resend_link_prefix",
     "send_post",
     "unavailable_notice",
+    "unlink_notice",
     "update_reply",
 ]
 
@@ -94,6 +97,8 @@ JobStep = Literal[
 ]
 PostOp = Literal["send", "find"]
 AGAIN = ":again"
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MICROSECOND = timedelta(microseconds=1)
 
 _PREFIX = {CARD: "lead", NOTICE: "repeat"}
 _KIND = {"lead": CARD, "repeat": NOTICE}
@@ -115,6 +120,7 @@ _POST = re.compile(
 _OTHER = re.compile(
     r"^(?:cbq:(?P<cbq>.+)|update:(?P<update>\d+)|digest:(?P<day>\d{4}-\d{2}-\d{2})"
     r"|alert:(?P<hash>[0-9a-f]{16}):(?P<ns>\d+)"
+    r"|session:(?P<session>[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}):unlinked:(?P<bound>\d+)"
     rf"|erase_set:(?P<set_hash>[0-9a-f]{{16}})(?::(?P<set_attempt>{_LATER}))?)$"
 )
 
@@ -166,6 +172,16 @@ class UpdateReplyId:
 
 
 @dataclass(frozen=True, slots=True)
+class UnlinkNoticeId:
+    """The notice to the Telegram user a kiosk's "not you?" unlinked from session ``session_id``;
+    ``bound_us`` names the link it undid (its ``bound_at`` in µs since the epoch)."""
+
+    session_id: UUID
+    bound_us: int
+    resends: int = 0
+
+
+@dataclass(frozen=True, slots=True)
 class DigestId:
     day: date
     resends: int = 0
@@ -193,6 +209,7 @@ CommandId = (
     | PostEditId
     | CallbackAnswerId
     | UpdateReplyId
+    | UnlinkNoticeId
     | DigestId
     | AlertId
     | EraseSetId
@@ -280,6 +297,13 @@ def update_reply(update_id: int) -> str:
     return f"update:{update_id}"
 
 
+def unlink_notice(session_id: UUID, bound_at: datetime) -> str:
+    """The one notice to the user unlinked from session ``session_id`` by the kiosk's "not you?": one per
+    link (``bound_at``, the binding it undid, in whole µs since the epoch), so a second tap sends nothing
+    and a later guest unlinked from the same session is told too."""
+    return f"session:{session_id}:unlinked:{(bound_at - _EPOCH) // _MICROSECOND}"
+
+
 def digest(day: date) -> str:
     return f"digest:{day.isoformat()}"
 
@@ -336,6 +360,8 @@ def parse(command_id: str) -> CommandId | None:
             return CallbackAnswerId(match["cbq"], resends)
         if match["update"] is not None:
             return UpdateReplyId(int(match["update"]), resends)
+        if match["session"] is not None:
+            return UnlinkNoticeId(UUID(match["session"]), int(match["bound"]), resends)
         if match["day"] is not None:
             try:
                 return DigestId(date.fromisoformat(match["day"]), resends)

@@ -74,6 +74,22 @@ RETENTION_DELETED = Counter(
     ["kind"],
 )
 HTTP_REQUESTS = Counter("stk_http_requests_total", "HTTP requests served", ["route", "status"])
+PHOTO_REFUSALS = Counter(
+    "stk_photo_refusals_total",
+    "Kiosk photo uploads refused by ingest (POST /sessions/{id}/photo), by refusal code",
+    ["code"],
+)
+#: The refusal codes of a kiosk photo upload (ingest.photo, ingest.multipart, ingest.api.kiosk): each
+#: is counted in ``stk_photo_refusals_total`` and recorded in ``photo_refusals``.
+PHOTO_REFUSAL_CODES = (
+    "no_face",
+    "corrupt_image",
+    "empty_file",
+    "unsupported_format",
+    "too_many_pixels",
+    "file_too_large",
+    "malformed_multipart",
+)
 
 #: Series that dashboards and alert rules select but that only move on rare events (a failure, a dead
 #: letter, a missed deadline, a 429). ``exposition`` creates them at 0, so a fresh deployment shows 0
@@ -90,10 +106,12 @@ _ZERO_EVENTS: tuple[tuple[str, dict[str, str]], ...] = (
     # the gateway's pacing buckets (telegram_gateway.flood) and delivery's rescheduled steps (delivery.packs)
     *(("stk_telegram_paced_total", {"bucket": b}) for b in ("overall", "private", "group")),
     *(("stk_delivery_flood_waits_total", {"step": s}) for s in ("create_set", "poll", "link")),
+    # the kiosk's refused photo uploads (ingest)
+    *(("stk_photo_refusals_total", {"code": c}) for c in PHOTO_REFUSAL_CODES),
     # what retention deletes (shared.housekeeping, in delivery)
     *(
         ("stk_retention_deleted_total", {"kind": k})
-        for k in ("selfie", "sticker", "session", "tg_command", "lead", "stream_entries")
+        for k in ("selfie", "sticker", "session", "tg_command", "photo_refusal", "lead", "stream_entries")
     ),
 )
 _COUNTERS = {
@@ -104,6 +122,7 @@ _COUNTERS = {
     "stk_delivery_flood_waits_total": DELIVERY_FLOOD_WAITS,
     "stk_leads_total": LEADS,
     "stk_retention_deleted_total": RETENTION_DELETED,
+    "stk_photo_refusals_total": PHOTO_REFUSALS,
 }
 _zeroed = False
 

@@ -1,8 +1,11 @@
 """The evening at a venue in one set of figures (issue 13 items 2 and 3): what the admin page's overview
 row (``GET /admin/overview``) and the bot's ``/status`` show, gathered once here so both agree.
 
-- guests served, time to link p50/p95: the last hour, from ``jobs.link_sent_at``;
+- guests served, time to link p50/p95: the links sent in the last hour (``jobs.link_sent_at``), timed from
+  the guest's accepted upload (the job's first event; an admin retry or a requeue does not restart it,
+  :func:`shared.repositories.jobs.accepted_at_sql`), as delivery's ``photo_to_link`` histogram;
 - failures by class: today (UTC), failed jobs by ``error_class`` (``no_face`` apart);
+- refused at the booth: the last hour, the kiosk's refused photo uploads by code (``photo_refusals``);
 - spend against ``DAILY_BUDGET_USD``: today (UTC, the budget's day), ``api_usage.cost_usd``;
 - image requests against ``IMAGE_RPD_LIMIT``: today in Pacific time (the quota's day), image calls;
 - provider health: the last :data:`PROVIDER_WINDOW` (15 min), ``api_usage.outcome`` per provider;
@@ -48,6 +51,7 @@ class Overview:
     guests_last_hour: int
     link_times: LinkTimes
     failures_today: dict[str, int]
+    refused_last_hour: dict[str, int]
     spend_today_usd: float
     daily_budget_usd: float | None
     image_requests_today: dict[str, int]
@@ -81,6 +85,10 @@ class Overview:
                 "p95_s": self.link_times.p95_s,
             },
             "failures_today": dict(sorted(self.failures_today.items(), key=lambda kv: (-kv[1], kv[0]))),
+            "refused_last_hour": {
+                "by_code": self.refused_last_hour,
+                "total": sum(self.refused_last_hour.values()),
+            },
             "spend_today": {"usd": round(self.spend_today_usd, 4), "budget_usd": self.daily_budget_usd},
             "image_requests_today": {"by_provider": self.image_requests_today, "limit": self.image_rpd_limit},
             "providers": {
@@ -148,6 +156,7 @@ async def gather_overview(
         guests = await repos.overview.guests_served_since(at - SERVED_WINDOW)
         link_times = await repos.overview.link_times_since(at - SERVED_WINDOW)
         failures = await repos.overview.failures_since(day)
+        refused = await repos.refusals.by_code_since(at - SERVED_WINDOW)
         spend = await repos.usage.spend_since(day)
         images = await repos.overview.image_requests_since(pacific_day_start(at))
         providers = await repos.overview.provider_health_since(at - PROVIDER_WINDOW)
@@ -165,6 +174,7 @@ async def gather_overview(
         guests_last_hour=guests,
         link_times=link_times,
         failures_today=failures,
+        refused_last_hour=refused,
         spend_today_usd=spend,
         daily_budget_usd=budget.daily_budget_usd,
         image_requests_today=images,

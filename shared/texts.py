@@ -13,6 +13,12 @@ TEXTS: Final[dict[str, dict[str, str]]] = {
         "en": "You're linked! Now take your selfie at the booth — your stickers will arrive right here.",
         "ru": "Готово, ты подключён! Сделай селфи на стойке — стикеры придут сюда.",
     },
+    "unlinked": {
+        "en": "The sticker booth was unlinked from your Telegram: someone at the booth pressed "
+        '"Not you?". If that was you, scan the QR code on the booth screen again.',
+        "ru": "Стойку со стикерами отвязали от твоего Telegram: кто-то у стойки нажал «Не ты?». "
+        "Если это был ты, отсканируй QR-код на экране стойки ещё раз.",
+    },
     "unknown_token": {
         "en": "This code has expired or was already used. Scan the QR code on the booth screen again.",
         "ru": "Этот код устарел или уже использован. Отсканируй QR-код на экране стойки ещё раз.",
@@ -113,6 +119,27 @@ TEXTS: Final[dict[str, dict[str, str]]] = {
 }
 
 PACK_TITLE: Final[dict[str, str]] = {"en": "My Sticker Booth pack", "ru": "Мои стикеры"}
+
+#: The bot's command menu (``setMyCommands``, :mod:`telegram_gateway.menu`): each command's description
+#: in English and Russian (Bot API BotCommand: 1-256 characters). ``/start`` is left out: Telegram's own
+#: Start button and the booth's QR code send it. The guests' commands are those every private chat
+#: answers (:mod:`telegram_gateway.handlers`, :mod:`telegram_gateway.erasure`); the admins' extra ones
+#: answer only ``ADMIN_USER_IDS`` (:mod:`telegram_gateway.admin`).
+GUEST_COMMANDS: Final[dict[str, dict[str, str]]] = {
+    "help": {"en": "How to get your sticker pack", "ru": "Как получить свой набор стикеров"},
+    "delete": {
+        "en": "Delete your photo, stickers and everything we keep about you",
+        "ru": "Удалить фото, стикеры и всё, что мы о тебе храним",
+    },
+}
+ADMIN_COMMANDS: Final[dict[str, dict[str, str]]] = {
+    "status": {
+        "en": "The queue: jobs by status, failures, spend, the pause",
+        "ru": "Очередь: задания по статусам, сбои, расходы, пауза",
+    },
+    "pause": {"en": "Stop starting new jobs", "ru": "Не запускать новые задания"},
+    "resume": {"en": "End the pause", "ru": "Снять паузу"},
+}
 
 
 #: Telegram ``language_code`` primary subtags (ISO 639-1, or 639-3 where there is none) answered in Russian:

@@ -246,3 +246,19 @@ api_usage = sa.Table(
 )
 sa.Index("ix_api_usage_job", api_usage.c.job_id, api_usage.c.created_at)
 sa.Index("ix_api_usage_created", api_usage.c.created_at)
+
+# migration 0008: photo uploads refused at the kiosk (``POST /sessions/{id}/photo``), by refusal code, for
+# the admin overview; no photo bytes, no guest (they go with their session: erasure and retention)
+photo_refusals = sa.Table(
+    "photo_refusals",
+    metadata,
+    sa.Column("id", sa.BigInteger, sa.Identity(), primary_key=True),
+    sa.Column(
+        "session_id", UUID(as_uuid=True), sa.ForeignKey("sessions.id", ondelete="CASCADE"), nullable=False
+    ),
+    sa.Column("station", sa.Text, nullable=False),
+    sa.Column("code", sa.Text, nullable=False),
+    sa.Column("at", TZ, nullable=False, server_default=sa.func.now()),
+)
+sa.Index("ix_photo_refusals_at", photo_refusals.c.at)
+sa.Index("ix_photo_refusals_session", photo_refusals.c.session_id)

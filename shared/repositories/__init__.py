@@ -26,6 +26,7 @@ from shared.repositories.jobs import JobRepository
 from shared.repositories.lead_posts import LeadPostRepository
 from shared.repositories.leads import LeadRepository
 from shared.repositories.overview import OverviewRepository
+from shared.repositories.refusals import PhotoRefusalRepository
 from shared.repositories.retention import RetentionRepository
 from shared.repositories.sessions import SessionRepository
 from shared.repositories.settings import SettingsRepository
@@ -53,6 +54,7 @@ class Repositories:
         self.retention = RetentionRepository(conn)
         self.overview = OverviewRepository(conn)
         self.job_search = JobSearchRepository(conn)
+        self.refusals = PhotoRefusalRepository(conn)
 
 
 class Database:

@@ -8,9 +8,10 @@ Issue 11 (erasure on request; later reused by retention). What "about a job" mea
   ``sb<id hex>_by_…``);
 * ``api_usage`` rows are kept (cost accounting, spec/002 "Cost ceiling") with ``job_id`` set to ``NULL``.
 
-"About a session" is that for each of its jobs, plus the ``sessions`` row, plus the ``tg_commands`` rows
-whose ``params`` name its Telegram chat (``chat_id``) or user (``user_id``) once no remaining session
-has that chat or user (the guest's "You're linked!", the /delete prompt).
+"About a session" is that for each of its jobs, plus the ``sessions`` row, its ``photo_refusals`` (the
+kiosk's refused uploads: code, station, time; migration 0008), plus the ``tg_commands`` rows whose
+``params`` name its Telegram chat (``chat_id``) or user (``user_id``) once no remaining session has that
+chat or user (the guest's "You're linked!", the /delete prompt).
 
 Concurrency (DESIGN.md §3, every state change is a conditional ``UPDATE``): the jobs are locked
 (``FOR UPDATE``) first, so a worker's or delivery's transaction on one of them finishes before and any
@@ -32,7 +33,7 @@ from uuid import UUID
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from shared.db.tables import api_usage, blobs, job_events, jobs, sessions, tg_commands
+from shared.db.tables import api_usage, blobs, job_events, jobs, photo_refusals, sessions, tg_commands
 from shared.domain import CommandStatus
 
 __all__ = ["ErasedRows", "ErasureRepository"]
@@ -49,6 +50,7 @@ class ErasedRows:
     job_events: int = 0
     blobs: int = 0
     tg_commands: int = 0
+    photo_refusals: int = 0
     api_usage_unlinked: int = 0
     sticker_sets: tuple[str, ...] = field(default=())
 
@@ -60,6 +62,7 @@ class ErasedRows:
             "job_events": self.job_events,
             "blobs": self.blobs,
             "tg_commands": self.tg_commands,
+            "photo_refusals": self.photo_refusals,
             "api_usage_unlinked": self.api_usage_unlinked,
             "sticker_sets": len(self.sticker_sets),
         }
@@ -124,6 +127,9 @@ class ErasureRepository:
             )
         ]
         erased = await self.erase_jobs(job_ids)
+        refusals = await self.conn.execute(
+            sa.delete(photo_refusals).where(photo_refusals.c.session_id.in_(ids))
+        )
         deleted = await self.conn.execute(sa.delete(sessions).where(sessions.c.id.in_(ids)))
         users = {str(r.tg_user_id) for r in people if r.tg_user_id is not None}
         chats = {str(r.tg_chat_id) for r in people if r.tg_chat_id is not None}
@@ -134,6 +140,7 @@ class ErasureRepository:
             job_events=erased.job_events,
             blobs=erased.blobs,
             tg_commands=erased.tg_commands + commands,
+            photo_refusals=_count(refusals),
             api_usage_unlinked=erased.api_usage_unlinked,
             sticker_sets=erased.sticker_sets,
         )

@@ -13,7 +13,7 @@ from uuid import UUID
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from shared.db.tables import jobs, sessions
+from shared.db.tables import job_events, jobs, sessions
 from shared.domain import Job, JobStatus
 from shared.repositories.jobs import _job, _job_columns
 
@@ -33,13 +33,15 @@ class PageCursor:
 @dataclass(frozen=True, slots=True)
 class JobListing:
     """A job with its guest: first name and ``@username`` (without ``@``) and Telegram user id as the bot
-    saw them at the binding (``None`` before it), and the kiosk station of its session."""
+    saw them at the binding (``None`` before it), the kiosk station of its session, and ``requeues``: how
+    often the job went back to ``queued`` (:func:`requeues_sql`)."""
 
     job: Job
     station: str
     guest_name: str | None
     tg_username: str | None
     tg_user_id: int | None
+    requeues: int = 0
 
 
 def _listing(row: Any) -> JobListing:
@@ -50,6 +52,22 @@ def _listing(row: Any) -> JobListing:
         guest_name=m["guest_name"],
         tg_username=m["tg_username"],
         tg_user_id=m["tg_user_id"],
+        requeues=int(m["requeues"] or 0),
+    )
+
+
+def requeues_sql() -> sa.ColumnElement[int]:
+    """How often the job went back to ``queued`` after its photo was accepted: its ``job_events`` into
+    ``queued`` from another state (an admin Retry ``failed → queued``, a worker's requeue
+    ``processing → queued``)."""
+    return (
+        sa.select(sa.func.count())
+        .where(
+            job_events.c.job_id == jobs.c.id,
+            job_events.c.to_status == JobStatus.QUEUED.value,
+            job_events.c.from_status.isnot(None),
+        )
+        .scalar_subquery()
     )
 
 
@@ -75,8 +93,8 @@ class JobSearchRepository:
             after: the cursor a previous page returned.
             limit: jobs per page (the caller bounds it).
         """
-        columns = [*_job_columns(), sessions.c.station, sessions.c.guest_name]
-        columns += [sessions.c.tg_username, sessions.c.tg_user_id]
+        columns: list[sa.ColumnElement[Any]] = [*_job_columns(), sessions.c.station, sessions.c.guest_name]
+        columns += [sessions.c.tg_username, sessions.c.tg_user_id, requeues_sql().label("requeues")]
         select = sa.select(*columns).join(sessions, sessions.c.id == jobs.c.session_id)
         text = (query or "").strip()
         if text:

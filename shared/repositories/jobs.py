@@ -76,6 +76,19 @@ ERROR_CHARS = 2000
 NOTE_CHARS = 200
 
 
+def accepted_at_sql() -> sa.ColumnElement[datetime]:
+    """When the guest's photo of the job was accepted: its first ``job_events`` row (``None → queued``,
+    "photo accepted", :meth:`JobRepository.insert_queued`), else ``jobs.created_at``. Unlike
+    ``created_at``, which an admin retry resets (a fresh run), this never moves: the guest's wait for
+    their link runs from here however often the job was queued again."""
+    first = (
+        sa.select(sa.func.min(job_events.c.at))
+        .where(job_events.c.job_id == jobs.c.id, job_events.c.from_status.is_(None))
+        .scalar_subquery()
+    )
+    return sa.func.coalesce(first, jobs.c.created_at)
+
+
 def _job(row: Any) -> Job:
     m = row._mapping
     return Job(**{name: m[name] for name in Job.__slots__ if name != "status"}, status=JobStatus(m["status"]))
@@ -112,6 +125,13 @@ class JobRepository:
         return JobContext(
             job=_job(row), tg_user_id=m["tg_user_id"], tg_chat_id=m["tg_chat_id"], language=m["language"]
         )
+
+    async def accepted_at(self, job_id: UUID) -> datetime | None:
+        """When the job's photo was accepted (:func:`accepted_at_sql`); ``None`` for an unknown job."""
+        value: datetime | None = await self.conn.scalar(
+            sa.select(accepted_at_sql()).where(jobs.c.id == job_id)
+        )
+        return value
 
     async def for_session(self, session_id: UUID) -> list[Job]:
         rows = await self.conn.execute(

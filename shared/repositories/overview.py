@@ -16,6 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from shared.db.tables import api_usage, jobs, sessions
 from shared.domain import JobStatus
 from shared.errors import ErrorClass
+from shared.repositories.jobs import accepted_at_sql
 
 __all__ = ["LinkTimes", "OverviewRepository", "ProviderHealth", "failure_label"]
 
@@ -45,8 +46,10 @@ def _label_sql() -> sa.ColumnElement[str]:
 @dataclass(frozen=True, slots=True)
 class LinkTimes:
     """Photo-to-link time of the jobs whose link went out in a window (s; ``None`` when there were none):
-    ``jobs.link_sent_at − jobs.created_at``, the run's start (an admin retry resets it), as delivery's
-    ``photo_to_link`` metric measures it."""
+    ``jobs.link_sent_at`` minus the guest's accepted upload (:func:`shared.repositories.jobs.accepted_at_sql`:
+    the job's first event, not ``created_at``, which an admin retry resets), so a retried or requeued
+    job counts the guest's whole wait. Delivery's ``stk_stage_seconds{stage="photo_to_link"}`` measures
+    the same interval."""
 
     count: int
     p50_s: float | None
@@ -86,8 +89,8 @@ class OverviewRepository:
 
     async def link_times_since(self, since: datetime) -> LinkTimes:
         """p50 and p95 (continuous percentiles, Postgres ``percentile_cont``) of the photo-to-link time of
-        the links sent at or after ``since``."""
-        seconds = sa.func.extract("epoch", jobs.c.link_sent_at - jobs.c.created_at)
+        the links sent at or after ``since``, from each job's accepted upload (:class:`LinkTimes`)."""
+        seconds = sa.func.extract("epoch", jobs.c.link_sent_at - accepted_at_sql())
         row = (
             await self.conn.execute(
                 sa.select(

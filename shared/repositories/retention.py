@@ -37,7 +37,8 @@ LEAD_POSTS_IN_FLIGHT = ("sending", "unsure", "checking")
 @dataclass(frozen=True, slots=True)
 class PurgedBatch:
     """One batch: ``selected`` rows were due (and locked); ``deleted`` counts per kind (a blob kind,
-    ``session``, ``job``, ``job_event``, ``blob``, ``tg_command``, ``lead``, ``lead_repeat``) and
+    ``session``, ``job``, ``job_event``, ``blob``, ``tg_command``, ``photo_refusal``, ``lead``,
+    ``lead_repeat``) and
     ``api_usage_unlinked`` (kept, ``job_id`` cleared). No ids, no names: safe to log."""
 
     selected: int = 0
@@ -94,7 +95,8 @@ class RetentionRepository:
     async def purge_sessions(self, *, created_before: datetime, limit: int) -> PurgedBatch:
         """Erase up to ``limit`` sessions created before ``created_before`` that have no job still under
         way, with everything below them (:meth:`ErasureRepository.erase_sessions`: jobs, events, blobs,
-        the Telegram commands about them; ``api_usage`` unlinked). Their sticker sets stay in Telegram."""
+        refused uploads, the Telegram commands about them; ``api_usage`` unlinked). Their sticker sets
+        stay in Telegram."""
         active = sa.exists().where(jobs.c.session_id == sessions.c.id, jobs.c.status.in_(ACTIVE_JOB_STATUSES))
         ids = await self._lock(
             sessions, sessions.c.id, sa.and_(sessions.c.created_at < created_before, ~active), limit=limit
@@ -110,6 +112,7 @@ class RetentionRepository:
                 "job_event": erased.job_events,
                 "blob": erased.blobs,
                 "tg_command": erased.tg_commands,
+                "photo_refusal": erased.photo_refusals,
             },
             api_usage_unlinked=erased.api_usage_unlinked,
         )

@@ -7,6 +7,8 @@ JSON in and out. Errors are ``{"error": "..."}`` with 400 (bad body) or 404 (unk
   chat unless ``chat_id`` < 0 names a group); returns the ``Message``.
 - ``POST /sim/users/{user_id}/block`` / ``/unblock``: the user blocks / unblocks the bot.
 - ``GET /sim/users``: known users with ``started``/``blocked``.
+- ``GET /sim/users/{user_id}/commands``: the command menu the user sees in their private chat with the bot
+  (``setMyCommands`` lists by scope and language, :func:`~simulators.telegram.methods.commands.menu_for`).
 - ``POST /sim/callbacks`` ``{"user_id", "message_id", "data", "chat_id"?}``: press an inline button; returns
   ``{"id", "update_id"}``. ``GET /sim/callbacks/{id}``: the query and the bot's answer.
 - ``GET /sim/chats``; ``GET /sim/chats/{chat_id}/messages``: both directions, oldest first, each a Bot API
@@ -30,6 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from simulators.telegram import wire
 from simulators.telegram.config import Limits
 from simulators.telegram.faults import FaultSpec
+from simulators.telegram.methods.commands import menu_for
 from simulators.telegram.simulator import ControlError, Simulator
 from simulators.telegram.state import MessageRecord
 
@@ -110,6 +113,7 @@ class ControlApi:
             ("POST", "/sim/users/{user_id}/block", self.block),
             ("POST", "/sim/users/{user_id}/unblock", self.unblock),
             ("GET", "/sim/users", self.users),
+            ("GET", "/sim/users/{user_id}/commands", self.user_commands),
             ("POST", "/sim/callbacks", self.post_callback),
             ("GET", "/sim/callbacks/{callback_id}", self.callback),
             ("GET", "/sim/chats", self.chats),
@@ -193,6 +197,14 @@ class ControlApi:
                 }
             )
         return web.json_response(result)
+
+    async def user_commands(self, request: web.Request) -> web.StreamResponse:
+        """The command menu a known user sees in their private chat (404 for an unknown user)."""
+        user_id = _int(request, "user_id")
+        user = self._sim.state.users.get(user_id)
+        if user is None:
+            raise ControlError(404, f"user {user_id} is not known")
+        return web.json_response(menu_for(self._sim, user))
 
     async def post_callback(self, request: web.Request) -> web.StreamResponse:
         """A user presses an inline button under a bot message."""

@@ -145,7 +145,8 @@ class SimState(BaseModel):
     next_file_number: int = 1
     sticker_sets: dict[str, StickerSetRecord] = Field(default_factory=dict)
     callbacks: dict[str, CallbackRecord] = Field(default_factory=dict)
-    commands: list[dict[str, Any]] = Field(default_factory=list)
+    #: The bot's command lists by ``<scope>|<language code>`` (``methods.commands.scope_key``).
+    command_lists: dict[str, list[dict[str, str]]] = Field(default_factory=dict)
 
     def chat_messages(self, chat_id: int) -> dict[int, MessageRecord]:
         """The messages of one chat by message id (empty for an unknown chat)."""

@@ -23,6 +23,7 @@ from playwright.sync_api import Page, expect
 
 from devstack.journey import wait_until
 from devstack.processes import Stack
+from shared import maintenance
 from shared.db import create_engine
 from shared.db.tables import jobs
 from shared.domain import JobStatus
@@ -292,3 +293,41 @@ def test_the_leads_export_downloads_a_safe_csv(page: Page, stack: Stack) -> None
     rows = {r["contact"]: r for r in csv.DictReader(io.StringIO(text, newline=""))}
     assert rows["csv@example.com"]["name"] == "'=cmd|' /C calc'!A0"
     assert rows["csv@example.com"]["message"] == 'Hi, "team"'
+
+
+def test_queued_again_shows_while_the_job_waits_and_becomes_retried_once_it_is_delivered(
+    page: Page, stack: Stack
+) -> None:
+    session = linked_guest(stack, user_id=7310, first_name="Nina", username="nina_r")
+    job_id = job_of(stack, session, status=JobStatus.FAILED, error_class="timeout", error="no answer")
+
+    async def pause(repos: Repositories) -> None:  # no worker takes the retried job meanwhile
+        await maintenance.start_pause(repos, source="admin", reason="browser test: queued again")
+
+    async def deliver(repos: Repositories) -> None:
+        done = {"status": "delivered", "link_sent_at": sa.func.now(), "sticker_set_name": "sbx_by_bot"}
+        await repos.conn.execute(sa.update(jobs).where(jobs.c.id == UUID(job_id)).values(**done))
+
+    async def resume(repos: Repositories) -> None:
+        await maintenance.end_pause(repos)
+
+    in_db(stack, pause)
+    try:
+        sign_in(page, stack)
+        page.goto(f"{stack.ingest_url}/admin#/jobs/{job_id}")
+        page.click("#detail-retry")
+        expect(page.locator("#detail-done")).to_contain_text("Queued again")
+        page.click("#detail-back")
+        row = page.locator(f'#jobs tr[data-job-id="{job_id}"]')
+        expect(row).to_contain_text("queued again")
+        page.goto(f"{stack.ingest_url}/admin#/jobs/{job_id}")
+        in_db(stack, deliver)
+        # the next refresh (every 5 s) sees it delivered: the Retry's note goes, "Queued again 1×" stays
+        expect(page.locator("#detail-fields")).to_contain_text("delivered", timeout=15_000)
+        expect(page.locator("#detail-done")).to_be_empty()
+        expect(page.locator("#detail-fields")).to_contain_text("1×")
+        page.click("#detail-back")
+        expect(row).to_contain_text("retried")
+        expect(row).not_to_contain_text("queued again")
+    finally:
+        in_db(stack, resume)

@@ -6,9 +6,10 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 import sqlalchemy as sa
+from prometheus_client import REGISTRY
 
 from delivery.packs import PackDelivery
-from shared.db.tables import jobs
+from shared.db.tables import job_events, jobs
 from shared.domain import Job
 from shared.messages import TelegramErrorInfo, TelegramResult
 from shared.repositories import Database
@@ -101,3 +102,31 @@ async def test_creating_the_set_erases_the_selfie_and_its_derived_artefacts(
         current = await repos.jobs.get(job.id)
     assert [r[0] for r in left] == ["sticker"]
     assert current is not None and current.status == "delivering" and current.selfie_deleted_at is not None
+
+
+def photo_to_link_sum() -> float:
+    """The running sum (s) of delivery's ``stk_stage_seconds{stage="photo_to_link"}`` histogram."""
+    value = REGISTRY.get_sample_value("stk_stage_seconds_sum", {"stage": "photo_to_link"})
+    return float(value or 0.0)
+
+
+async def test_a_retried_jobs_photo_to_link_runs_from_the_accepted_photo_not_the_retry(
+    db: Database, delivery: PackDelivery
+) -> None:
+    job = await delivering_job(db)
+    now = datetime.now(UTC)
+    async with db.transaction() as repos:
+        # the photo accepted 20 min ago; an admin Retry started this run (created_at) 2 min ago
+        await repos.conn.execute(
+            sa.update(job_events).where(job_events.c.job_id == job.id).values(at=now - timedelta(minutes=20))
+        )
+        await repos.conn.execute(
+            sa.update(jobs).where(jobs.c.id == job.id).values(created_at=now - timedelta(minutes=2))
+        )
+    await delivery.on_poll(job.id, ready(job))
+    before = photo_to_link_sum()
+    await delivery.handle_result(
+        TelegramResult(command_id=f"job:{job.id}:link", ok=True, result={"message_id": 7})
+    )
+    assert (await status(db, job)).status == "delivered"
+    assert photo_to_link_sum() - before == pytest.approx(20 * 60, abs=30)

@@ -104,6 +104,7 @@ CONTRACT_METRICS = frozenset(
         "stk_http_requests_total",
         "stk_duty_failures_total",
         "stk_retention_deleted_total",
+        "stk_photo_refusals_total",  # ingest: the kiosk's refused photo uploads, by code
         # the fleet provider budget (worker.providers.budget)
         "stk_provider_budget_held",
         "stk_provider_budget_waits_total",

@@ -16,7 +16,7 @@ import sqlalchemy as sa
 from PIL import Image
 
 from shared import streams
-from shared.db.tables import jobs
+from shared.db.tables import job_events, jobs
 from shared.domain import JobStatus
 from shared.repositories import Database
 from shared.repositories.usage import ApiCall
@@ -64,6 +64,10 @@ async def guest_job(
         row: dict[str, object] = {"status": status.value, **values}
         if created_at is not None:
             row["created_at"] = created_at
+            # the photo was accepted then too (its first event: where time to link starts)
+            await repos.conn.execute(
+                sa.update(job_events).where(job_events.c.job_id == job.id).values(at=created_at)
+            )
         if status == JobStatus.DELIVERED:
             row.setdefault("sticker_set_name", f"sb{job.id.hex}_by_stickerbooth_bot")
             row.setdefault("link_sent_at", datetime.now(UTC))
@@ -374,3 +378,47 @@ async def test_the_leads_csv_quotes_cells_and_disarms_formulas(
     )
     assert (by_number["3"]["contact"], by_number["3"]["utm"]) == ("a@example.org", "utm_source=x")
     assert '"Hello, ""world""\nsecond line"' in raw
+
+
+async def test_queued_again_shows_only_while_the_job_waits_again_then_retried(
+    admin_client: httpx.AsyncClient, db: Database
+) -> None:
+    job_id = await guest_job(
+        db,
+        name="Vera",
+        user_id=555301,
+        username=None,
+        status=JobStatus.FAILED,
+        error_class="timeout",
+        error="x",
+    )
+    fresh = await guest_job(db, name="Ivo", user_id=555302, username=None, status=JobStatus.QUEUED)
+
+    async def row(job: UUID) -> dict[str, object]:
+        listed = (await admin_client.get("/admin/jobs", headers=AUTH)).json()["jobs"]
+        found: dict[str, object] = next(j for j in listed if j["id"] == str(job))
+        return found
+
+    retried = await admin_client.post(f"/admin/jobs/{job_id}/retry", headers=AUTH)
+    assert retried.status_code == 200
+    assert (retried.json()["requeues"], retried.json()["queued_again"]) == (1, True)
+    assert ((await row(job_id))["requeues"], (await row(job_id))["queued_again"]) == (1, True)
+    assert ((await row(fresh))["requeues"], (await row(fresh))["queued_again"]) == (0, False)  # first time
+    # a worker takes it, a shutdown requeues it (2), it is taken again and delivered
+    async with db.transaction() as repos:
+        assert await repos.jobs.claim(job_id, owner="w1")
+        assert await repos.jobs.requeue_after_shutdown(job_id, owner="w1", free=True)
+    assert ((await row(job_id))["requeues"], (await row(job_id))["queued_again"]) == (2, True)
+    async with db.transaction() as repos:
+        assert await repos.jobs.claim(job_id, owner="w2")
+    assert (await row(job_id))["queued_again"] is False  # being made: no longer waiting
+    async with db.transaction() as repos:
+        await repos.conn.execute(
+            sa.update(jobs)
+            .where(jobs.c.id == job_id)
+            .values(status=JobStatus.DELIVERED.value, link_sent_at=datetime.now(UTC))
+        )
+    delivered = await row(job_id)
+    assert (delivered["status"], delivered["requeues"], delivered["queued_again"]) == ("delivered", 2, False)
+    page = (await admin_client.get(f"/admin/jobs/{job_id}", headers=AUTH)).json()
+    assert (page["requeues"], page["queued_again"]) == (2, False)

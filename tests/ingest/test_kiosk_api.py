@@ -12,12 +12,15 @@ import pytest
 import redis.asyncio as aioredis
 import sqlalchemy as sa
 from PIL import Image
+from prometheus_client import REGISTRY
 
 from ingest.main import create_app
 from shared import streams
+from shared.db.tables import photo_refusals
 from shared.messages import JobQueued, TelegramCommand, decode
 from shared.repositories import Database
 from shared.streams import Publisher
+from tests.ingest.conftest import ADMIN_AUTH
 from tests.ingest.ingest_helpers import agree, app_client, ingest_settings, linked_session
 
 pytestmark = pytest.mark.integration
@@ -249,6 +252,43 @@ async def test_bad_photos_get_a_coded_4xx_and_nothing_is_stored(
         assert await repos.jobs.for_session(UUID(sid)) == []
     assert await redis.xlen(streams.JOBS) == 0
     assert (await client.get(f"/sessions/{sid}")).json()["captures"] == 0
+    # ... but the refusal is counted for the operators: its code, station and session, no photo
+    assert await refusals(db) == [(UUID(sid), "hall-a", code)]
+
+
+async def refusals(db: Database) -> list[tuple[UUID, str, str]]:
+    """Every ``photo_refusals`` row as (session id, station, code), oldest first."""
+    query = sa.select(photo_refusals.c.session_id, photo_refusals.c.station, photo_refusals.c.code)
+    async with db.transaction() as repos:
+        return [tuple(r) for r in await repos.conn.execute(query.order_by(photo_refusals.c.id))]  # type: ignore[misc]
+
+
+def refusal_count(code: str) -> float:
+    return REGISTRY.get_sample_value("stk_photo_refusals_total", {"code": code}) or 0.0
+
+
+async def test_refused_photos_are_counted_by_code_in_the_overview_and_metrics_not_other_4xx(
+    client: httpx.AsyncClient, admin_client: httpx.AsyncClient, db: Database
+) -> None:
+    before = {code: refusal_count(code) for code in ("no_face", "corrupt_image")}
+    sid = await linked_session(client, db)
+    for capture in ("a", "b"):
+        assert (await upload(client, sid, photo_bytes("heic-iphone-pug.heic"), capture)).status_code == 422
+    assert (await upload(client, sid, photo_bytes("truncated-jpeg.jpg"), "c")).status_code == 422
+    # not a refused photo: the session was not ready (no consent) or the request had no capture id
+    unready = await linked_session(client, db, consent=False, user_id=78)
+    assert (await upload(client, unready, photo_bytes())).status_code == 403
+    missing = await client.post(f"/sessions/{sid}/photo", files={"photo": ("x.png", photo_bytes())})
+    assert missing.status_code == 422 and missing.json()["error"]["code"] == "capture_id_required"
+    assert refusal_count("no_face") - before["no_face"] == 2
+    assert refusal_count("corrupt_image") - before["corrupt_image"] == 1
+    overview = (await admin_client.get("/admin/overview", headers=ADMIN_AUTH)).json()
+    assert overview["refused_last_hour"] == {"by_code": {"no_face": 2, "corrupt_image": 1}, "total": 3}
+    assert [code for _, _, code in await refusals(db)] == ["no_face", "no_face", "corrupt_image"]
+    # Erasing the guest erases their refusals too.
+    erased = await admin_client.post("/admin/erasures", json={"tg_user_id": 77}, headers=ADMIN_AUTH)
+    assert erased.status_code == 200 and erased.json()["deleted"]["photo_refusals"] == 3
+    assert await refusals(db) == []
 
 
 async def test_an_oversized_upload_is_refused_before_decoding(

@@ -13,17 +13,19 @@ from uuid import UUID
 import httpx
 import pytest
 import redis.asyncio as aioredis
+import sqlalchemy as sa
 from PIL import Image
 from pydantic import ValidationError
 
 from ingest.branding import ink_on
 from ingest.main import create_app
 from shared import command_ids, maintenance
+from shared.db.tables import tg_commands
 from shared.errors import ContentRefused, JobCostExceeded, JobError, NoFaceError, PermanentJobError
 from shared.joblife import failure_command_id
 from shared.repositories import Database
 from shared.streams import Publisher
-from shared.texts import TEXTS
+from shared.texts import TEXTS, text
 from tests.ingest.ingest_helpers import agree, app_client, ingest_settings, linked_session
 from worker.outcomes import fail_permanently
 
@@ -46,11 +48,24 @@ def png(shade: int) -> bytes:
     return out.getvalue()
 
 
-async def bind(db: Database, token: str, user_id: int, name: str = "Ann Lee") -> None:
+async def bind(
+    db: Database, token: str, user_id: int, name: str = "Ann Lee", language: str | None = "en"
+) -> None:
     async with db.transaction() as repos:
         assert await repos.sessions.bind_telegram(
-            token, user_id=user_id, chat_id=user_id, name=name, language="en"
+            token, user_id=user_id, chat_id=user_id, name=name, language=language
         )
+
+
+async def unlink_notices(db: Database, session_id: str) -> list[tuple[int, str]]:
+    """(chat id, text) of every "you were unlinked" command stored for the session, oldest first."""
+    query = (
+        sa.select(tg_commands.c.params["chat_id"].as_integer(), tg_commands.c.params["text"].astext)
+        .where(tg_commands.c.command_id.startswith(f"session:{session_id}:unlinked:"))
+        .order_by(tg_commands.c.created_at)
+    )
+    async with db.transaction() as repos:
+        return [(int(r[0]), str(r[1])) for r in await repos.conn.execute(query)]
 
 
 async def open_session(client: httpx.AsyncClient) -> dict[str, Any]:
@@ -160,6 +175,38 @@ async def test_unlink_twice_changes_nothing_the_second_time(client: httpx.AsyncC
     first = (await client.post(f"/sessions/{body['id']}/unlink")).json()
     second = await client.post(f"/sessions/{body['id']}/unlink")
     assert second.status_code == 200 and second.json()["token"] == first["token"]
+    assert [chat for chat, _ in await unlink_notices(db, body["id"])] == [604]  # told once
+
+
+async def test_the_unlinked_user_is_told_once_in_their_language_through_the_outbox(
+    client: httpx.AsyncClient, db: Database, redis: aioredis.Redis
+) -> None:
+    body = await open_session(client)
+    await bind(db, body["token"], 614, language="ru-RU")
+    after = (await client.post(f"/sessions/{body['id']}/unlink")).json()
+    notices = await unlink_notices(db, body["id"])
+    assert notices == [(614, text("unlinked", "ru"))]
+    assert "QR" in notices[0][1] and "Не ты?" in notices[0][1]
+    # The hint went to tg:outbox at once: the gateway sends it now, the reconciler only if Redis failed.
+    async with db.transaction() as repos:
+        (record,) = await repos.tg_commands.with_prefix(f"session:{body['id']}:unlinked:")
+    assert record.method == "send_message" and record.reply_to is None
+    assert isinstance(command_ids.parse(record.command_id), command_ids.UnlinkNoticeId)
+    entries = [str(fields) for _, fields in await redis.xrange("tg:outbox")]
+    assert any(record.command_id in entry for entry in entries)
+    # A second guest linked to the same session and unlinked in turn is told too, in English.
+    await bind(db, after["token"], 615, language="en")
+    await client.post(f"/sessions/{body['id']}/unlink")
+    assert [n[0] for n in await unlink_notices(db, body["id"])] == [614, 615]
+    assert (await unlink_notices(db, body["id"]))[1][1] == text("unlinked", "en")
+
+
+async def test_unlinking_a_session_nobody_linked_sends_nothing(
+    client: httpx.AsyncClient, db: Database
+) -> None:
+    body = await open_session(client)
+    assert (await client.post(f"/sessions/{body['id']}/unlink")).status_code == 200
+    assert await unlink_notices(db, body["id"]) == []
 
 
 async def test_unlink_after_a_photo_is_refused_so_the_job_keeps_its_chat(

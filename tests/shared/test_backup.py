@@ -99,7 +99,7 @@ BLOBS = [
 
 async def fill_every_table(db: Database) -> None:
     """A few rows in every table of tables.py: sessions, jobs and their events, blobs (bytea), settings,
-    Telegram commands, leads with a repeat, lead chats, alerts and AI usage rows."""
+    Telegram commands, leads with a repeat, lead chats, alerts, refused kiosk uploads and AI usage rows."""
     now = datetime.now(UTC)
     sessions = [uuid.uuid4() for _ in range(3)]
     jobs = [uuid.uuid4() for _ in range(3)]
@@ -166,6 +166,13 @@ async def fill_every_table(db: Database) -> None:
         )
         await conn.execute(sa.insert(t.lead_chats), [{"chat_id": -100, "tokens": 3.0, "tokens_at": now}])
         await conn.execute(sa.insert(t.alerts), [{"key": "rpd", "last_sent_at": now}])
+        await conn.execute(
+            sa.insert(t.photo_refusals),
+            [
+                {"session_id": sessions[2], "station": "st-1", "code": code}
+                for code in ("no_face", "corrupt_image")
+            ],
+        )
         await conn.execute(
             sa.insert(t.api_usage),
             [

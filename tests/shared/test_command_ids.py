@@ -18,6 +18,7 @@ from shared.command_ids import (
     JobCommandId,
     PostCommandId,
     PostEditId,
+    UnlinkNoticeId,
     UpdateReplyId,
 )
 
@@ -50,6 +51,7 @@ EPOCH = int(RUN.timestamp())
         (ids.repeat_notice_seen(4), PostEditId("notice", 4)),
         (ids.callback_answer("4382:abc"), CallbackAnswerId("4382:abc")),
         (ids.update_reply(991), UpdateReplyId(991)),
+        (ids.unlink_notice(JOB, RUN), UnlinkNoticeId(JOB, int(RUN.timestamp()) * 1_000_000 + 900_000)),
         (ids.digest(date(2025, 3, 1)), DigestId(date(2025, 3, 1))),
         (ids.alert("job_failed", 17), AlertId(ids.alert("job_failed", 17).split(":")[1], 17)),
         (ids.erase_set("sbx_by_bot"), EraseSetId(ids.erase_set("sbx_by_bot").split(":")[1])),

@@ -120,6 +120,12 @@ async def test_old_sessions_go_with_jobs_events_blobs_and_commands_usage_is_kept
     busy = await a_job(db, status=JobStatus.PROCESSING, token="busy")
     async with db.transaction() as repos:
         await repos.tg_commands.add(f"job:{job_id}:link", method="send_message", params={}, reply_to=None)
+        job = await repos.jobs.get(job_id)
+        busy_job = await repos.jobs.get(busy)
+        assert job is not None and busy_job is not None
+        # the kiosk refused a photo of each session before it took one
+        assert await repos.refusals.record(job.session_id, "no_face")
+        assert await repos.refusals.record(busy_job.session_id, "corrupt_image")
         await repos.usage.record(
             ApiCall(
                 provider="gemini",
@@ -136,9 +142,12 @@ async def test_old_sessions_go_with_jobs_events_blobs_and_commands_usage_is_kept
     purged = await housekeeping.purge_sessions(db, POLICY, now=later(days=30, minutes=1))
     assert purged.deleted["session"] == 1 and purged.deleted["job"] == 1 and purged.deleted["blob"] == 3
     assert purged.deleted["tg_command"] == 1 and purged.api_usage_unlinked == 1
+    assert purged.deleted["photo_refusal"] == 1
     async with db.transaction() as repos:
         assert await repos.jobs.get(job_id) is None
         assert await repos.jobs.get(busy) is not None  # a job still under way keeps its session
+        # the busy session's refusal stays with it
+        assert await repos.refusals.by_code_since(datetime(2000, 1, 1, tzinfo=UTC)) == {"corrupt_image": 1}
         usage = (await repos.conn.execute(sa.select(api_usage.c.job_id, api_usage.c.cost_usd))).all()
     assert [(u.job_id, float(u.cost_usd)) for u in usage] == [(None, 0.134)]
 

@@ -13,7 +13,7 @@ import sqlalchemy as sa
 
 from shared import maintenance, streams
 from shared.days import utc_day_start
-from shared.db.tables import api_usage, jobs
+from shared.db.tables import api_usage, job_events, jobs
 from shared.domain import JobStatus
 from shared.overview import gather_overview
 from shared.repositories import Database
@@ -57,6 +57,10 @@ async def job(
                 error_class=error_class,
                 error=error,
             )
+        )
+        # the photo was accepted at ``created`` (the first event, where time to link starts)
+        await repos.conn.execute(
+            sa.update(job_events).where(job_events.c.job_id == row.id).values(at=created)
         )
     return row.id
 
@@ -161,6 +165,36 @@ async def test_every_figure_counts_its_own_window(db: Database, redis: aioredis.
     body = view.to_json()
     assert body["spend_today"] == {"usd": 0.75, "budget_usd": 5.0}
     assert list(body["failures_today"]) == ["deadline", "content", "no_face", "permanent"]
+
+
+async def test_a_retried_job_counts_the_guests_whole_wait_from_the_accepted_upload(db: Database) -> None:
+    accepted = NOW - timedelta(minutes=30)
+    job_id = await job(db, user=21, status=JobStatus.QUEUED, created=accepted)
+    async with db.transaction() as repos:
+        # processing → queued (a requeue), processing → failed, then the admin's Retry: a fresh run
+        assert await repos.jobs.claim(job_id, owner="w1")
+        assert await repos.jobs.requeue_after_shutdown(job_id, owner="w1", free=True)
+        assert await repos.jobs.claim(job_id, owner="w2")
+        await repos.jobs.fail(
+            job_id, from_statuses=[JobStatus.PROCESSING], error_class="timeout", error="slow"
+        )
+        retried = await repos.jobs.retry_failed(job_id, note="admin retry (web)")
+        assert retried is not None
+        # the Retry 20 minutes after the upload, the link 5 minutes after the Retry
+        await repos.conn.execute(
+            sa.update(jobs)
+            .where(jobs.c.id == job_id)
+            .values(
+                status=JobStatus.DELIVERED.value,
+                created_at=accepted + timedelta(minutes=20),
+                link_sent_at=accepted + timedelta(minutes=25),
+            )
+        )
+        assert await repos.jobs.accepted_at(job_id) == accepted
+    view = await gather_overview(db, None, budget=BUDGET, env_maintenance=False, now=NOW)
+    assert view.link_times.count == 1
+    assert view.link_times.p50_s == pytest.approx(25 * 60)  # not the 5 minutes since the Retry
+    assert view.link_times.p95_s == pytest.approx(25 * 60)
 
 
 async def test_an_empty_evening_has_no_percentiles_and_redis_down_is_a_figure(db: Database) -> None:

@@ -14,7 +14,7 @@ import sqlalchemy as sa
 from telegram.ext import Application
 
 from shared import maintenance, streams
-from shared.db.tables import jobs
+from shared.db.tables import job_events, jobs
 from shared.domain import JobStatus
 from shared.repositories import Database
 from shared.repositories.usage import ApiCall
@@ -41,13 +41,21 @@ async def gateway(
         yield started.application
 
 
-async def add_job(db: Database, token: str, status: JobStatus, **values: object) -> None:
+async def add_job(
+    db: Database, token: str, status: JobStatus, *, accepted_at: datetime | None = None, **values: object
+) -> None:
+    """A job in ``status`` with ``values`` on its row; ``accepted_at``: when its photo was accepted (its
+    first event), when not now."""
     async with db.transaction() as repos:
         session = await repos.sessions.create(station="s", token=token)
         job = await repos.jobs.insert_queued(session_id=session.id, capture_id="c", outfit_id="chef")
         await repos.conn.execute(
             sa.update(jobs).where(jobs.c.id == job.id).values(status=status.value, **values)
         )
+        if accepted_at is not None:
+            await repos.conn.execute(
+                sa.update(job_events).where(job_events.c.job_id == job.id).values(at=accepted_at)
+            )
 
 
 async def message(sim: httpx.AsyncClient, user_id: int, text: str, **user: str) -> None:
@@ -84,6 +92,16 @@ async def test_status_shows_depth_running_failures_spend_and_the_pause(
             )
         )
         await maintenance.start_pause(repos, source="auto", reason="credit")
+    # Delivered a minute ago: the photo accepted 10 min 30 s ago, Retried (a fresh run) 3 min ago.
+    now = datetime.now(UTC)
+    await add_job(
+        db,
+        "d1",
+        JobStatus.DELIVERED,
+        created_at=now - timedelta(minutes=3),
+        link_sent_at=now - timedelta(minutes=1),
+        accepted_at=now - timedelta(minutes=11, seconds=30),
+    )
     await redis.xadd(streams.dead_letter_stream(streams.JOBS), {"reason": "delivered 6 times"})
     await message(sim, ADMIN, "/status")
     [text] = await replies(sim, ADMIN, 1)
@@ -91,8 +109,11 @@ async def test_status_shows_depth_running_failures_spend_and_the_pause(
     assert lines[0] == "Queue paused (auto: credit). /resume to continue."
     assert lines[1] == "Queue depth: 3 waiting, 1 running."
     assert lines[2] == "Failed today: 3 (deadline 2, no_face 1)."
-    assert lines[3] == "Spend today: $1.00 of $4.00 (25%)."
-    assert lines[4:] == ["Streams: stk:jobs dead 1."]
+    assert lines[3] == (
+        "Time to link (last hour): p50 10 min 30 s, p95 10 min 30 s of 1 link, from the accepted photo."
+    )
+    assert lines[4] == "Spend today: $1.00 of $4.00 (25%)."
+    assert lines[5:] == ["Streams: stk:jobs dead 1."]
 
 
 async def test_status_is_for_admins_only_and_start_records_the_username(

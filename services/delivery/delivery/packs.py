@@ -231,15 +231,19 @@ class PackDelivery:
         if unknown:
             log.warning("LINK_OUTCOME_UNKNOWN", job_id=str(job_id))
         preview: str | None = None
+        accepted: datetime | None = None
         async with self.db.transaction() as repos:
             job = await repos.jobs.mark_delivered(job_id, link_sent_at=datetime.now(UTC))
             if job is not None:
                 preview = await self._queue_preview(repos, job_id)
+                accepted = await repos.jobs.accepted_at(job_id)
         if preview is not None:
             await dispatch_commands(self.db, self.publisher, [preview])
         if job is not None:
             metrics.JOBS.labels(outcome="delivered", error_class="").inc()
-            latency = (datetime.now(UTC) - job.created_at).total_seconds()
+            # from the guest's accepted upload, as the admin overview's time to link (a retry resets
+            # created_at, not the guest's wait)
+            latency = ((job.link_sent_at or datetime.now(UTC)) - (accepted or job.created_at)).total_seconds()
             metrics.STAGE_SECONDS.labels(stage="photo_to_link").observe(latency)
             log.info("PACK_DELIVERED", job_id=str(job_id), seconds_since_photo=round(latency, 1))
 

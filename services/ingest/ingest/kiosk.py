@@ -18,9 +18,9 @@ import structlog
 
 from ingest.consent import ConsentRequired, consent_text
 from ingest.context import IngestContext
-from shared import command_ids, streams
+from shared import command_ids, metrics, streams
 from shared.domain import Blob, Job, JobStatus, KioskSession
-from shared.errors import Conflict, NotFound
+from shared.errors import Conflict, DatabaseUnavailable, NotFound
 from shared.maintenance import current_pause
 from shared.messages import JobQueued
 from shared.outbox import dispatch_commands, tell_guest
@@ -113,8 +113,10 @@ async def unlink(ctx: IngestContext, session_id: UUID) -> KioskSession:
     is answered as it is (a second tap changes nothing).
 
     Allowed only before the first photo: a job's "Generating…", link and failure messages go to the chat
-    of its session, so once a photo is sent the link stays. With no job, the unlinked user is sent nothing
-    after their "You're linked!".
+    of its session, so once a photo is sent the link stays. The unlinked Telegram user is told once, in
+    their language, through the outbox (text ``unlinked``, id :func:`shared.command_ids.unlink_notice`
+    of the link undone): the booth was unlinked from their Telegram, and to scan the QR code again if it
+    was them. A session nobody was linked to sends nothing.
 
     Raises:
         NotFound: no such session.
@@ -131,8 +133,14 @@ async def unlink(ctx: IngestContext, session_id: UUID) -> KioskSession:
                 "photo_sent", "A photo was already sent for this guest; the link cannot be undone."
             )
         unlinked = await repos.sessions.unbind_telegram(session_id, token=new_token())
+        notice = None
+        if session.tg_chat_id is not None:
+            notice = command_ids.unlink_notice(session_id, session.bound_at or session.created_at)
+            await tell_guest(repos, notice, session.tg_chat_id, "unlinked", session.language)
     assert unlinked is not None  # the row is locked
-    log.info("GUEST_UNLINKED", session_id=str(session_id))
+    log.info("GUEST_UNLINKED", session_id=str(session_id), told=notice is not None)
+    if notice is not None:
+        await dispatch_commands(ctx.db, ctx.publisher, [notice])
     return unlinked
 
 
@@ -265,6 +273,22 @@ async def accept_photo(ctx: IngestContext, session_id: UUID, capture_id: str, da
             await repos.jobs.mark_dispatched([job.id], JobStatus.QUEUED)
     await dispatch_commands(ctx.db, ctx.publisher, [command_id])
     return PhotoAccepted(job, created=True)
+
+
+async def record_refusal(ctx: IngestContext, session_id: UUID, code: str) -> None:
+    """Count a photo upload of session ``session_id`` that was refused with ``code`` (one of
+    :data:`shared.metrics.PHOTO_REFUSAL_CODES`): ``stk_photo_refusals_total{code}`` and a
+    ``photo_refusals`` row (session, station, code, time; never the photo), which the admin overview
+    reads. Never raises for Postgres being down: the refusal is answered all the same (logged
+    ``PHOTO_REFUSAL_NOT_RECORDED``; the counter still moves)."""
+    metrics.PHOTO_REFUSALS.labels(code=code).inc()
+    try:
+        async with ctx.db.transaction() as repos:
+            await repos.refusals.record(session_id, code)
+    except DatabaseUnavailable:
+        log.warning("PHOTO_REFUSAL_NOT_RECORDED", session_id=str(session_id), code=code)
+        return
+    log.info("PHOTO_REFUSED", session_id=str(session_id), code=code)
 
 
 def _require_ready(session: KioskSession, max_captures: int | None) -> None:

@@ -1,7 +1,8 @@
 """Admin commands in private chats with the bot: ``/pause``, ``/resume``, ``/status`` (DESIGN.md §7, §9).
 
 ``/status`` answers from the evening's figures the admin page shows (:mod:`shared.overview`, issue 13
-item 2): queue depth, running, failed today by class, spend today against ``DAILY_BUDGET_USD``, the pause.
+item 2): queue depth, running, failed today by class, time to link of the last hour (p50/p95, from the
+guest's accepted photo, as the admin page), spend today against ``DAILY_BUDGET_USD``, the pause.
 
 Only users in ``ADMIN_USER_IDS`` may use them; everyone else gets the guest fallback. ``/resume`` clears an
 ``auto`` or ``admin`` pause (never ``env``), republishes the queued jobs, and offers one button that
@@ -126,6 +127,15 @@ class AdminHandlers:
             await query.edit_message_reply_markup(reply_markup=None)
 
 
+def _duration(seconds: float | None) -> str:
+    """``95 s`` under 90 s, else ``2 min 05 s`` (as the admin page writes it)."""
+    if seconds is None:
+        return "—"
+    if seconds < 90:
+        return f"{round(seconds)} s"
+    return f"{int(seconds // 60)} min {round(seconds % 60):02d} s"
+
+
 def status_text(view: Overview) -> str:
     """The ``/status`` answer: one line per figure, plain text (no parse mode: reasons are free text)."""
     pause = view.pause
@@ -148,10 +158,18 @@ def status_text(view: Overview) -> str:
     spend += (
         f" of ${budget:.2f} ({view.spend_today_usd / budget:.0%})." if budget else " (no daily budget set)."
     )
+    times = view.link_times
+    link = (
+        f"Time to link (last hour): p50 {_duration(times.p50_s)}, p95 {_duration(times.p95_s)} "
+        f"of {times.count} {'link' if times.count == 1 else 'links'}, from the accepted photo."
+        if times.count
+        else "Time to link (last hour): no links sent."
+    )
     lines = [
         state,
         f"Queue depth: {view.queued} waiting, {view.running} running.",
         f"Failed today: {view.failed_today}" + (f" ({failures})." if failures else "."),
+        link,
         spend,
     ]
     if view.streams is None:

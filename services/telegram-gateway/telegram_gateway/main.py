@@ -1,7 +1,8 @@
 """Composition root of the Telegram gateway: ``python -m telegram_gateway``.
 
 Takes the single-gateway lock (exit 1 if another gateway holds it), then hands python-telegram-bot's
-long polling, the lock keeper, the ``tg:outbox`` consumer and the outbox reconciler (:func:`duties`) to
+long polling, the lock keeper, the command menu (:mod:`telegram_gateway.menu`, set once at start), the
+``tg:outbox`` consumer and the outbox reconciler (:func:`duties`) to
 :class:`shared.runtime.ServiceRuntime` until SIGTERM/SIGINT. A lock lost with
 its connection (Postgres restarted) pauses polling and execution until it is taken again
 (:func:`telegram_gateway.lock.keep_lock`); exit 1 only if another gateway took it meanwhile.
@@ -35,6 +36,7 @@ from telegram_gateway.handlers import GuestHandlers, log_error
 from telegram_gateway.leads_updates import LeadsUpdateRouter
 from telegram_gateway.lock import GatewayLock, keep_lock
 from telegram_gateway.maintenance_gate import MaintenanceGate
+from telegram_gateway.menu import keep_command_menu
 from telegram_gateway.polling import poll_updates
 from telegram_gateway.settings import GatewaySettings
 
@@ -156,6 +158,7 @@ async def run(settings: GatewaySettings, **given: Unpack[Given]) -> int:
             await application.start()
             rt.closing(application.stop)  # stop, then shutdown, after the drain: finishing commands send
             polling = partial(poll_updates, application, timeout_s=settings.poll_timeout_sec, held=held)
+            admins = sorted(settings.admin_ids)
             return await rt.run(
                 consumers=[rt.consumer(streams.TG_OUTBOX, executor.handle, slots=settings.outbox_slots)],
                 duties=duties(rt.db, rt.publisher, settings, held=held),
@@ -163,6 +166,8 @@ async def run(settings: GatewaySettings, **given: Unpack[Given]) -> int:
                     # stop taking updates first; an unconfirmed batch is delivered again next start
                     LongTask("polling", polling, intake=True),
                     LongTask("lock", lambda stop: keep_lock(lock, held=held, stop=stop)),
+                    # the command menu, set once at start (retried; a failure is only logged)
+                    LongTask("menu", partial(keep_command_menu, application.bot, admins, held=held)),
                 ],
                 drain_timeout_s=SHUTDOWN_GRACE_SEC,
                 startup={"api": settings.telegram_api_base_url, "bot": application.bot.username},

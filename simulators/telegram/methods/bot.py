@@ -1,4 +1,5 @@
-"""The bot itself: ``getMe``, receiving updates (``getUpdates``, webhooks) and the command menu.
+"""The bot itself: ``getMe``, receiving updates (``getUpdates``, webhooks) and profile setters (the command
+menu is :mod:`simulators.telegram.methods.commands`).
 
 python-telegram-bot calls ``getMe`` in ``Bot.initialize`` and ``deleteWebhook`` then ``getUpdates`` in
 ``Updater.start_polling`` (and one last ``getUpdates`` with ``timeout=0`` when polling stops). Webhooks are
@@ -7,7 +8,6 @@ remembered but never called: while one is set ``getUpdates`` answers 409, as Tel
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from simulators.telegram import wire
@@ -19,7 +19,6 @@ from simulators.telegram.simulator import Simulator
 #: getUpdates bounds (Client.cpp: ``limit`` 1-100, default 100; ``timeout`` 0-50 s, LONG_POLL_MAX_TIMEOUT).
 MAX_UPDATES_LIMIT = 100
 MAX_POLL_TIMEOUT_S = 50
-_COMMAND = re.compile(r"[a-z0-9_]{1,32}")
 
 
 async def get_me(sim: Simulator, params: Params) -> Any:
@@ -84,35 +83,6 @@ async def get_webhook_info(sim: Simulator, params: Params) -> Any:
     return info
 
 
-async def set_my_commands(sim: Simulator, params: Params) -> Any:
-    """``setMyCommands``: store the menu (one list; ``scope`` and ``language_code`` are not told apart)."""
-    commands = params.json("commands", "commands")
-    if commands is None:
-        commands = []
-    if not isinstance(commands, list):
-        raise bad_request("expected an Array of BotCommand")
-    for command in commands:
-        if not isinstance(command, dict) or not isinstance(command.get("command"), str):
-            raise bad_request("can't parse BotCommand: expected an Object")
-        if not _COMMAND.fullmatch(command["command"]):
-            raise bad_request("BOT_COMMAND_INVALID")
-        if not 1 <= len(str(command.get("description", ""))) <= 256:
-            raise bad_request("BOT_COMMAND_DESCRIPTION_INVALID")
-    sim.state.commands = [{"command": c["command"], "description": c["description"]} for c in commands]
-    return True
-
-
-async def get_my_commands(sim: Simulator, params: Params) -> Any:
-    """``getMyCommands``: the stored menu."""
-    return sim.state.commands
-
-
-async def delete_my_commands(sim: Simulator, params: Params) -> Any:
-    """``deleteMyCommands``: clear the menu."""
-    sim.state.commands = []
-    return True
-
-
 async def accept(sim: Simulator, params: Params) -> Any:
     """Profile setters the simulator only acknowledges (``setMyDescription`` ...)."""
     return True
@@ -139,9 +109,6 @@ HANDLERS: dict[str, Handler] = {
     "setWebhook": set_webhook,
     "deleteWebhook": delete_webhook,
     "getWebhookInfo": get_webhook_info,
-    "setMyCommands": set_my_commands,
-    "getMyCommands": get_my_commands,
-    "deleteMyCommands": delete_my_commands,
     "setMyName": accept,
     "setMyDescription": accept,
     "setMyShortDescription": accept,

@@ -54,10 +54,16 @@ _MICROSECOND = timedelta(microseconds=1)
 _PRIVATE = {"Cache-Control": "private, no-store", "X-Content-Type-Options": "nosniff"}
 
 
-def _job(job: Job) -> dict[str, Any]:
+def _job(job: Job, requeues: int) -> dict[str, Any]:
+    """A job as the admin API shows it. ``requeues``: how often it went back to ``queued`` (an admin Retry
+    or a worker's requeue); ``queued_again``: it is waiting in the queue again right now. The admin page
+    shows "queued again" only then; once the job has moved on (being made, delivered, failed) it shows a
+    neutral "retried", so a delivered job no longer reads as waiting."""
     return {
         "id": str(job.id),
         "status": job.status,
+        "requeues": requeues,
+        "queued_again": job.status == JobStatus.QUEUED and requeues > 0,
         "outfit_id": job.outfit_id,
         "attempts": job.attempts,
         "error_class": job.error_class,
@@ -73,9 +79,15 @@ def _job(job: Job) -> dict[str, Any]:
     }
 
 
+def _requeues(events: list[tuple[str | None, str, str | None, datetime]]) -> int:
+    """How often a job went back to ``queued``, from its events (as
+    :func:`shared.repositories.job_search.requeues_sql` counts in the job list)."""
+    return sum(1 for e in events if e[1] == JobStatus.QUEUED.value and e[0] is not None)
+
+
 def _listing(row: JobListing) -> dict[str, Any]:
     return {
-        **_job(row.job),
+        **_job(row.job, row.requeues),
         "station": row.station,
         "guest": {"name": row.guest_name, "username": row.tg_username, "user_id": row.tg_user_id},
     }
@@ -150,7 +162,7 @@ async def show_job(ctx: Ctx, job_id: UUID) -> dict[str, Any]:
         links += await repos.tg_commands.with_prefix(command_ids.resend_link_prefix(job_id))
     base = f"/admin/jobs/{job_id}"
     return {
-        **_job(job_ctx.job),
+        **_job(job_ctx.job, _requeues(events)),
         "station": session.station if session else None,
         "guest": {
             "name": session.guest_name if session else None,
@@ -228,10 +240,11 @@ async def retry_job(ctx: Ctx, job_id: UUID) -> dict[str, Any]:
                 "take a new selfie at the booth.",
             )
         job = await retry_failed_job(repos, job_id, note="admin retry (web)")
+        events = await repos.jobs.events(job_id) if job is not None else []
     if job is None:
         raise ApiError(409, "not_retryable", "Only a failed job whose selfie still exists can be retried.")
     await republish_queued(ctx.db, ctx.publisher)
-    return _job(job)
+    return _job(job, _requeues(events))
 
 
 @router.post("/admin/jobs/{job_id}/resend-link")

@@ -24,6 +24,7 @@ from shared.domain import Job, JobStatus, KioskSession
 from shared.errors import UploadRejected
 from shared.joblife import RETAKE_TEXTS, guest_failure_text
 from shared.maintenance import current_pause
+from shared.metrics import PHOTO_REFUSAL_CODES
 from shared.outfits import thumbnail_png
 from shared.texts import TEXTS
 
@@ -322,9 +323,25 @@ async def upload_photo(
     capture id first, also the retry and the capture limit), and only up to ``MAX_UPLOAD_BYTES`` plus
     16 KiB of multipart framing: a larger ``Content-Length`` is refused before reading, a streamed body
     is cut at the limit (413 ``file_too_large``). Nothing is spooled to disk.
+
+    A refused photo (the codes of :data:`shared.metrics.PHOTO_REFUSAL_CODES`: ``no_face``,
+    ``corrupt_image``, ``file_too_large`` ...) is counted for the operators
+    (:func:`ingest.kiosk.record_refusal`) before the refusal is answered.
     """
     await _maintenance_guard(ctx)
     await kiosk.check_accepts_photo(ctx, session_id, None)
+    try:
+        return await _receive_photo(ctx, request, response, session_id, idempotency_key)
+    except UploadRejected as exc:
+        if exc.code in PHOTO_REFUSAL_CODES:
+            await kiosk.record_refusal(ctx, session_id, exc.code)
+        raise
+
+
+async def _receive_photo(
+    ctx: Ctx, request: Request, response: Response, session_id: UUID, idempotency_key: str | None
+) -> dict[str, Any]:
+    """The upload's body, read and turned into a job (see :func:`upload_photo`)."""
     limit = ctx.settings.max_upload_bytes
     _refuse_declared_size(request.headers.get("content-length"), limit)
     reader = MultipartReader(

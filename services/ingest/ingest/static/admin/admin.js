@@ -127,6 +127,7 @@
   async function act(button, method, path, done) {
     $("action-error").textContent = "";
     $("detail-done").textContent = "";
+    delete $("detail-done").dataset.whileQueued;
     if (button) button.disabled = true;
     try {
       const body = await api(method, path);
@@ -186,6 +187,17 @@
     job_cost: "The job reached its cost ceiling (JOB_MAX_COST_USD). Retry starts a fresh ceiling.",
   };
 
+  // Why the kiosk refused a photo (ingest.photo, POST /sessions/{id}/photo); nothing was stored.
+  const REFUSALS = {
+    no_face: "No face found in the photo: the guest was asked for another selfie.",
+    corrupt_image: "The photo file was damaged or incomplete.",
+    empty_file: "The upload was empty.",
+    unsupported_format: "Not a JPEG, PNG, WebP or HEIC photo.",
+    too_many_pixels: "The photo had too many pixels (MAX_UPLOAD_PIXELS).",
+    file_too_large: "The photo was over MAX_UPLOAD_BYTES.",
+    malformed_multipart: "The upload broke off or was malformed (often a weak network at the booth).",
+  };
+
   function guestLabel(guest) {
     return guest && guest.name ? guest.name : "not linked";
   }
@@ -199,6 +211,18 @@
     if (!job.failure) return null;
     const badge = pill(job.failure, `error-class class-${job.error_class}`);
     badge.title = FAILURES[job.failure] || job.error || "";
+    return badge;
+  }
+
+  // "queued again" only while the job waits in the queue again; once it moved on (being made, delivered,
+  // failed) a neutral "retried": the operator still sees it was requeued, but not that it is waiting.
+  function requeuePill(job) {
+    if (!job.requeues) return null;
+    const times = job.requeues === 1 ? "once" : `${job.requeues} times`;
+    const badge = job.queued_again ? pill("queued again", "warn requeue") : pill("retried", "requeue");
+    badge.title = job.queued_again
+      ? `Back in the queue (Retry or requeue, ${times}): a worker takes it in a moment.`
+      : `Queued again ${times} (Retry or requeue) before this state.`;
     return badge;
   }
 
@@ -236,6 +260,18 @@
             return chip;
           })
         : [el("span", "none today", "muted small")]),
+    );
+
+    const refused = Object.entries(o.refused_last_hour.by_code);
+    $("refused-total").textContent = String(o.refused_last_hour.total);
+    $("refused").replaceChildren(
+      ...(refused.length
+        ? refused.map(([code, n]) => {
+            const chip = pill(`${code} ${n}`, "refusal");
+            chip.title = REFUSALS[code] || "";
+            return chip;
+          })
+        : [el("span", "none in the last hour", "muted small")]),
     );
 
     const spend = o.spend_today;
@@ -342,6 +378,8 @@
       tr.tabIndex = 0;
       const status = cell("");
       status.append(pill(job.status, `status-${job.status}`));
+      const requeued = requeuePill(job);
+      if (requeued) status.append(" ", requeued);
       const failure = cell(job.failure ? "" : "—");
       const badge = failurePill(job);
       if (badge) failure.append(badge);
@@ -387,6 +425,12 @@
     const notice = $("detail-notice");
     notice.hidden = !job.failure;
     if (job.failure) notice.textContent = `Failed: ${job.failure}. ${FAILURES[job.failure] || ""}`;
+    // The Retry's "Queued again" note stays only while the job is still waiting in the queue.
+    const done = $("detail-done");
+    if (done.dataset.whileQueued === job.id && !job.queued_again) {
+      done.textContent = "";
+      delete done.dataset.whileQueued;
+    }
     $("detail-retry").hidden = !job.retryable;
     $("detail-resend").hidden = !job.resendable;
     $("detail-retry").dataset.jobId = job.id;
@@ -395,7 +439,8 @@
     const fields = [
       ["Status", job.status], ["Guest", guestLabel(job.guest)], ["Telegram", telegramLabel(job.guest)],
       ["Language", job.guest.language], ["Station", job.station], ["Outfit", job.outfit_id],
-      ["Attempts", String(job.attempts)], ["Error", job.error], ["Sticker set", job.sticker_set_name],
+      ["Attempts", String(job.attempts)],
+      ["Queued again", job.requeues ? `${job.requeues}×${job.queued_again ? " (waiting now)" : ""}` : null], ["Error", job.error], ["Sticker set", job.sticker_set_name],
       ["Started", new Date(job.created_at).toLocaleString()],
       ["Link sent", job.link_sent_at ? new Date(job.link_sent_at).toLocaleString() : null],
       ["Selfie", job.selfie_deleted ? "deleted" : "kept"], ["Job id", job.id],
@@ -532,7 +577,10 @@
   $("detail-sheet").addEventListener("click", (event) => openSheet(event).catch(() => {}));
   $("detail-retry").addEventListener("click", () => {
     const id = $("detail-retry").dataset.jobId;
-    act($("detail-retry"), "POST", `/admin/jobs/${id}/retry`, () => "Queued again: a worker takes it in a moment.");
+    act($("detail-retry"), "POST", `/admin/jobs/${id}/retry`, () => {
+      $("detail-done").dataset.whileQueued = id;
+      return "Queued again: a worker takes it in a moment.";
+    });
   });
   $("detail-resend").addEventListener("click", () => {
     const id = $("detail-resend").dataset.jobId;
@@ -540,6 +588,7 @@
   });
   window.addEventListener("hashchange", () => {
     $("detail-done").textContent = "";
+    delete $("detail-done").dataset.whileQueued;
     $("action-error").textContent = "";
     window.scrollTo(0, 0);
     if (token) refresh();

@@ -1,0 +1,110 @@
+"""The bot's command menu, set at gateway start (``setMyCommands``): Telegram shows it when a user types
+``/`` or opens the menu button.
+
+What is set (descriptions: :data:`shared.texts.GUEST_COMMANDS`, :data:`shared.texts.ADMIN_COMMANDS`):
+
+- the guests' commands (``/help``, ``/delete``; ``/start`` is implicit) in the default scope, in English
+  without a ``language_code`` (everyone else's menu) and in Russian for every two-letter code of
+  :data:`shared.texts.RUSSIAN_READERS` (the codes the bot itself answers in Russian; Telegram takes a
+  list's ``language_code`` as ISO 639-1, so the three-letter ``sah`` gets the English menu);
+- for each of ``ADMIN_USER_IDS`` a ``BotCommandScopeChat`` of their private chat with the guests'
+  commands and ``/status``, ``/pause``, ``/resume``, in the same languages. Telegram shows a chat's own
+  list instead of the default one, so the admins' list repeats the guests' commands.
+
+Setting a list replaces it, so a restart sets the same menu again (idempotent). Each call is tried until it
+is answered: a network error or a 5xx is tried again after a backoff (0.5 s doubling to 30 s), a 429 after
+its ``retry_after``; a refusal (400, 403: e.g. an admin who has never opened the chat with the bot, whose
+chat Telegram does not know yet) is logged ``COMMAND_MENU_REFUSED`` and that list skipped. Nothing here
+stops the gateway: :func:`keep_command_menu` logs any other failure and keeps the service running.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+
+import structlog
+from telegram import Bot, BotCommand, BotCommandScope, BotCommandScopeChat, BotCommandScopeDefault
+from telegram.error import BadRequest, Forbidden, InvalidToken, NetworkError, RetryAfter
+
+from shared.runtime import wait_any
+from shared.streams import Backoff
+from shared.texts import ADMIN_COMMANDS, GUEST_COMMANDS, RUSSIAN_READERS
+from telegram_gateway.flood import retry_after_seconds
+
+log = structlog.get_logger(__name__)
+
+#: The menus' languages: ``""`` (the default list, English) and the Russian readers' ISO 639-1 codes.
+MENU_LANGUAGES: tuple[str, ...] = ("", *sorted(c for c in RUSSIAN_READERS if len(c) == 2))
+BACKOFF_CAP_S = 30.0
+
+
+def menu(commands: dict[str, dict[str, str]], language_code: str) -> list[BotCommand]:
+    """The BotCommands of ``commands`` in the language of ``language_code`` (``""``: English)."""
+    language = "en" if not language_code or language_code not in RUSSIAN_READERS else "ru"
+    return [BotCommand(name, texts[language]) for name, texts in commands.items()]
+
+
+def menus(admin_ids: Sequence[int]) -> list[tuple[BotCommandScope, str, list[BotCommand]]]:
+    """Every list to set, as ``(scope, language_code, commands)``: the guests' menu in the default scope,
+    then each admin's, each in every language of :data:`MENU_LANGUAGES`."""
+    lists: list[tuple[BotCommandScope, str, list[BotCommand]]] = [
+        (BotCommandScopeDefault(), lang, menu(GUEST_COMMANDS, lang)) for lang in MENU_LANGUAGES
+    ]
+    for admin in sorted(admin_ids):
+        for lang in MENU_LANGUAGES:
+            lists.append((BotCommandScopeChat(admin), lang, menu({**GUEST_COMMANDS, **ADMIN_COMMANDS}, lang)))
+    return lists
+
+
+async def set_command_menu(bot: Bot, admin_ids: Sequence[int], *, stop: asyncio.Event | None = None) -> int:
+    """Set every list of :func:`menus`, each tried until Telegram answers (see the module docstring).
+
+    Returns how many lists were set (the others were refused); returns early when ``stop`` is set.
+
+    Raises:
+        Forbidden, InvalidToken: the token is not accepted (nothing more can be set).
+    """
+    done = 0
+    for scope, lang, commands in menus(admin_ids):
+        backoff = Backoff(cap_s=BACKOFF_CAP_S)
+        while stop is None or not stop.is_set():
+            try:
+                await bot.set_my_commands(commands, scope=scope, language_code=lang or None)
+                done += 1
+                break
+            except RetryAfter as exc:
+                delay = retry_after_seconds(exc)
+            except BadRequest as exc:  # PTB's BadRequest is a NetworkError, but Telegram answered: final
+                log.warning("COMMAND_MENU_REFUSED", scope=scope.type, language=lang, error=exc.message)
+                break
+            except (Forbidden, InvalidToken):
+                raise
+            except NetworkError as exc:  # a connection error, a timeout or a 5xx: try again
+                delay = backoff.next_delay()
+                log.info("COMMAND_MENU_RETRY", error=exc.message, in_s=round(delay, 2))
+            if stop is None:
+                await asyncio.sleep(delay)
+            else:
+                await wait_any(stop, timeout_s=delay)
+    return done
+
+
+async def keep_command_menu(
+    bot: Bot, admin_ids: Sequence[int], stop: asyncio.Event, *, held: asyncio.Event | None = None
+) -> None:
+    """The gateway's ``menu`` task: once this gateway holds the lock (``held``), set the command menu
+    (:func:`set_command_menu`), log ``COMMAND_MENU_SET``, then wait for ``stop``. Never raises (a
+    failure is logged ``COMMAND_MENU_FAILED``): a missing menu must not stop the gateway."""
+    try:
+        if held is not None:
+            await wait_any(held, stop)
+        if not stop.is_set():
+            lists = len(menus(admin_ids))
+            done = await set_command_menu(bot, admin_ids, stop=stop)
+            log.info("COMMAND_MENU_SET", lists=done, refused=lists - done, admins=len(admin_ids))
+    except asyncio.CancelledError:
+        raise
+    except Exception as exc:
+        log.error("COMMAND_MENU_FAILED", error=repr(exc))
+    await stop.wait()

@@ -1,0 +1,122 @@
+"""The command menu the gateway sets at start (telegram_gateway.menu) against the Telegram simulator with
+real python-telegram-bot: guests' commands in English and Russian, the admins' own list in their chat,
+5xx and dropped connections tried again, a refused list skipped, and no failure stopping the gateway."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+import pytest
+import redis.asyncio as aioredis
+from telegram import Bot
+
+from shared.repositories import Database
+from shared.texts import ADMIN_COMMANDS, GUEST_COMMANDS
+from telegram_gateway.main import build_application, run
+from telegram_gateway.menu import MENU_LANGUAGES, keep_command_menu, set_command_menu
+from tests.simulators.tgsim_helpers import RunningSim, serving, sim_config
+from tests.telegram_gateway.gateway_helpers import gateway_settings
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
+ADMIN, NEW_ADMIN, GUEST, RU_GUEST, UK_GUEST = 1000, 1001, 2000, 2001, 2002
+
+
+@pytest.fixture(autouse=True)
+def _ptb_timedelta(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PTB_TIMEDELTA", "true")
+
+
+@pytest.fixture
+async def tgsim() -> AsyncIterator[RunningSim]:
+    async with serving(sim_config()) as running:
+        for user, lang in ((ADMIN, "en"), (GUEST, "en"), (RU_GUEST, "ru"), (UK_GUEST, "uk")):
+            await running.say(user, "/start", first_name="U", language_code=lang)
+        yield running
+
+
+@pytest.fixture
+async def bot(tgsim: RunningSim, database_url: str, redis_url: str) -> AsyncIterator[Bot]:
+    """The gateway's own bot (its request settings and flood limiter), pointed at the simulator."""
+    application = build_application(gateway_settings(database_url, redis_url, tgsim.url))
+    async with application.bot as gateway_bot:
+        yield gateway_bot
+
+
+def described(commands: dict[str, dict[str, str]], language: str) -> list[dict[str, str]]:
+    return [{"command": name, "description": texts[language]} for name, texts in commands.items()]
+
+
+async def test_guests_and_admins_get_their_menus_in_their_language_through_5xx_and_drops(
+    tgsim: RunningSim, bot: Bot
+) -> None:
+    await tgsim.post("/sim/faults", {"method": "setMyCommands", "kind": "error", "error_code": 502})
+    await tgsim.post("/sim/faults", {"method": "setMyCommands", "kind": "drop"})
+    # NEW_ADMIN never opened the chat with the bot: Telegram knows no such chat and refuses their list
+    done = await set_command_menu(bot, [ADMIN, NEW_ADMIN])
+    assert done == 2 * len(MENU_LANGUAGES)
+    guests_en, guests_ru = described(GUEST_COMMANDS, "en"), described(GUEST_COMMANDS, "ru")
+    assert await tgsim.get(f"/sim/users/{GUEST}/commands") == guests_en
+    assert await tgsim.get(f"/sim/users/{RU_GUEST}/commands") == guests_ru
+    assert await tgsim.get(f"/sim/users/{UK_GUEST}/commands") == guests_ru  # the bot answers uk in Russian
+    assert [c["command"] for c in guests_en] == ["help", "delete"]  # /status answers admins only
+    admins = await tgsim.get(f"/sim/users/{ADMIN}/commands")
+    assert admins == described({**GUEST_COMMANDS, **ADMIN_COMMANDS}, "en")
+    calls = await tgsim.get("/sim/calls?method=setMyCommands")
+    assert [c["fault"] for c in calls[:2]] == ["error", "drop"]  # both tried again
+    refused = [c for c in calls if not c["ok"] and c["fault"] is None]
+    assert len(refused) == len(MENU_LANGUAGES) and {c["description"] for c in refused} == {
+        "Bad Request: chat not found"
+    }
+    # setting it again (a restart) sets the same menu
+    assert await set_command_menu(bot, [ADMIN]) == 2 * len(MENU_LANGUAGES)
+    assert await tgsim.get(f"/sim/users/{ADMIN}/commands") == admins
+
+
+async def test_the_menu_task_never_stops_the_gateway_and_waits_for_the_lock(
+    tgsim: RunningSim, bot: Bot
+) -> None:
+    # Telegram refuses the token (401) on every call: the task logs it and keeps the gateway running
+    await tgsim.post(
+        "/sim/faults", {"method": "setMyCommands", "error_code": 401, "description": "Unauthorized"}
+    )
+    stop, held = asyncio.Event(), asyncio.Event()
+    refused = asyncio.create_task(keep_command_menu(bot, [ADMIN], stop))
+    await asyncio.sleep(0.3)
+    assert not refused.done()
+    assert [c["error_code"] for c in await tgsim.get("/sim/calls?method=setMyCommands")] == [401]
+    # a gateway waiting for the single-gateway lock sets nothing until it holds it
+    waiting = asyncio.create_task(keep_command_menu(bot, [ADMIN], stop, held=held))
+    await asyncio.sleep(0.3)
+    assert await tgsim.get(f"/sim/users/{GUEST}/commands") == []
+    held.set()
+    for _ in range(50):
+        if await tgsim.get(f"/sim/users/{GUEST}/commands"):
+            break
+        await asyncio.sleep(0.1)
+    assert await tgsim.get(f"/sim/users/{GUEST}/commands") == described(GUEST_COMMANDS, "en")
+    assert not refused.done() and not waiting.done()
+    stop.set()
+    await asyncio.wait_for(asyncio.gather(refused, waiting), timeout=5)
+
+
+async def test_the_gateway_sets_the_menu_when_it_starts_and_keeps_running(
+    tgsim: RunningSim, db: Database, redis: aioredis.Redis, database_url: str, redis_url: str
+) -> None:
+    # the gateway process as main runs it (lock, polling, outbox, duties), in this process
+    settings = gateway_settings(database_url, redis_url, tgsim.url, ADMIN_USER_IDS=str(ADMIN))
+    stop = asyncio.Event()
+    gateway = asyncio.create_task(run(settings, db=db, redis=redis, stop=stop))
+    try:
+        admins = described({**GUEST_COMMANDS, **ADMIN_COMMANDS}, "en")
+        for _ in range(100):  # the default lists come first, then the admin's own
+            if await tgsim.get(f"/sim/users/{ADMIN}/commands") == admins:
+                break
+            await asyncio.sleep(0.1)
+        assert await tgsim.get(f"/sim/users/{ADMIN}/commands") == admins
+        assert await tgsim.get(f"/sim/users/{RU_GUEST}/commands") == described(GUEST_COMMANDS, "ru")
+        await asyncio.sleep(0.3)
+        assert not gateway.done()  # the menu task, done with its work, does not end the service
+    finally:
+        stop.set()
+        assert await asyncio.wait_for(gateway, timeout=30) == 0
