@@ -278,9 +278,9 @@ def measure(options: Options) -> list[Row]:
         note += f"; {outcome.cpu_s / len(load) * 1000:.1f} ms CPU per message in the sending process"
         if is_ours and complete and not met and outcome.too_many:
             note += (
-                "; missed by its 429s: the gateway paces at exactly the published rates, so a request that "
-                "reaches Telegram a few ms early finds the bucket empty and waits its retry_after; pacing "
-                "a few % under each limit would avoid that"
+                "; missed by its 429s: the gateway paces at HEADROOM (95 %) of each published rate, and "
+                "still a request reached Telegram early enough to find a bucket empty; more headroom, or "
+                "less jitter between the gateway and Telegram, would avoid that"
             )
         elif is_ours and complete and not met:
             note += (
