@@ -143,7 +143,7 @@
       done_loading: "Загружаем стикеры…", done_scan: "Отсканируй, чтобы добавить набор",
       failed_title: "Извини, не получилось",
       failed_text: "Что-то пошло не так с генерацией твоего набора. Мы поможем вручную — подойди к стойке.",
-      failed_no_captures: "Это было последнее фото для этой сессии — сотрудники стойки тебе помогут.",
+      failed_no_captures: "Это было последнее фото за этот визит — сотрудники у стойки тебе помогут.",
       hi: "Привет, {name}!", not_you: "Это не ты?", unlink_failed: "Не получилось — нажми «Это не ты?» ещё раз.",
       break_linked: "Привет, {name}! Продолжим сразу после перерыва — сканировать заново не нужно.",
       generating_paused: "У стойки короткий перерыв. Фото сохранено — стикеры придут, как только мы вернёмся.",
@@ -158,7 +158,7 @@
       back_in: "Возврат к началу через {s} с", captures_left: "Осталось фото: {n}",
       choose_failed: "Не удалось сохранить выбор — нажми ещё раз.",
       title_no_face: "Не видно лица", title_photo: "Это фото не подошло",
-      title_capture_limit: "Фото для этой сессии закончились", title_other: "Что-то пошло не так",
+      title_capture_limit: "Фото за этот визит закончились", title_other: "Что-то пошло не так",
       start_over: "Начать заново", ask_staff: "Попробуй ещё раз или обратись к сотрудникам стойки.",
       code_no_face: "Не получилось найти лицо на фото. Сделай, пожалуйста, ещё одно селфи на стойке.",
       code_corrupt_image: "Файл фото повреждён. Сделай новое фото.",
@@ -190,10 +190,12 @@
   }
 
   /* The bot's own text for a case (shared/texts.py via GET /kiosk/config), so booth and chat agree;
-   * the built-in copy of the same words until the config has loaded. */
+   * the built-in copy of the same words until the config has loaded (for a `*_last` case: its last
+   * sentence, the one that matters at the booth). */
   function guestText(key) {
     const texts = state.config && state.config.guest_texts && state.config.guest_texts[key];
-    return (texts && (texts[state.lang] ?? texts.en)) || t(key === "failed" ? "failed_text" : `code_${key}`);
+    const fallback = key === "failed" ? "failed_text" : key.endsWith("_last") ? "failed_no_captures" : `code_${key}`;
+    return (texts && (texts[state.lang] ?? texts.en)) || t(fallback);
   }
 
   function setLang(lang) {
@@ -1037,14 +1039,19 @@
   }
 
   /* A failed job in the bot's words for its case; Retake only when a new photo can help (no face,
-   * refused as content) and one is left; otherwise the staff help (the admin page can retry it). */
+   * refused as content) and one is left; otherwise the staff help (the admin page can retry it). On the
+   * session's last photo the server already names the `*_last` text the bot sent ("That was the last
+   * photo…"); should it still offer a retake with none left, the page picks that text itself. */
   function renderFailure(failure) {
-    const titles = { no_face: "title_no_face", content_refused: "title_content" };
+    const titles = {
+      no_face: "title_no_face", content_refused: "title_content",
+      no_face_last: "title_no_face", content_refused_last: "title_content",
+    };
     $("failed-title").textContent = t(titles[failure.text] ?? "failed_title");
     const left = state.status ? state.status.captures_left : 0;
     const canRetake = Boolean(failure.retake) && left > 0;
-    const extra = failure.retake && !canRetake ? ` ${t("failed_no_captures")}` : "";
-    $("failed-text").textContent = guestText(failure.text) + extra;
+    const key = failure.retake && !canRetake ? `${failure.text}_last` : failure.text;
+    $("failed-text").textContent = guestText(key);
     $("failed-again").hidden = !canRetake;
     $("failed-again").classList.toggle("primary", canRetake);
     $("failed-again").classList.toggle("secondary", !canRetake);
