@@ -414,3 +414,42 @@ def test_an_upload_that_keeps_failing_ends_on_send_failed_with_the_photo_still_t
     page.click("#resend")  # the same photo, the same capture id
     wait_screen(page, "generating", timeout_ms=15_000)
     assert len(session_status(stack, session["id"])["jobs"]) == 1
+
+
+# ---- portrait tablet and phone ----
+
+FITS = """() => {
+  const vw = document.documentElement.clientWidth, vh = document.documentElement.clientHeight;
+  const main = document.querySelector('main');
+  const off = [...document.querySelectorAll('body *')].filter((el) => {
+    const r = el.getBoundingClientRect();
+    return el.getClientRects().length && r.width && (r.left < -1 || r.right > vw + 1);
+  }).map((el) => `${el.tagName}#${el.id}.${el.className}`);
+  const send = document.getElementById('send').getBoundingClientRect();
+  return { off, wide: main.scrollWidth > main.clientWidth, send_visible: send.bottom <= vh };
+}"""
+
+
+@pytest.mark.parametrize(("width", "height"), [(800, 1280), (390, 844)])
+def test_at_portrait_tablet_and_phone_size_nothing_runs_off_the_screen(
+    page: Page, stack: Stack, width: int, height: int
+) -> None:
+    """A long first name once pushed the top bar, and with it every screen, off the right edge of a
+    portrait tablet; and the review frame pushed "Send it!" below the fold."""
+    page.set_viewport_size({"width": width, "height": height})
+    open_kiosk(page, stack, station="hall-portrait")
+    scan_and_start(page, stack, user_id=7214 if width > 400 else 7215, first_name="Konstantinopolina")
+    for step in ("outfits", "consent", "review"):
+        if step == "consent":
+            page.click('.outfit[data-outfit="pirate"]')
+            wait_screen(page, "consent")
+            page.wait_for_selector("#agree:enabled")
+        if step == "review":
+            page.click("#agree")
+            wait_screen(page, "camera")
+            choose_photo(page, "face-woman-red-hat.png")
+        page.wait_for_timeout(300)
+        fits = page.evaluate(FITS)
+        assert fits["off"] == [] and not fits["wide"], (step, fits)
+    assert fits["send_visible"], fits
+    screenshot(page, f"portrait-{width}x{height}-review")
