@@ -22,7 +22,7 @@ from devstack.processes import Stack
 from shared.db import create_engine
 from shared.domain import JobStatus
 from shared.errors import ContentRefused, JobError, NoFaceError, PermanentJobError
-from shared.joblife import fail_job, guest_failure_text
+from shared.joblife import fail_job, guest_failure_text, is_last_capture
 from shared.repositories import Database
 from shared.texts import TEXTS
 from tests.browser.kiosk_helpers import (
@@ -65,7 +65,8 @@ def in_thread(make: Callable[[], Awaitable[T]]) -> T:
 
 def fail_as_worker(stack: Stack, job_id: str, exc: JobError) -> None:
     """Fail the job the way the worker does for ``exc`` (``shared.joblife.fail_job`` with the guest text
-    of :func:`shared.joblife.guest_failure_text`); the gateway then sends the bot's text to the chat."""
+    of :func:`shared.joblife.guest_failure_text`, the ``*_last`` one once the session has taken its
+    ``MAX_CAPTURES_PER_SESSION`` photos, 2 in this stack); the gateway then sends the bot's text."""
 
     async def go() -> None:
         db = Database(create_engine(stack.config.database_url))
@@ -73,13 +74,16 @@ def fail_as_worker(stack: Stack, job_id: str, exc: JobError) -> None:
             async with db.transaction() as repos:
                 job = await repos.jobs.get(UUID(job_id))
                 assert job is not None
+                session = await repos.sessions.get(job.session_id)
+                assert session is not None
+                last = is_last_capture(session, 2)
                 failed = await fail_job(
                     repos,
                     job,
                     error_class=exc.error_class,
                     error=str(exc),
                     from_statuses=(JobStatus.QUEUED, JobStatus.PROCESSING, JobStatus.RENDERED),
-                    guest_text=guest_failure_text(exc.error_class, str(exc)),
+                    guest_text=guest_failure_text(exc.error_class, str(exc), last_capture=last),
                 )
                 assert failed is not None, f"job {job_id} had already moved on"
         finally:
@@ -309,6 +313,31 @@ def test_a_job_failed_for_no_face_or_content_shows_the_bots_text_and_a_retake(
     screenshot(page, f"kiosk-failed-{key}")
     page.click("#failed-again")
     wait_screen(page, "camera")  # a new photo, not a retry of the refused one
+
+
+def test_when_the_last_photo_fails_booth_and_bot_both_send_the_guest_to_the_staff(
+    page: Page, stack: Stack
+) -> None:
+    session = open_kiosk(page, stack, station="hall-h")
+    scan_and_start(page, stack, user_id=7216)
+    pick_outfit(page, "cowboy")
+    for n in (0, 1):  # MAX_CAPTURES_PER_SESSION is 2: the second photo is the last
+        choose_photo(page, "face-woman-red-hat.png")
+        page.click("#send")
+        wait_screen(page, "generating")
+        fail_as_worker(stack, session_status(stack, session["id"])["jobs"][n]["id"], NoFaceError("no face"))
+        wait_screen(page, "failed")
+        if n == 0:
+            assert page.is_visible("#failed-again")
+            page.click("#failed-again")
+            wait_screen(page, "camera")
+    kiosk_text = page.inner_text("#failed-text")
+    assert kiosk_text == TEXTS["no_face_last"]["en"]
+    assert last_bot_text(stack, 7216, 5) == kiosk_text  # linked, generating, no face, generating, this
+    assert not page.is_visible("#failed-again") and "take another selfie" not in kiosk_text
+    page.click("#lang")
+    assert page.inner_text("#failed-text") == TEXTS["no_face_last"]["ru"]
+    screenshot(page, "kiosk-failed-last-photo-ru")
 
 
 def test_a_failure_a_new_photo_cannot_fix_offers_no_retake(page: Page, stack: Stack) -> None:
