@@ -29,7 +29,7 @@ import structlog
 
 from shared import command_ids, metrics, streams
 from shared.alerts import queue_alert
-from shared.domain import Job, JobStatus
+from shared.domain import Job, JobStatus, KioskSession
 from shared.errors import NO_FACE_MARK, ErrorClass
 from shared.link_message import queue_link_message
 from shared.logging import redact
@@ -50,19 +50,32 @@ class FailedJob:
     commands: list[str]
 
 
-def guest_failure_text(error_class: str | None, error: str | None) -> str:
+def guest_failure_text(error_class: str | None, error: str | None, *, last_capture: bool = False) -> str:
     """The key in :mod:`shared.texts` of the guest's failure message for a job failed with
     ``error_class`` and stored ``error``: ``no_face`` (a :class:`~shared.errors.NoFaceError`, whose
     message starts with ``no_face:``), ``content_refused`` (class ``content``), else ``failed``.
+    With ``last_capture`` (the session has taken its last allowed photo, :func:`is_last_capture`)
+    the first two are ``no_face_last`` and ``content_refused_last``, which send the guest to the staff
+    instead of asking for another selfie the booth would refuse.
 
     The worker picks the text it sends with this, and the kiosk shows the same case from the same
     function (``GET /sessions/{id}``), so the booth and the bot never say different things.
     """
     if error_class == ErrorClass.CONTENT:
-        return "content_refused"
-    if error_class == ErrorClass.PERMANENT and (error or "").startswith(NO_FACE_MARK):
-        return "no_face"
-    return "failed"
+        key = "content_refused"
+    elif error_class == ErrorClass.PERMANENT and (error or "").startswith(NO_FACE_MARK):
+        key = "no_face"
+    else:
+        return "failed"
+    return f"{key}_last" if last_capture else key
+
+
+def is_last_capture(session: KioskSession, max_captures: int) -> bool:
+    """Whether the session has taken all the photos it may (``MAX_CAPTURES_PER_SESSION``, DESIGN.md §4),
+    so a failed job of it cannot be fixed by another selfie. Once true it stays true (captures only
+    grow), and no job is newer than the one that used the last capture: the worker (when it fails that
+    job) and the kiosk (when it shows it) give the same answer for it."""
+    return session.captures >= max_captures
 
 
 #: The failure texts that ask for another selfie: a new photo can fix these; a Retry of the same one cannot.

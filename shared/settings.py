@@ -167,6 +167,17 @@ class RetentionSettings(BaseSettings):
         return value
 
 
+class CaptureSettings(BaseSettings):
+    """``MAX_CAPTURES_PER_SESSION`` (2, DESIGN.md §4): photos per kiosk session. Ingest refuses the next
+    upload (409 ``capture_limit``); the worker picks the guest's failure text by it, so a guest whose last
+    photo failed is not asked for another selfie (:func:`shared.joblife.guest_failure_text`). Give both
+    the same value (compose.yaml common env, k8s ConfigMap)."""
+
+    model_config = SettingsConfigDict(env_file=None, extra="ignore", case_sensitive=False)
+
+    max_captures_per_session: int = Field(2, ge=1, validation_alias="MAX_CAPTURES_PER_SESSION")
+
+
 class BudgetSettings(BaseSettings):
     """The spend limits the worker enforces and the operators' figures show (DESIGN.md §5, spec/002
     "Cost ceiling"): ``DAILY_BUDGET_USD`` (USD per UTC day; unset or empty = no daily budget) and

@@ -96,6 +96,20 @@ TEXTS: Final[dict[str, dict[str, str]]] = {
         "ru": "Не получилось сделать стикеры из этого фото. Сделай, пожалуйста, другое селфи на стойке — "
         "лучше всего подходит чёткое фото лица при хорошем свете.",
     },
+    # The same two cases on the session's last allowed photo (MAX_CAPTURES_PER_SESSION): no other selfie
+    # can be taken, so the guest is sent to the staff instead (the kiosk shows these words too).
+    "no_face_last": {
+        "en": "We couldn't find a face in your photo. That was the last photo of this visit — "
+        "our staff at the booth will help you.",
+        "ru": "Не получилось найти лицо на фото. Это было последнее фото за этот визит — "
+        "сотрудники у стойки тебе помогут.",
+    },
+    "content_refused_last": {
+        "en": "We couldn't turn this photo into stickers. That was the last photo of this visit — "
+        "our staff at the booth will help you.",
+        "ru": "Не получилось сделать стикеры из этого фото. Это было последнее фото за этот визит — "
+        "сотрудники у стойки тебе помогут.",
+    },
     "erase_confirm": {
         "en": "Delete everything we keep about you? Your sticker packs from the booth, your photos and your "
         "history with this bot will be deleted for good. This cannot be undone.",

@@ -22,7 +22,7 @@ from devstack.processes import Stack
 from shared.db import create_engine
 from shared.domain import JobStatus
 from shared.errors import ContentRefused, JobError, NoFaceError, PermanentJobError
-from shared.joblife import fail_job, guest_failure_text
+from shared.joblife import fail_job, guest_failure_text, is_last_capture
 from shared.repositories import Database
 from shared.texts import TEXTS
 from tests.browser.kiosk_helpers import (
@@ -65,7 +65,8 @@ def in_thread(make: Callable[[], Awaitable[T]]) -> T:
 
 def fail_as_worker(stack: Stack, job_id: str, exc: JobError) -> None:
     """Fail the job the way the worker does for ``exc`` (``shared.joblife.fail_job`` with the guest text
-    of :func:`shared.joblife.guest_failure_text`); the gateway then sends the bot's text to the chat."""
+    of :func:`shared.joblife.guest_failure_text`, the ``*_last`` one once the session has taken its
+    ``MAX_CAPTURES_PER_SESSION`` photos, 2 in this stack); the gateway then sends the bot's text."""
 
     async def go() -> None:
         db = Database(create_engine(stack.config.database_url))
@@ -73,13 +74,16 @@ def fail_as_worker(stack: Stack, job_id: str, exc: JobError) -> None:
             async with db.transaction() as repos:
                 job = await repos.jobs.get(UUID(job_id))
                 assert job is not None
+                session = await repos.sessions.get(job.session_id)
+                assert session is not None
+                last = is_last_capture(session, 2)
                 failed = await fail_job(
                     repos,
                     job,
                     error_class=exc.error_class,
                     error=str(exc),
                     from_statuses=(JobStatus.QUEUED, JobStatus.PROCESSING, JobStatus.RENDERED),
-                    guest_text=guest_failure_text(exc.error_class, str(exc)),
+                    guest_text=guest_failure_text(exc.error_class, str(exc), last_capture=last),
                 )
                 assert failed is not None, f"job {job_id} had already moved on"
         finally:
@@ -311,6 +315,31 @@ def test_a_job_failed_for_no_face_or_content_shows_the_bots_text_and_a_retake(
     wait_screen(page, "camera")  # a new photo, not a retry of the refused one
 
 
+def test_when_the_last_photo_fails_booth_and_bot_both_send_the_guest_to_the_staff(
+    page: Page, stack: Stack
+) -> None:
+    session = open_kiosk(page, stack, station="hall-h")
+    scan_and_start(page, stack, user_id=7216)
+    pick_outfit(page, "cowboy")
+    for n in (0, 1):  # MAX_CAPTURES_PER_SESSION is 2: the second photo is the last
+        choose_photo(page, "face-woman-red-hat.png")
+        page.click("#send")
+        wait_screen(page, "generating")
+        fail_as_worker(stack, session_status(stack, session["id"])["jobs"][n]["id"], NoFaceError("no face"))
+        wait_screen(page, "failed")
+        if n == 0:
+            assert page.is_visible("#failed-again")
+            page.click("#failed-again")
+            wait_screen(page, "camera")
+    kiosk_text = page.inner_text("#failed-text")
+    assert kiosk_text == TEXTS["no_face_last"]["en"]
+    assert last_bot_text(stack, 7216, 5) == kiosk_text  # linked, generating, no face, generating, this
+    assert not page.is_visible("#failed-again") and "take another selfie" not in kiosk_text
+    page.click("#lang")
+    assert page.inner_text("#failed-text") == TEXTS["no_face_last"]["ru"]
+    screenshot(page, "kiosk-failed-last-photo-ru")
+
+
 def test_a_failure_a_new_photo_cannot_fix_offers_no_retake(page: Page, stack: Stack) -> None:
     session = open_kiosk(page, stack, station="hall-g")
     scan_and_start(page, stack, user_id=7209)
@@ -414,3 +443,42 @@ def test_an_upload_that_keeps_failing_ends_on_send_failed_with_the_photo_still_t
     page.click("#resend")  # the same photo, the same capture id
     wait_screen(page, "generating", timeout_ms=15_000)
     assert len(session_status(stack, session["id"])["jobs"]) == 1
+
+
+# ---- portrait tablet and phone ----
+
+FITS = """() => {
+  const vw = document.documentElement.clientWidth, vh = document.documentElement.clientHeight;
+  const main = document.querySelector('main');
+  const off = [...document.querySelectorAll('body *')].filter((el) => {
+    const r = el.getBoundingClientRect();
+    return el.getClientRects().length && r.width && (r.left < -1 || r.right > vw + 1);
+  }).map((el) => `${el.tagName}#${el.id}.${el.className}`);
+  const send = document.getElementById('send').getBoundingClientRect();
+  return { off, wide: main.scrollWidth > main.clientWidth, send_visible: send.bottom <= vh };
+}"""
+
+
+@pytest.mark.parametrize(("width", "height"), [(800, 1280), (390, 844)])
+def test_at_portrait_tablet_and_phone_size_nothing_runs_off_the_screen(
+    page: Page, stack: Stack, width: int, height: int
+) -> None:
+    """A long first name once pushed the top bar, and with it every screen, off the right edge of a
+    portrait tablet; and the review frame pushed "Send it!" below the fold."""
+    page.set_viewport_size({"width": width, "height": height})
+    open_kiosk(page, stack, station="hall-portrait")
+    scan_and_start(page, stack, user_id=7214 if width > 400 else 7215, first_name="Konstantinopolina")
+    for step in ("outfits", "consent", "review"):
+        if step == "consent":
+            page.click('.outfit[data-outfit="pirate"]')
+            wait_screen(page, "consent")
+            page.wait_for_selector("#agree:enabled")
+        if step == "review":
+            page.click("#agree")
+            wait_screen(page, "camera")
+            choose_photo(page, "face-woman-red-hat.png")
+        page.wait_for_timeout(300)
+        fits = page.evaluate(FITS)
+        assert fits["off"] == [] and not fits["wide"], (step, fits)
+    assert fits["send_visible"], fits
+    screenshot(page, f"portrait-{width}x{height}-review")

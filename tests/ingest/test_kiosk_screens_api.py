@@ -267,7 +267,7 @@ async def test_a_failed_job_shows_the_bots_text_key_and_whether_a_retake_helps(
         job = await repos.jobs.insert_queued(session_id=UUID(sid), capture_id="c1", outfit_id="astronaut")
         claimed = await repos.jobs.claim(job.id, owner="w1")
     assert claimed is not None
-    await fail_permanently(db, Publisher(redis), claimed, owner="w1", exc=exc)
+    await fail_permanently(db, Publisher(redis), claimed, owner="w1", exc=exc, max_captures=2)
     status = (await client.get(f"/sessions/{sid}")).json()
     assert status["status"] == "failed"
     assert status["jobs"][0]["failure"] == {"class": str(exc.error_class), "text": text, "retake": retake}
@@ -276,6 +276,40 @@ async def test_a_failed_job_shows_the_bots_text_key_and_whether_a_retake_helps(
         assert failed is not None
         command = await repos.tg_commands.get(failure_command_id(failed))
     assert command is not None and command.params["text"] == TEXTS[text]["ru"]  # the guest speaks ru
+
+
+@pytest.mark.parametrize(
+    ("exc", "text"),
+    [
+        (NoFaceError("no face found in the selfie"), "no_face_last"),
+        (ContentRefused("sheet: every provider refused this selfie as content"), "content_refused_last"),
+        (PermanentJobError("unknown outfit 'x'"), "failed"),
+    ],
+)
+async def test_on_the_last_allowed_photo_bot_and_kiosk_send_the_guest_to_the_staff_not_to_a_retake(
+    client: httpx.AsyncClient, db: Database, redis: aioredis.Redis, exc: JobError, text: str
+) -> None:
+    """The session's second photo (``MAX_CAPTURES_PER_SESSION`` 2) fails: the bot does not ask for
+    another selfie the booth would refuse, and the status poll names that same text, without a retake."""
+    sid = await linked_session(client, db, user_id=608)
+    async with db.transaction() as repos:
+        first = await repos.jobs.insert_queued(session_id=UUID(sid), capture_id="c1", outfit_id="astronaut")
+        await repos.sessions.count_capture(UUID(sid))
+        second = await repos.jobs.insert_queued(session_id=UUID(sid), capture_id="c2", outfit_id="astronaut")
+        await repos.sessions.count_capture(UUID(sid))
+        claimed = await repos.jobs.claim(second.id, owner="w1")
+    assert claimed is not None and first.id != second.id
+    await fail_permanently(db, Publisher(redis), claimed, owner="w1", exc=exc, max_captures=2)
+    status = (await client.get(f"/sessions/{sid}")).json()
+    assert status["captures_left"] == 0
+    assert status["jobs"][-1]["failure"] == {"class": str(exc.error_class), "text": text, "retake": False}
+    async with db.transaction() as repos:
+        failed = await repos.jobs.get(second.id)
+        assert failed is not None
+        command = await repos.tg_commands.get(failure_command_id(failed))
+    assert command is not None and command.params["text"] == TEXTS[text]["ru"]
+    config = (await client.get("/kiosk/config")).json()
+    assert config["guest_texts"][text] == TEXTS[text]  # the kiosk shows the bot's words
 
 
 async def test_a_job_that_has_not_failed_has_no_failure(client: httpx.AsyncClient, db: Database) -> None:

@@ -12,17 +12,21 @@ from ingest.consent import DEFAULT_TEXTS, check_template
 from shared.settings import (
     BotIdentitySettings,
     BudgetSettings,
+    CaptureSettings,
     ProviderName,
     RetentionSettings,
     ServiceSettings,
 )
 
 
-class IngestSettings(ServiceSettings, BotIdentitySettings, RetentionSettings, BudgetSettings):
+class IngestSettings(
+    ServiceSettings, BotIdentitySettings, RetentionSettings, BudgetSettings, CaptureSettings
+):
     """Env of the ingest service (see :class:`shared.settings.ServiceSettings` for the common part).
 
     Upload limits: ``MAX_UPLOAD_BYTES`` (bytes, default 15 MB), ``MAX_UPLOAD_PIXELS`` (px, default 40 MP;
-    larger images are refused before a full decode), ``MAX_CAPTURES_PER_SESSION`` (2, DESIGN.md §4).
+    larger images are refused before a full decode), ``MAX_CAPTURES_PER_SESSION`` (2, DESIGN.md §4;
+    :class:`shared.settings.CaptureSettings`, read by the worker too).
     ``MAX_JSON_BODY_BYTES`` (bytes, default 64 KiB): every other request body (413 ``request_too_large``,
     :mod:`ingest.api.body_limit`). The largest legitimate one is a ``POST /leads`` with every field at
     its length limit: 3,938 code points plus ~170 bytes of keys, so at most ~16 KB as UTF-8 (what a
@@ -68,7 +72,6 @@ class IngestSettings(ServiceSettings, BotIdentitySettings, RetentionSettings, Bu
     max_upload_bytes: int = Field(15 * 1024 * 1024, gt=0, validation_alias="MAX_UPLOAD_BYTES")
     max_json_body_bytes: int = Field(64 * 1024, gt=0, validation_alias="MAX_JSON_BODY_BYTES")
     max_upload_pixels: int = Field(40_000_000, gt=0, validation_alias="MAX_UPLOAD_PIXELS")
-    max_captures_per_session: int = Field(2, ge=1, validation_alias="MAX_CAPTURES_PER_SESSION")
     require_face: bool = Field(True, validation_alias="REQUIRE_FACE")
     photo_check_workers: int | None = Field(None, ge=1, le=64, validation_alias="PHOTO_CHECK_WORKERS")
     leads_enabled: bool = Field(True, validation_alias="LEADS_ENABLED")

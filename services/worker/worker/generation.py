@@ -84,7 +84,14 @@ class Generator:
                 )
             raise
         except PermanentJobError as exc:
-            await outcomes.fail_permanently(self.db, self.publisher, job, owner=self.owner, exc=exc)
+            await outcomes.fail_permanently(
+                self.db,
+                self.publisher,
+                job,
+                owner=self.owner,
+                exc=exc,
+                max_captures=self.settings.max_captures_per_session,
+            )
             return
         except ProviderUnavailable as exc:
             await outcomes.pause_and_refund(

@@ -18,7 +18,7 @@ from shared import command_ids, maintenance, metrics
 from shared.alerts import queue_alert
 from shared.domain import Job, JobStatus
 from shared.errors import ContentRefused, ErrorClass, JobError, ProviderUnavailable
-from shared.joblife import fail_job, failure_command_id, guest_failure_text
+from shared.joblife import fail_job, failure_command_id, guest_failure_text, is_last_capture
 from shared.logging import redact
 from shared.outbox import dispatch_commands, tell_guest
 from shared.repositories import Database
@@ -68,15 +68,19 @@ async def retry_or_fail(
 
 
 async def fail_permanently(
-    db: Database, publisher: Publisher, job: Job, *, owner: str, exc: JobError
+    db: Database, publisher: Publisher, job: Job, *, owner: str, exc: JobError, max_captures: int
 ) -> None:
     """Fail at once (photo missing, unknown outfit, no face, ``JOB_COST_LIMIT``, every provider refused the
     selfie as content), telling the guest once in their language: ``no_face`` and ``content_refused`` ask
-    for another selfie, everything else is the generic ``failed`` text."""
-    guest_text = guest_failure_text(exc.error_class, str(exc))
+    for another selfie, or, once the session has taken ``max_captures`` photos
+    (``MAX_CAPTURES_PER_SESSION``), ``no_face_last`` and ``content_refused_last`` send them to the staff;
+    everything else is the generic ``failed`` text (:func:`shared.joblife.guest_failure_text`)."""
     if isinstance(exc, ContentRefused):
         log.warning("JOB_CONTENT_REFUSED", job_id=str(job.id), error=redact(str(exc))[:300])
     async with db.transaction() as repos:
+        session = await repos.sessions.get(job.session_id)
+        last = session is not None and is_last_capture(session, max_captures)
+        guest_text = guest_failure_text(exc.error_class, str(exc), last_capture=last)
         failed = await fail_job(
             repos, job, error_class=exc.error_class, error=str(exc), owner=owner, guest_text=guest_text
         )

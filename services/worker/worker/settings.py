@@ -8,7 +8,7 @@ from typing import Annotated, Literal
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import NoDecode, SettingsConfigDict
 
-from shared.settings import BudgetSettings, ProviderName, ServiceSettings
+from shared.settings import BudgetSettings, CaptureSettings, ProviderName, ServiceSettings
 
 
 class PipelineSettings(BudgetSettings):
@@ -164,7 +164,7 @@ class PipelineSettings(BudgetSettings):
         return None if isinstance(value, str) and not value.strip() else value
 
 
-class WorkerSettings(ServiceSettings, PipelineSettings):
+class WorkerSettings(ServiceSettings, PipelineSettings, CaptureSettings):
     """Env of the worker.
 
     ``WORKER_SLOTS``: jobs rendered at once per replica. ``MAX_ATTEMPTS`` (2) and ``RETRY_DELAY_SEC`` (10 s)

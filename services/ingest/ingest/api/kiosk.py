@@ -22,7 +22,7 @@ from ingest.context import Ctx
 from ingest.multipart import MultipartReader
 from shared.domain import Job, JobStatus, KioskSession
 from shared.errors import UploadRejected
-from shared.joblife import RETAKE_TEXTS, guest_failure_text
+from shared.joblife import RETAKE_TEXTS, guest_failure_text, is_last_capture
 from shared.maintenance import current_pause
 from shared.metrics import PHOTO_REFUSAL_CODES
 from shared.outfits import thumbnail_png
@@ -72,10 +72,12 @@ def _first_name(name: str | None) -> str | None:
     return words[0][:32] if words else None
 
 
-def _job_body(job: Job) -> dict[str, Any]:
+def _job_body(job: Job, *, last_capture: bool) -> dict[str, Any]:
+    """One job for the kiosk; ``last_capture``: its session has taken all its photos
+    (:func:`shared.joblife.is_last_capture`), which picks the failure text the worker sent."""
     failure = None
     if job.status == JobStatus.FAILED:
-        text_key = guest_failure_text(job.error_class, job.error)
+        text_key = guest_failure_text(job.error_class, job.error, last_capture=last_capture)
         failure = {"class": job.error_class, "text": text_key, "retake": text_key in RETAKE_TEXTS}
     return {"id": str(job.id), "status": job.status, "capture_id": job.capture_id, "failure": failure}
 
@@ -87,6 +89,7 @@ def _session_body(
     guest is linked: the token then authorises ``GET /sessions/{id}/stickers`` together with the id, so
     a reader of a linked session's status (anyone who has its id) does not learn it."""
     linked = session.telegram_linked
+    last_capture = is_last_capture(session, ctx.settings.max_captures_per_session)
     link = None if linked else kiosk.deep_link(ctx.settings.bot_username, session.token)
     if not linked:
         status = "waiting_for_telegram"
@@ -120,7 +123,7 @@ def _session_body(
         ),
         "captures": session.captures,
         "captures_left": max(0, ctx.settings.max_captures_per_session - session.captures),
-        "jobs": [_job_body(j) for j in jobs],
+        "jobs": [_job_body(j, last_capture=last_capture) for j in jobs],
     }
 
 
@@ -168,7 +171,8 @@ async def create_session(ctx: Ctx, request: Request, body: SessionCreate | None 
 async def session_status(ctx: Ctx, session_id: UUID) -> dict[str, Any]:
     """Status for the kiosk's 1 s poll; ``paused`` says a pause is on (the kiosk shows its break screen
     and carries on by itself when it is false again), ``jobs[].failure`` what a failed job means to the
-    guest (``text``: the key of the bot's message in :mod:`shared.texts`, ``retake``: a new photo can
+    guest (``text``: the key of the bot's message in :mod:`shared.texts`, ``no_face_last`` or
+    ``content_refused_last`` once the session has taken its last photo; ``retake``: a new photo can
     help, a retry of this one cannot)."""
     session, jobs, paused = await kiosk.session_view(ctx, session_id)
     return _session_body(ctx, session, jobs, paused=paused)
@@ -470,4 +474,11 @@ async def kiosk_config(ctx: Ctx) -> dict[str, Any]:
 
 
 #: The bot's texts the kiosk shows for the same case (:func:`shared.joblife.guest_failure_text`).
-_KIOSK_GUEST_TEXTS = ("no_face", "content_refused", "failed", "maintenance")
+_KIOSK_GUEST_TEXTS = (
+    "no_face",
+    "content_refused",
+    "no_face_last",
+    "content_refused_last",
+    "failed",
+    "maintenance",
+)

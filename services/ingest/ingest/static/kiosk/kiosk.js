@@ -17,6 +17,9 @@
  * sees progress or a retry notice within 10 s; the done screen shows the guest's first stickers and a
  * QR code of the set; the welcome screen runs an attract loop of sample stickers; the venue's title,
  * logo and accent colour come from GET /kiosk/config.
+ * Reload: the session (id, token, language, screen, time of the last touch) is kept in localStorage and a
+ * reload carries on where the page was (see "Resume after a reload" below); every reset and "Not you?"
+ * forget it first, so the next guest never resumes someone else's session.
  * Staff reset: hold the top-left corner for 3 s. Query string: ?station=<name>&lang=en|ru.
  */
 "use strict";
@@ -140,7 +143,7 @@
       done_loading: "Загружаем стикеры…", done_scan: "Отсканируй, чтобы добавить набор",
       failed_title: "Извини, не получилось",
       failed_text: "Что-то пошло не так с генерацией твоего набора. Мы поможем вручную — подойди к стойке.",
-      failed_no_captures: "Это было последнее фото для этой сессии — сотрудники стойки тебе помогут.",
+      failed_no_captures: "Это было последнее фото за этот визит — сотрудники у стойки тебе помогут.",
       hi: "Привет, {name}!", not_you: "Это не ты?", unlink_failed: "Не получилось — нажми «Это не ты?» ещё раз.",
       break_linked: "Привет, {name}! Продолжим сразу после перерыва — сканировать заново не нужно.",
       generating_paused: "У стойки короткий перерыв. Фото сохранено — стикеры придут, как только мы вернёмся.",
@@ -155,7 +158,7 @@
       back_in: "Возврат к началу через {s} с", captures_left: "Осталось фото: {n}",
       choose_failed: "Не удалось сохранить выбор — нажми ещё раз.",
       title_no_face: "Не видно лица", title_photo: "Это фото не подошло",
-      title_capture_limit: "Фото для этой сессии закончились", title_other: "Что-то пошло не так",
+      title_capture_limit: "Фото за этот визит закончились", title_other: "Что-то пошло не так",
       start_over: "Начать заново", ask_staff: "Попробуй ещё раз или обратись к сотрудникам стойки.",
       code_no_face: "Не получилось найти лицо на фото. Сделай, пожалуйста, ещё одно селфи на стойке.",
       code_corrupt_image: "Файл фото повреждён. Сделай новое фото.",
@@ -177,7 +180,7 @@
     lang: defaultLang, screen: "welcome", epoch: 0, session: null, status: null, outfits: null,
     outfitId: null, jobId: null, photo: null, consent: null, consented: false, stream: null, refusal: null, timer: null, ticker: null,
     config: null, token: null, failure: null, breakReturn: null, warnTimer: null, stickerUrls: [], attract: null,
-    sending: null,
+    sending: null, unlinking: false,
   };
   const STALE = new Error("the session was reset");
 
@@ -187,10 +190,12 @@
   }
 
   /* The bot's own text for a case (shared/texts.py via GET /kiosk/config), so booth and chat agree;
-   * the built-in copy of the same words until the config has loaded. */
+   * the built-in copy of the same words until the config has loaded (for a `*_last` case: its last
+   * sentence, the one that matters at the booth). */
   function guestText(key) {
     const texts = state.config && state.config.guest_texts && state.config.guest_texts[key];
-    return (texts && (texts[state.lang] ?? texts.en)) || t(key === "failed" ? "failed_text" : `code_${key}`);
+    const fallback = key === "failed" ? "failed_text" : key.endsWith("_last") ? "failed_no_captures" : `code_${key}`;
+    return (texts && (texts[state.lang] ?? texts.en)) || t(fallback);
   }
 
   function setLang(lang) {
@@ -339,6 +344,7 @@
   /* Every reset is announced: "Still there?" with a countdown and a big Continue for the last
    * idleWarnMs; a touch anywhere (or Continue) starts the screen's time again. */
   function armTimer() {
+    remember();
     clearTimeout(state.timer);
     clearTimeout(state.warnTimer);
     clearInterval(state.ticker);
@@ -372,6 +378,7 @@
   }
 
   function startOver() {
+    forget(); // first: whatever happens next, a reload never brings this guest back
     state.epoch += 1;
     const alive = current();
     releasePhoto();
@@ -402,6 +409,7 @@
         if (!alive()) return;
         state.session = session;
         showQr(session);
+        remember();
         leaveBreak();
         poll(alive);
         return;
@@ -465,6 +473,113 @@
     }
   }
 
+  /* ---- Resume after a reload: a staff member's reload, a crashed tablet browser, a tablet that slept.
+   *
+   * localStorage, not sessionStorage: sessionStorage lives as long as the browser tab, and a kiosk-mode
+   * browser that crashed or was killed by the tablet's OS (Chrome --kiosk, Fully Kiosk and the like)
+   * comes back with a new tab on its start URL, where sessionStorage is empty; localStorage survives
+   * that. The price is that it survives everything else too, so what is kept is bounded:
+   * - one entry per station (`?station=`), only the session id, its token (the page needs it for
+   *   GET /sessions/{id}/stickers, and GET /sessions/{id} stops returning it once a guest is linked),
+   *   the language, the screen and the time of the last touch or screen change;
+   * - it is removed before every reset (idle, staff, "Next guest", an unknown session) and before
+   *   "Not you?", so the next guest never resumes someone else's session;
+   * - it is honoured only within the auto-return time of the screen the session would resume on
+   *   (AUTO_RETURN: 90 s before the photo, 180 s generating, 60 s done, 45 s failed), counted from the
+   *   last touch: by then the page would have gone back to the start by itself. The welcome QR of a
+   *   session nobody has linked has no limit, like the screen itself (nothing personal is on it).
+   * Anything else (no entry, a broken one, a 404 for a session the server does not know, any other
+   * error reading it) starts a fresh session. ---- */
+
+  const STORE_KEY = `sticker-booth.kiosk.${state.station}`;
+  // Screens before the photo (and the upload itself): after a reload they become the camera again when
+  // the guest was retaking after a failed job, since the photo in memory is gone.
+  const BEFORE_PHOTO = new Set([...GREETED, "sending"]);
+
+  function remember() {
+    if (!state.session || state.unlinking) return;
+    const saved = {
+      id: state.session.id, token: state.token, lang: state.lang, screen: state.screen, at: Date.now(),
+    };
+    try {
+      localStorage.setItem(STORE_KEY, JSON.stringify(saved));
+    } catch { /* storage off or full: a reload starts fresh, nothing else changes */ }
+  }
+
+  function forget() {
+    try { localStorage.removeItem(STORE_KEY); } catch { /* storage off: nothing was kept */ }
+  }
+
+  /* The kept session, or null when there is none or it is not one this page wrote. */
+  function recall() {
+    let saved;
+    try { saved = JSON.parse(localStorage.getItem(STORE_KEY) || "null"); } catch { saved = null; }
+    const ok = saved && typeof saved === "object"
+      && typeof saved.id === "string" && /^[0-9a-f-]{36}$/i.test(saved.id)
+      && (saved.token === null || typeof saved.token === "string")
+      && typeof saved.at === "number" && typeof saved.screen === "string";
+    return ok ? saved : null;
+  }
+
+  /* The screen a session's status resumes on (`saved.screen`: where the page was). */
+  function resumeScreen(status, saved) {
+    if (!status.telegram_linked) return "welcome";
+    const job = status.jobs[status.jobs.length - 1];
+    if (!job) return status.outfit_id === null ? "outfits" : status.consent ? "camera" : "consent";
+    const retaking = job.status === "failed" && BEFORE_PHOTO.has(saved.screen)
+      && job.failure && job.failure.retake && status.captures_left > 0;
+    if (retaking) return "camera";
+    if (job.status === "delivered") return "done";
+    if (job.status === "failed") return "failed";
+    return "generating";
+  }
+
+  async function resume() {
+    const saved = recall();
+    if (!saved) return startOver();
+    state.epoch += 1;
+    const alive = current();
+    let status;
+    try {
+      status = await api("GET", `/sessions/${saved.id}`);
+    } catch {
+      return alive() ? startOver() : undefined;
+    }
+    if (!alive()) return;
+    const target = resumeScreen(status, saved);
+    const elapsed = Date.now() - saved.at;
+    const limit = target === "welcome" ? Infinity : AUTO_RETURN[target];
+    if (!(elapsed >= 0 && elapsed < limit)) return startOver();
+    setLang(saved.lang === "ru" ? "ru" : "en");
+    const job = status.jobs[status.jobs.length - 1] || null;
+    Object.assign(state, {
+      session: status, status, token: status.token ?? saved.token, outfitId: status.outfit_id,
+      consented: Boolean(status.consent), jobId: target === "camera" ? null : job && job.id,
+    });
+    if (target === "welcome") {
+      showQr(status);
+      show("welcome");
+    } else if (target === "outfits") {
+      show("outfits");
+      renderOutfits();
+    } else if (target === "consent") {
+      showConsent();
+    } else if (target === "camera") {
+      openCamera();
+    } else if (target === "generating") {
+      renderProgress(job.status);
+      $("generating-note").textContent = "";
+      show("generating");
+    } else if (target === "done") {
+      showDone();
+    } else {
+      state.failure = job.failure || { text: "failed", retake: false };
+      renderFailure(state.failure);
+      show("failed");
+    }
+    poll(alive);
+  }
+
   /* ---- "Hi, <first name> — not you?": unlink before any photo, show a new QR code. ---- */
 
   function renderGuest() {
@@ -479,6 +594,8 @@
   async function notYou() {
     const button = $("not-you");
     button.disabled = true;
+    forget(); // a reload from here on starts fresh: it must never greet the person who said "not you"
+    state.unlinking = true; // and no touch writes them back meanwhile (remember)
     state.epoch += 1; // answers of the old poll are stale now
     const alive = current();
     try {
@@ -495,7 +612,11 @@
       if (err instanceof HttpError && err.code === "photo_sent") button.hidden = true;
     } finally {
       button.disabled = false;
-      if (alive()) poll(alive);
+      state.unlinking = false;
+      if (alive()) {
+        remember(); // the new QR code after an unlink, or the same guest when the unlink was refused
+        poll(alive);
+      }
     }
   }
 
@@ -918,14 +1039,19 @@
   }
 
   /* A failed job in the bot's words for its case; Retake only when a new photo can help (no face,
-   * refused as content) and one is left; otherwise the staff help (the admin page can retry it). */
+   * refused as content) and one is left; otherwise the staff help (the admin page can retry it). On the
+   * session's last photo the server already names the `*_last` text the bot sent ("That was the last
+   * photo…"); should it still offer a retake with none left, the page picks that text itself. */
   function renderFailure(failure) {
-    const titles = { no_face: "title_no_face", content_refused: "title_content" };
+    const titles = {
+      no_face: "title_no_face", content_refused: "title_content",
+      no_face_last: "title_no_face", content_refused_last: "title_content",
+    };
     $("failed-title").textContent = t(titles[failure.text] ?? "failed_title");
     const left = state.status ? state.status.captures_left : 0;
     const canRetake = Boolean(failure.retake) && left > 0;
-    const extra = failure.retake && !canRetake ? ` ${t("failed_no_captures")}` : "";
-    $("failed-text").textContent = guestText(failure.text) + extra;
+    const key = failure.retake && !canRetake ? `${failure.text}_last` : failure.text;
+    $("failed-text").textContent = guestText(key);
     $("failed-again").hidden = !canRetake;
     $("failed-again").classList.toggle("primary", canRetake);
     $("failed-again").classList.toggle("secondary", !canRetake);
@@ -959,7 +1085,10 @@
 
   function wire() {
     $("station").textContent = state.station;
-    $("lang").addEventListener("click", () => setLang(state.lang === "en" ? "ru" : "en"));
+    $("lang").addEventListener("click", () => {
+      setLang(state.lang === "en" ? "ru" : "en");
+      remember();
+    });
     $("back-outfits").addEventListener("click", () => show("outfits"));
     $("consent-back").addEventListener("click", () => show("outfits"));
     $("agree").addEventListener("click", agree);
@@ -999,5 +1128,5 @@
   loadConfig();
   loadOutfits();
   loadConsent();
-  startOver();
+  resume();
 })();
