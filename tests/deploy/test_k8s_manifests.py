@@ -169,7 +169,8 @@ def test_services_probe_health_and_readiness_on_their_contract_port_with_bounded
             assert ports.get(get["port"], get["port"]) == port, f"{name} {probe}"
         annotations = template["metadata"]["annotations"]
         assert annotations["prometheus.io/scrape"] == "true"
-        assert annotations["prometheus.io/port"] == str(port)
+        # /metrics on the ops port where a pod has one (ingest: never on the port its ingress publishes)
+        assert annotations["prometheus.io/port"] == str(ports.get("ops", port))
         resources = container["resources"]
         for key in ("cpu", "memory"):
             assert key in resources["requests"] and key in resources["limits"], f"{name} {key}"
@@ -325,7 +326,7 @@ def test_pod_monitor_scrapes_every_metrics_port_and_labels_the_service(
     port_names = {
         p["name"] for _name, pod in pod_templates(docs) for c in pod["containers"] for p in c.get("ports", [])
     }
-    assert {e["port"] for e in endpoints} == port_names
+    assert {e["port"] for e in endpoints} == {"ops"} and "ops" in port_names
     for endpoint in endpoints:
         assert endpoint["path"] == "/metrics"
         assert {r["targetLabel"] for r in endpoint["relabelings"]} == {"service"}

@@ -23,6 +23,7 @@ from ingest.ratelimit import RateLimiter
 from ingest.settings import IngestSettings
 from shared.db import create_engine
 from shared.logging import configure_logging
+from shared.ops import start_ops_server
 from shared.outfits import load_catalog
 from shared.repositories import Database
 from shared.settings import settings_or_exit
@@ -62,9 +63,12 @@ def create_app(
             photo_check_workers=photos.workers,
         )
         await photos.start()
+        ops = await start_ops_server(settings.ops_port, ready=database.ping, alive=lambda: True)
         try:
             yield
         finally:
+            if ops is not None:
+                await ops.cleanup()
             await photos.close()
             if own_redis:
                 await pub.redis.aclose()

@@ -1,4 +1,9 @@
-"""``/healthz`` (process alive), ``/readyz`` (Postgres reachable), ``/metrics`` (Prometheus)."""
+"""``/healthz`` (process alive), ``/readyz`` (Postgres reachable), ``/metrics`` (Prometheus).
+
+With ``OPS_PORT`` set, ``/metrics`` is served on that port only (:func:`shared.ops.start_ops_server`,
+with ``/healthz`` and ``/readyz``) and answers 404 here: this port is the one the venue's ingress
+publishes, and the job, lead and spend counters are nobody's business outside the cluster. Without it
+(``make up``, Compose) ``/metrics`` is here, as Prometheus there expects."""
 
 from __future__ import annotations
 
@@ -27,5 +32,7 @@ async def readyz(ctx: Ctx) -> dict[str, bool]:
 
 
 @router.get("/metrics")
-async def metrics() -> Response:
+async def metrics(ctx: Ctx) -> Response:
+    if ctx.settings.ops_port:
+        raise ApiError(404, "not_found", "Not Found")
     return Response(exposition(), media_type=CONTENT_TYPE_LATEST)
