@@ -40,6 +40,7 @@ _HOLE_OFFSET = 6.0  # a hole's mean colour is at most this far (RGB) from the mo
 _HOLE_SHADOW_CHROMA = 0.01  # ... or it is the backdrop in shadow: same chromaticity, darker
 _FIT_SAMPLES = 8000  # backdrop pixels the quadratic model is fitted on (it has 6 terms per channel)
 _SPILL_RATIO = 0.08  # figure pixels at least this green (relative to the backdrop) may be spill
+_BAND_ROWS = 64  # rows of a sheet whose per-pixel tests are computed together (about 64 K pixels)
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,10 +110,11 @@ def _border_pixels(rgb: npt.NDArray[np.uint8]) -> npt.NDArray[np.uint8]:
 
 def _border_connected(mask: npt.NDArray[np.bool_]) -> npt.NDArray[np.bool_]:
     """The pixels of ``mask`` 4-connected to the image border: framed in a 1 px ring of set pixels, every
-    component touching the border joins the ring's, so one label compare picks them all out."""
+    component touching the border joins the ring's, so one flood fill from a corner marks them all (no
+    full-size label map)."""
     framed = cv2.copyMakeBorder(mask.view(np.uint8), 1, 1, 1, 1, cv2.BORDER_CONSTANT, value=1)
-    _count, labels = cv2.connectedComponents(framed, connectivity=4)
-    return np.asarray(labels[1:-1, 1:-1] == labels[0, 0])
+    cv2.floodFill(framed, None, (0, 0), 2, flags=4)
+    return np.asarray(framed[1:-1, 1:-1] == 2)
 
 
 def _solve(design: npt.NDArray[np.float64], target: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
@@ -145,6 +147,67 @@ def _planes(image: npt.NDArray[np.uint8]) -> tuple[npt.NDArray[np.float32], ...]
     """The three colour planes of an H×W×3 uint8 image as contiguous float32 arrays (element-wise work on
     planes is several times faster than reductions over a trailing axis of 3)."""
     return tuple(plane.astype(np.float32) for plane in cv2.split(image))
+
+
+@dataclass(slots=True)
+class _PixelTests:
+    """Per-pixel backdrop tests of a sheet (H×W each).
+
+    Attributes:
+        strict: within the tolerance of the model colour.
+        like: backdrop-like (strict, the backdrop in shadow, or green enough and not too far).
+        ratio: green excess relative to the model's (see the module docstring); float32.
+        shadow: the model's chromaticity, not much darker: a cast shadow or a highlight.
+    """
+
+    strict: npt.NDArray[np.bool_]
+    like: npt.NDArray[np.bool_]
+    ratio: npt.NDArray[np.float32]
+    shadow: npt.NDArray[np.bool_]
+
+    @staticmethod
+    def measure(
+        rgb: npt.NDArray[np.uint8], model: tuple[npt.NDArray[np.float32], ...], tolerance: float
+    ) -> _PixelTests:
+        """The tests of ``rgb`` (…×3 uint8) against ``model`` (three float32 arrays of its shape)."""
+        r, g, b = (rgb[..., channel].astype(np.float32) for channel in range(3))
+        mr, mg, mb = model
+        distance2 = (r - mr) ** 2 + (g - mg) ** 2 + (b - mb) ** 2
+        model_excess = np.maximum(mg - np.maximum(mr, mb), 1.0)
+        ratio = (g - np.maximum(r, b)) / model_excess
+        strict = distance2 <= tolerance**2
+        # same chromaticity rgb / (r + g + b) as the backdrop: the backdrop in a cast shadow or a highlight
+        inv_total = 1.0 / np.maximum(r + g + b, 1.0)
+        inv_model = 1.0 / np.maximum(mr + mg + mb, 1.0)
+        chroma2 = (r * inv_total - mr * inv_model) ** 2 + (g * inv_total - mg * inv_model) ** 2
+        chroma2 += (b * inv_total - mb * inv_model) ** 2
+        shadow = (chroma2 <= _SHADOW_CHROMA**2) & (g >= _SHADOW_MIN_LEVEL * mg)
+        like = strict | shadow | ((ratio >= _LOOSE_RATIO) & (distance2 <= 9.0 * tolerance**2))
+        return _PixelTests(strict=strict, like=like, ratio=np.asarray(ratio, np.float32), shadow=shadow)
+
+    @staticmethod
+    def of_sheet(
+        rgb: npt.NDArray[np.uint8], model: tuple[npt.NDArray[np.float32], ...], tolerance: float
+    ) -> _PixelTests:
+        """:meth:`measure` of a whole H×W×3 sheet, done in bands of :data:`_BAND_ROWS` rows: the dozen
+        temporaries of a band stay in the CPU cache and reuse the same memory, where a whole sheet's
+        (4 MB each at 1024 px) are fresh pages every time (the tests alone: 24 ms a 1024 px sheet at
+        once, 6.5 ms in bands, measured on the 2-core dev machine); the same values."""
+        height, width = rgb.shape[:2]
+        tests = _PixelTests(
+            strict=np.empty((height, width), bool),
+            like=np.empty((height, width), bool),
+            ratio=np.empty((height, width), np.float32),
+            shadow=np.empty((height, width), bool),
+        )
+        for top in range(0, height, _BAND_ROWS):
+            rows = slice(top, top + _BAND_ROWS)
+            band = _PixelTests.measure(rgb[rows], tuple(plane[rows] for plane in model), tolerance)
+            tests.strict[rows] = band.strict
+            tests.like[rows] = band.like
+            tests.ratio[rows] = band.ratio
+            tests.shadow[rows] = band.shadow
+        return tests
 
 
 def estimate_backdrop(rgb: npt.NDArray[np.uint8]) -> Backdrop:
@@ -206,7 +269,7 @@ def estimate_backdrop(rgb: npt.NDArray[np.uint8]) -> Backdrop:
 def _hole_components(
     enclosed: npt.NDArray[np.bool_],
     strict: npt.NDArray[np.bool_],
-    data: tuple[npt.NDArray[np.float32], ...],
+    data: tuple[npt.NDArray[np.uint8], ...],
     model: tuple[npt.NDArray[np.float32], ...],
     noise: float,
     edge_band_px: int,
@@ -264,21 +327,12 @@ def key_green(
         edge_band_px = max(2, round(min(height, width) / 340))
     if not backdrop.is_green:
         return np.zeros((height, width, 4), np.uint8)
-    r, g, b = data = _planes(rgb)
-    mr, mg, mb = model = backdrop.render_planes(height, width)
-    distance2 = (r - mr) ** 2 + (g - mg) ** 2 + (b - mb) ** 2
-    model_excess = np.maximum(mg - np.maximum(mr, mb), 1.0)
-    ratio = (g - np.maximum(r, b)) / model_excess
+    # uint8 planes: the holes' sums and the edge's float32 arithmetic promote them (the same values)
+    data = tuple(np.asarray(plane, np.uint8) for plane in cv2.split(rgb))
+    model = backdrop.render_planes(height, width)
     tolerance = max(24.0, 3.0 * backdrop.noise)
-
-    strict = distance2 <= tolerance**2
-    # same chromaticity rgb / (r + g + b) as the backdrop: the backdrop in a cast shadow or a highlight
-    inv_total = 1.0 / np.maximum(r + g + b, 1.0)
-    inv_model = 1.0 / np.maximum(mr + mg + mb, 1.0)
-    chroma2 = (r * inv_total - mr * inv_model) ** 2 + (g * inv_total - mg * inv_model) ** 2
-    chroma2 += (b * inv_total - mb * inv_model) ** 2
-    shadow = (chroma2 <= _SHADOW_CHROMA**2) & (g >= _SHADOW_MIN_LEVEL * mg)
-    like = strict | shadow | ((ratio >= _LOOSE_RATIO) & (distance2 <= 9.0 * tolerance**2))
+    tests = _PixelTests.of_sheet(rgb, model, tolerance)
+    strict, like, ratio, shadow = tests.strict, tests.like, tests.ratio, tests.shadow
     outer = _border_connected(like)
     enclosed = like & ~outer
     background = outer
