@@ -392,7 +392,6 @@ def key_green(
         flat_green[thin] = np.minimum(flat_green[thin], np.maximum(red.ravel()[thin], blue.ravel()[thin]))
     for plane, values in zip((red, green, blue), unmixed, strict=False):
         plane.ravel()[edge] = (values + 0.5).astype(np.uint8)
-    visible = (alpha > 0).astype(np.uint8)
-    return np.asarray(
-        cv2.merge([cv2.bitwise_and(p, p, mask=visible) for p in (red, green, blue)] + [alpha]), np.uint8
-    )
+    # RGB 0 where alpha is 0 (a masked operation leaves the pixels outside its mask at 0)
+    keyed = cv2.merge([red, green, blue, alpha])
+    return np.asarray(cv2.bitwise_and(keyed, keyed, mask=alpha), np.uint8)
