@@ -181,12 +181,6 @@ def grid_for(figures: int, width: int, height: int) -> tuple[int, int]:
     return best
 
 
-def _cell_index_map(height: int, width: int, cols: int, rows: int) -> npt.NDArray[np.int32]:
-    ys = np.minimum(np.arange(height) * rows // height, rows - 1)
-    xs = np.minimum(np.arange(width) * cols // width, cols - 1)
-    return (ys[:, None] * cols + xs[None, :]).astype(np.int32)
-
-
 def _bodies(
     component: npt.NDArray[np.bool_],
     origin: tuple[int, int],
@@ -201,7 +195,7 @@ def _bodies(
     """
     dist = cv2.distanceTransform(component.astype(np.uint8), cv2.DIST_L2, 5)
     top = float(dist.max())
-    cells = grid.index[origin[1] : origin[1] + component.shape[0], origin[0] : origin[0] + component.shape[1]]
+    cells = grid.cells(origin[0], origin[1], component.shape[1], component.shape[0])
     found = []
     for cell in candidates:
         share = component & (cells == cell)
@@ -222,7 +216,7 @@ def _split(
     """Split a component between the bodies in ``targets`` cells by a watershed on its distance
     transform; returns per pixel of the crop the target cell (or -1 outside the component)."""
     dist = cv2.distanceTransform(component.astype(np.uint8), cv2.DIST_L2, 5)
-    cells = grid.index[origin[1] : origin[1] + component.shape[0], origin[0] : origin[0] + component.shape[1]]
+    cells = grid.cells(origin[0], origin[1], component.shape[1], component.shape[0])
     markers = np.zeros(component.shape, np.int32)
     for k, cell in enumerate(targets, start=1):
         share = component & (cells == cell)
@@ -239,11 +233,17 @@ class _Grid:
     rows: int
     width: int
     height: int
-    index: npt.NDArray[np.int32]  # H×W cell index per pixel
 
     @staticmethod
     def of(cols: int, rows: int, width: int, height: int) -> _Grid:
-        return _Grid(cols, rows, width, height, _cell_index_map(height, width, cols, rows))
+        return _Grid(cols, rows, width, height)
+
+    def cells(self, x: int, y: int, w: int, h: int) -> npt.NDArray[np.int32]:
+        """The h×w int32 cell index (row-major) of each pixel of the crop at (x, y), computed for the
+        crop alone (a whole sheet's map would be 4 MB of fresh memory per sheet)."""
+        ys = np.minimum(np.arange(y, y + h) * self.rows // self.height, self.rows - 1)
+        xs = np.minimum(np.arange(x, x + w) * self.cols // self.width, self.cols - 1)
+        return (ys[:, None] * self.cols + xs[None, :]).astype(np.int32)
 
     @property
     def cell_area(self) -> float:
@@ -357,7 +357,7 @@ def _cut(sheet: npt.NDArray[np.uint8], figures: int) -> SheetCut:
     for label in kept:
         x, y, w, h, area = (int(v) for v in stats[label])
         component = labels[y : y + h, x : x + w] == label
-        crop_cells = grid.index[y : y + h, x : x + w]
+        crop_cells = grid.cells(x, y, w, h)
         shares = np.bincount(crop_cells[component], minlength=cols * rows)
         ys, xs = np.nonzero(component)
         flat_index = (ys + y) * width + (xs + x)
@@ -379,7 +379,8 @@ def _cut(sheet: npt.NDArray[np.uint8], figures: int) -> SheetCut:
             pieces.append(_Piece.of(flat_index, xs + x, ys + y, int(np.argmax(shares))))
 
     cell_of, extra = _assign_cells(pieces, cols, rows, min_figure)
-    owner = np.full(height * width, -1, np.int32)  # final cell of each pixel, or -1
+    # final cell of each pixel, or -1 (a byte per pixel while the cells fit one)
+    owner = np.full(height * width, -1, np.int8 if cols * rows < 128 else np.int32)
     for piece, cell in zip(pieces, cell_of, strict=True):
         if cell >= 0:
             owner[piece.flat_index] = cell

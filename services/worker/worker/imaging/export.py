@@ -58,8 +58,13 @@ def export_sticker(rgba: npt.NDArray[np.uint8]) -> bytes:
     Raises:
         ValueError: the image is empty, or cannot be brought under the size limit.
     """
-    fitted = fit_sticker(rgba)
-    fitted = np.asarray(cv2.bitwise_and(fitted, fitted, mask=(fitted[..., 3] > 0).astype(np.uint8)), np.uint8)
+    height, width = rgba.shape[:2]
+    # a finished figure already has its 512 px side (fit_sticker would only copy it)
+    fits = max(height, width) == STICKER_SIDE_PX and min(height, width) >= 1
+    fitted = rgba if fits else fit_sticker(rgba)
+    # RGB 0 where alpha is 0: a masked operation leaves the pixels outside its mask (alpha) at 0
+    alpha = cv2.extractChannel(fitted, 3)
+    fitted = np.asarray(cv2.bitwise_and(fitted, fitted, mask=alpha), np.uint8)
     image = Image.fromarray(fitted)
     data = _encode(image)
     for colours in _PALETTE_STEPS:

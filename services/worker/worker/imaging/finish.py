@@ -127,7 +127,7 @@ def finish_sticker(
         if width >= height
         else (round(width * scale), STICKER_SIDE_PX)
     )
-    covered = float((outlined[..., 3] > 0).sum()) * scale * scale
+    covered = float(cv2.countNonZero(cv2.extractChannel(outlined, 3))) * scale * scale
     qa = StickerQA(
         coverage=min(1.0, covered / (STICKER_SIDE_PX * STICKER_SIDE_PX)),
         fringe=fringe,
