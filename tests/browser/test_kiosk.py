@@ -228,6 +228,19 @@ def test_a_photo_without_a_face_shows_the_servers_message_and_a_retake(page: Pag
     assert session_status(stack, session["id"])["captures"] == 0  # a refused photo uses no capture
 
 
+def test_a_damaged_photo_is_refused_in_the_guests_words_not_the_decoders(page: Page, stack: Stack) -> None:
+    open_kiosk(page, stack)
+    scan_and_start(page, stack, user_id=7106)
+    pick_outfit(page, "wizard")
+    choose_photo(page, "truncated-jpeg.jpg")  # the server answers 422 corrupt_image, "… (image file is
+    page.click("#send")  # truncated …)": words for a developer
+    wait_screen(page, "refused")
+    assert page.inner_text("#refused-text") == "The photo file is damaged. Please take a new photo."
+    assert page.inner_text("#refused-action") == "Retake"
+    page.click("#lang")
+    assert page.inner_text("#refused-text") == "Файл фото повреждён. Сделай новое фото."
+
+
 def test_maintenance_shows_the_break_screen_and_the_kiosk_carries_on_after_resume(
     page: Page, stack: Stack
 ) -> None:

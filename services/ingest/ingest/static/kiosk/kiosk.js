@@ -110,6 +110,12 @@
       choose_failed: "Couldn't save your choice — tap again.",
       title_no_face: "We couldn't see your face", title_photo: "That photo didn't work",
       code_no_face: "We couldn't find a face in your photo. Please take another selfie at the booth.",
+      code_corrupt_image: "The photo file is damaged. Please take a new photo.",
+      code_empty_file: "The photo file is empty. Please take a new photo.",
+      code_unsupported_format: "This format doesn't work: we need JPEG, PNG, WebP or HEIC.",
+      code_file_too_large: "That photo is too large. Please take a new photo.",
+      code_too_many_pixels: "That photo is too large. Please take a new photo.",
+      code_capture_limit: "Ask our staff at the booth if you would like another try.",
       title_capture_limit: "That's all the photos for this visit", title_other: "Something's not right",
       start_over: "Start over", ask_staff: "Please try again, or ask our staff at the booth.",
     },
@@ -162,10 +168,11 @@
       start_over: "Начать заново", ask_staff: "Попробуй ещё раз или обратись к сотрудникам стойки.",
       code_no_face: "Не получилось найти лицо на фото. Сделай, пожалуйста, ещё одно селфи на стойке.",
       code_corrupt_image: "Файл фото повреждён. Сделай новое фото.",
+      code_empty_file: "Файл фото пустой. Сделай новое фото.",
       code_unsupported_format: "Этот формат не подходит: нужен JPEG, PNG, WebP или HEIC.",
       code_file_too_large: "Фото слишком большое. Сделай новое фото.",
       code_too_many_pixels: "Фото слишком большое. Сделай новое фото.",
-      code_capture_limit: "За одну сессию можно сделать не больше двух фото.",
+      code_capture_limit: "Если хочешь попробовать ещё раз, подойди к сотрудникам стойки.",
       outfit_astronaut: "Космонавт", outfit_chef: "Шеф-повар", outfit_cowboy: "Ковбой",
       outfit_pirate: "Капитан пиратов", outfit_superhero: "Супергерой", outfit_wizard: "Волшебник",
     },
@@ -1017,7 +1024,9 @@
     });
   }
 
-  /* ---- Refusals: the server's message, with retake or start over. ---- */
+  /* ---- Refusals: the guest's words for the refusal's code, with retake or start over. The API's
+   * `message` is written for developers (byte counts, a decoder's own words) and never shown: a code
+   * without words of its own gets "try again, or ask our staff". ---- */
 
   function refuse(err) {
     if (err.status === 404) return startOver();
@@ -1030,9 +1039,9 @@
     const retake = RETAKE_CODES.has(err.code) || err.status === 413 || err.status === 415;
     const titleKey = err.code === "no_face" || err.code === "capture_limit" ? `title_${err.code}` : null;
     $("refused-title").textContent = t(titleKey ?? (retake ? "title_photo" : "title_other"));
-    const local = err.code === "no_face" ? guestText("no_face")
-      : state.lang === "en" ? null : TEXT[state.lang][`code_${err.code}`];
-    $("refused-text").textContent = local ?? (err.message || t("ask_staff"));
+    const key = `code_${err.code}`;
+    const known = key in TEXT.en;
+    $("refused-text").textContent = err.code === "no_face" ? guestText("no_face") : t(known ? key : "ask_staff");
     const action = $("refused-action");
     action.textContent = t(retake ? "retake" : "start_over");
     action.dataset.action = retake ? "retake" : "restart";
