@@ -35,10 +35,14 @@ async def test_with_an_ops_port_the_public_port_hides_the_metrics(
     assert ready.json() == {"ok": True}
 
 
-async def test_without_an_ops_port_the_metrics_are_on_the_main_port(
-    db: Database, redis: aioredis.Redis, database_url: str, redis_url: str
+@pytest.mark.parametrize("ops_port", [None, 8000])
+async def test_without_an_ops_port_of_its_own_the_metrics_are_on_the_main_port(
+    db: Database, redis: aioredis.Redis, database_url: str, redis_url: str, ops_port: int | None
 ) -> None:
-    app = create_app(ingest_settings(database_url, redis_url), db=db, publisher=Publisher(redis))
-    async with app_client(app) as public:
+    """``OPS_PORT`` unset (``make up``) or equal to ``PORT`` (the image sets ``OPS_PORT=8000`` for its
+    ``HEALTHCHECK``, Compose): one port, no second server trying to bind it."""
+    env = {"PORT": 8000, "PHOTO_CHECK_WORKERS": 1} | ({"OPS_PORT": ops_port} if ops_port else {})
+    app = create_app(ingest_settings(database_url, redis_url, **env), db=db, publisher=Publisher(redis))
+    async with app.router.lifespan_context(app), app_client(app) as public:
         scraped = await public.get("/metrics")
     assert scraped.status_code == 200 and "stk_http_requests_total" in scraped.text

@@ -65,9 +65,8 @@ async def test_guests_and_admins_get_their_menus_in_their_language_through_5xx_a
     calls = await tgsim.get("/sim/calls?method=setMyCommands")
     assert [c["fault"] for c in calls[:2]] == ["error", "drop"]  # both tried again
     refused = [c for c in calls if not c["ok"] and c["fault"] is None]
-    assert len(refused) == len(MENU_LANGUAGES) and {c["description"] for c in refused} == {
-        "Bad Request: chat not found"
-    }
+    # asked once: a chat Telegram does not know refuses every language alike
+    assert [c["description"] for c in refused] == ["Bad Request: chat not found"]
     # setting it again (a restart) sets the same menu
     assert await set_command_menu(bot, [ADMIN]) == 2 * len(MENU_LANGUAGES)
     assert await tgsim.get(f"/sim/users/{ADMIN}/commands") == admins

@@ -63,7 +63,7 @@ def create_app(
             photo_check_workers=photos.workers,
         )
         await photos.start()
-        ops = await start_ops_server(settings.ops_port, ready=database.ping, alive=lambda: True)
+        ops = await start_ops_server(settings.metrics_port, ready=database.ping, alive=lambda: True)
         try:
             yield
         finally:

@@ -101,6 +101,13 @@ class IngestSettings(
         "#ffc93c", pattern=r"^#([0-9a-fA-F]{3}|[0-9a-fA-F]{6})$", validation_alias="KIOSK_ACCENT_COLOR"
     )
 
+    @property
+    def metrics_port(self) -> int:
+        """The port ``/metrics`` is served on apart from the API (``OPS_PORT``), or 0: none, ``/metrics`` is
+        on ``PORT``. An ``OPS_PORT`` equal to ``PORT`` is the same port (the image's default: its
+        ``HEALTHCHECK`` reads ``OPS_PORT``, which for ingest is the API's 8000)."""
+        return 0 if self.ops_port == self.port else self.ops_port
+
     @field_validator("kiosk_event_title")
     @classmethod
     def _title(cls, value: str) -> str:

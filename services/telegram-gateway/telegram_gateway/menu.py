@@ -14,7 +14,8 @@ What is set (descriptions: :data:`shared.texts.GUEST_COMMANDS`, :data:`shared.te
 Setting a list replaces it, so a restart sets the same menu again (idempotent). Each call is tried until it
 is answered: a network error or a 5xx is tried again after a backoff (0.5 s doubling to 30 s), a 429 after
 its ``retry_after``; a refusal (400, 403: e.g. an admin who has never opened the chat with the bot, whose
-chat Telegram does not know yet) is logged ``COMMAND_MENU_REFUSED`` and that list skipped. Nothing here
+chat Telegram does not know yet) is logged ``COMMAND_MENU_REFUSED`` once and that scope's other
+languages skipped. Nothing here
 stops the gateway: :func:`keep_command_menu` logs any other failure and keeps the service running.
 """
 
@@ -66,7 +67,10 @@ async def set_command_menu(bot: Bot, admin_ids: Sequence[int], *, stop: asyncio.
         Forbidden, InvalidToken: the token is not accepted (nothing more can be set).
     """
     done = 0
+    refused: list[BotCommandScope] = []  # a chat Telegram does not know refuses each language alike
     for scope, lang, commands in menus(admin_ids):
+        if scope in refused:
+            continue
         backoff = Backoff(cap_s=BACKOFF_CAP_S)
         while stop is None or not stop.is_set():
             try:
@@ -77,6 +81,7 @@ async def set_command_menu(bot: Bot, admin_ids: Sequence[int], *, stop: asyncio.
                 delay = retry_after_seconds(exc)
             except BadRequest as exc:  # PTB's BadRequest is a NetworkError, but Telegram answered: final
                 log.warning("COMMAND_MENU_REFUSED", scope=scope.type, language=lang, error=exc.message)
+                refused.append(scope)
                 break
             except (Forbidden, InvalidToken):
                 raise

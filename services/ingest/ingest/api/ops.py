@@ -33,6 +33,6 @@ async def readyz(ctx: Ctx) -> dict[str, bool]:
 
 @router.get("/metrics")
 async def metrics(ctx: Ctx) -> Response:
-    if ctx.settings.ops_port:
+    if ctx.settings.metrics_port:
         raise ApiError(404, "not_found", "Not Found")
     return Response(exposition(), media_type=CONTENT_TYPE_LATEST)
