@@ -427,3 +427,25 @@ async def test_sessions_that_failed_on_our_side_do_not_count_against_the_kiosk(
     assert codes == ["database_unavailable"] * 4
     async with app_client(back, base_url="http://kiosk") as kiosk:
         assert [(await kiosk.post("/sessions", json={})).status_code for _ in range(3)] == [201, 201, 429]
+
+
+async def test_one_session_looping_on_refused_photos_is_stopped_and_another_kiosk_goes_through(
+    db: Database, redis: aioredis.Redis, database_url: str, redis_url: str
+) -> None:
+    """Refused photos use no capture, so without a limit one session could keep the photo check busy
+    for every kiosk; a repeated capture id is answered from its row and not counted."""
+    settings = ingest_settings(database_url, redis_url, PHOTO_RATE_LIMIT=3, PHOTO_RATE_WINDOW_SEC=60)
+    app = create_app(settings, db=db, publisher=Publisher(redis))
+    no_face = photo_bytes("png-16bit-welder-low-light.png")
+    async with app_client(app, base_url="http://kiosk") as kiosk:
+        looping = await linked_session(kiosk, db, user_id=301)
+        codes = [
+            (await upload(kiosk, looping, no_face, capture=f"loop-{i}")).json()["error"]["code"]
+            for i in range(5)
+        ]
+        other = await linked_session(kiosk, db, user_id=302)
+        first = await upload(kiosk, other, photo_bytes(), capture="guest-1")
+        again = [await upload(kiosk, other, photo_bytes(), capture="guest-1") for _ in range(4)]
+    assert codes == ["no_face"] * 3 + ["rate_limited"] * 2
+    assert first.status_code == 202
+    assert [a.status_code for a in again] == [200] * 4  # the kiosk's retries of one capture: never 429

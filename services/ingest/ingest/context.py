@@ -24,6 +24,7 @@ class IngestContext:
     photos: PhotoChecker
     lead_limiter: RateLimiter | None = None
     session_limiter: RateLimiter | None = None
+    photo_limiter: RateLimiter | None = None
 
 
 def get_context(request: Request) -> IngestContext:

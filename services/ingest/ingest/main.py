@@ -91,6 +91,12 @@ def create_app(
             window_s=settings.sessions_rate_window_sec,
             prefix="stk:ratelimit:sessions:",
         ),
+        photo_limiter=RateLimiter(
+            pub.redis,
+            limit=settings.photo_rate_limit,
+            window_s=settings.photo_rate_window_sec,
+            prefix="stk:ratelimit:photos:",
+        ),
     )
     errors.install_error_handlers(app)
     routers = [

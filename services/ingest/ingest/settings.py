@@ -40,7 +40,10 @@ class IngestSettings(
     ``SESSIONS_RATE_WINDOW_SEC`` (120 per 60 s, in Redis across replicas): a kiosk opens one per guest
     (about one a minute at a busy booth), so even 20 kiosks behind one venue NAT stay far below it, while
     a script looping on the public route is refused with 429 ``rate_limited`` (the kiosk page retries
-    with backoff).
+    with backoff). ``PHOTO_RATE_LIMIT`` photos checked per session per ``PHOTO_RATE_WINDOW_SEC`` (6 per
+    60 s): a guest's take, review and send lasts well over 10 s, while one session looping on uploads
+    (refused photos use no capture) would queue every kiosk's photo behind its face checks (~0.4 CPU-s
+    each); a repeated ``capture_id`` is answered from the row and not counted.
 
     Leads (DESIGN.md §8): ``LEADS_ENABLED`` (``0`` removes ``POST /leads`` and the landing form),
     ``LEADS_RATE_LIMIT`` submissions per client per ``LEADS_RATE_WINDOW_SEC`` (10 per 600 s, counted in
@@ -79,6 +82,8 @@ class IngestSettings(
     leads_rate_window_sec: int = Field(600, ge=1, validation_alias="LEADS_RATE_WINDOW_SEC")
     sessions_rate_limit: int = Field(120, ge=1, validation_alias="SESSIONS_RATE_LIMIT")
     sessions_rate_window_sec: int = Field(60, ge=1, validation_alias="SESSIONS_RATE_WINDOW_SEC")
+    photo_rate_limit: int = Field(6, ge=1, validation_alias="PHOTO_RATE_LIMIT")
+    photo_rate_window_sec: int = Field(60, ge=1, validation_alias="PHOTO_RATE_WINDOW_SEC")
     leads_cors_origins: Annotated[tuple[str, ...], NoDecode] = Field(
         (), validation_alias="LEADS_CORS_ORIGINS"
     )

@@ -13,7 +13,7 @@ from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 from starlette.requests import ClientDisconnect
 
 from ingest import kiosk
-from ingest.api.errors import ApiError, ErrorBody
+from ingest.api.errors import ApiError, ErrorBody, RateLimited
 from ingest.api.limits import refuse_if_over
 from ingest.api.text import SingleLine
 from ingest.branding import ink_on, normalize_hex
@@ -265,6 +265,11 @@ _UPLOAD_ERRORS: dict[int | str, dict[str, Any]] = {
     },
     413: {"model": ErrorBody, "description": "`file_too_large`, `too_many_pixels`"},
     415: {"model": ErrorBody, "description": "`unsupported_format`"},
+    429: {
+        "model": ErrorBody,
+        "description": "`rate_limited`, with `Retry-After`: more than `PHOTO_RATE_LIMIT` photos checked for "
+        "this session in `PHOTO_RATE_WINDOW_SEC`",
+    },
     422: {
         "model": ErrorBody,
         "description": "`capture_id_required`, `empty_file`, `corrupt_image`, `no_face`, "
@@ -381,6 +386,10 @@ async def _receive_photo(
         )
     if data is None:
         raise _missing("photo", "Field required")
+    if ctx.photo_limiter is not None:  # per session: the photo check is the CPU every kiosk shares
+        decision = await ctx.photo_limiter.hit(str(session_id))
+        if not decision.allowed:
+            raise RateLimited(decision.retry_after_s)
     accepted = await kiosk.accept_photo(ctx, session_id, key, data)
     return _accepted(response, accepted.job, key, created=accepted.created)
 

@@ -60,6 +60,7 @@
   const SAMPLES = [1, 2, 3, 4, 5, 6, 7, 8].map((n) => `/kiosk/assets/sample-${n}.webp`);
   const RETAKE_CODES = new Set([
     "no_face", "corrupt_image", "empty_file", "unsupported_format", "file_too_large", "too_many_pixels",
+    "rate_limited",
   ]);
 
   const TEXT = {
@@ -116,6 +117,7 @@
       code_file_too_large: "That photo is too large. Please take a new photo.",
       code_too_many_pixels: "That photo is too large. Please take a new photo.",
       code_capture_limit: "Ask our staff at the booth if you would like another try.",
+      code_rate_limited: "That was a lot of photos in a short time. Wait a moment, then try again.",
       title_capture_limit: "That's all the photos for this visit", title_other: "Something's not right",
       start_over: "Start over", ask_staff: "Please try again, or ask our staff at the booth.",
     },
@@ -173,6 +175,7 @@
       code_file_too_large: "Фото слишком большое. Сделай новое фото.",
       code_too_many_pixels: "Фото слишком большое. Сделай новое фото.",
       code_capture_limit: "Если хочешь попробовать ещё раз, подойди к сотрудникам стойки.",
+      code_rate_limited: "Слишком много фото за короткое время. Подожди немного и попробуй снова.",
       outfit_astronaut: "Космонавт", outfit_chef: "Шеф-повар", outfit_cowboy: "Ковбой",
       outfit_pirate: "Капитан пиратов", outfit_superhero: "Супергерой", outfit_wizard: "Волшебник",
     },
