@@ -40,7 +40,8 @@ PROMTOOL = shutil.which("promtool", path=os.pathsep.join([str(VENV_BIN), os.envi
 K8S_VERSION = "1.32.0"
 
 
-# service (compose service, k8s Deployment, services/<name>/) -> (Python package, port serving /metrics)
+# service (compose service, k8s Deployment, services/<name>/) -> (Python package, the port of its image's
+# OPS_PORT and health checks; ingest's API port)
 SERVICES: dict[str, tuple[str, int]] = {
     "ingest": ("ingest", 8000),
     "worker": ("worker", 9101),
@@ -48,6 +49,9 @@ SERVICES: dict[str, tuple[str, int]] = {
     "leads": ("leads", 9103),
     "telegram-gateway": ("telegram_gateway", 9104),
 }
+#: The port Prometheus scrapes in Compose: ingest's ``OPS_PORT`` 9100 (its API port 8000 answers 404 on
+#: /metrics once one is set), the others' ops port.
+METRICS_PORTS: dict[str, int] = {**{name: port for name, (_pkg, port) in SERVICES.items()}, "ingest": 9100}
 
 
 PYTHON_IMAGE = "python:3.11-slim-bookworm"

@@ -67,6 +67,8 @@ def test_compose_runs_the_contract_stack() -> None:
     assert compose_service("ingest")["ports"] == [
         "${INGEST_BIND_ADDRESS:-127.0.0.1}:${INGEST_PORT:-8000}:8000"
     ]
+    # /metrics on an unpublished port: the published 8000 reaches the venue LAN with INGEST_BIND_ADDRESS
+    assert str(compose_service("ingest")["environment"]["OPS_PORT"]) == "9100"
 
 
 def test_compose_gates_services_on_healthy_datastores_and_a_finished_migration() -> None:

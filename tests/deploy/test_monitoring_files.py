@@ -12,9 +12,9 @@ from tests.deploy.deploy_helpers import (
     ALERTS,
     CONTRACT_METRICS,
     DASHBOARDS,
+    METRICS_PORTS,
     MONITORING,
     PROMTOOL,
-    SERVICES,
     alert_rules,
     compose_service,
     dashboard_exprs,
@@ -52,7 +52,7 @@ def test_prometheus_scrapes_the_five_services_on_their_contract_ports() -> None:
     config = load_yaml(MONITORING / "prometheus.yml")
     assert config["rule_files"] == ["alerts.yml"]
     jobs = {job["job_name"]: job for job in config["scrape_configs"]}
-    for name, (_package, port) in SERVICES.items():
+    for name, port in METRICS_PORTS.items():
         (sd,) = jobs[name]["dns_sd_configs"]
         assert sd["names"] == [name] and sd["port"] == port, name
         relabel = jobs[name]["relabel_configs"]
