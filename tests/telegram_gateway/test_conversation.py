@@ -104,15 +104,18 @@ async def test_while_paused_guests_get_the_maintenance_text_and_admins_keep_thei
     assert (await replies(sim, GUEST, 3))[2].startswith("You're linked!")
 
 
-async def test_admin_commands_from_a_guest_do_nothing(
+async def test_admin_commands_from_a_guest_pause_nothing_and_get_the_help_text(
     gateway: Application, sim: httpx.AsyncClient, db: Database
 ) -> None:  # type: ignore[type-arg]
     await say(sim, GUEST, "/pause")
+    await say(sim, GUEST, "/status")
+    await say(sim, GUEST, "/stickerz")  # a typo: an answer, not silence
     await say(sim, GUEST, "hello")
-    texts = await replies(sim, GUEST, 1)
+    texts = await replies(sim, GUEST, 4)
     async with db.transaction() as repos:
         assert await maintenance.current_pause(repos) is None
-    assert texts[0].startswith("Hi! Scan the QR code")
+    assert all(t.startswith("How to get your own sticker pack:") for t in texts[:3])
+    assert texts[3].startswith("Hi! Scan the QR code")
 
 
 async def test_an_update_whose_handling_was_interrupted_is_delivered_again(

@@ -52,6 +52,9 @@ class GuestHandlers:
         app.add_handler(CommandHandler("start", self.start_bind, filters=private))
         app.add_handler(CommandHandler("help", self.show_help, filters=private))
         app.add_handler(MessageHandler(private & ~filters.COMMAND, self.reply_hello))
+        # last of all handlers (main registers these last): a command nobody else took (a typo, an admin
+        # command from a guest) gets /help's answer instead of silence
+        app.add_handler(MessageHandler(private & filters.COMMAND, self.show_help))
 
     async def start_bind(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         """Bind the guest's Telegram account to the kiosk session named by ``/start <token>``.
