@@ -187,3 +187,18 @@ def test_after_the_idle_reset_a_reload_shows_a_fresh_welcome(page: Page, stack: 
     assert deep_link(page) != first_link
     assert stored_session_id(page) not in (None, session["id"])
     screenshot(page, "kiosk-reload-fresh")
+
+
+def test_a_reload_keeps_the_idle_time_already_spent_on_the_screen(page: Page, stack: Stack) -> None:
+    """A reload 50 s into the 90 s of the outfits screen: "Still there?" comes 25 s later, as without
+    the reload, not 75 s later (a reload must not keep the previous guest's screen up longer)."""
+    page.clock.install()
+    open_kiosk(page, stack, station="hall-r6")
+    scan_and_start(page, stack, user_id=7307, first_name="Max")
+    wait_screen(page, "outfits")
+    page.clock.fast_forward(50_000)
+    reload_and_settle(page)
+    wait_screen(page, "outfits")
+    assert page.inner_text("#guest-hi") == "Hi, Max!" and not page.is_visible("#idle")
+    page.clock.fast_forward(30_000)
+    page.wait_for_selector("#idle:not([hidden])", timeout=5_000)

@@ -190,7 +190,7 @@
     lang: defaultLang, screen: "welcome", epoch: 0, session: null, status: null, outfits: null,
     outfitId: null, jobId: null, photo: null, consent: null, consented: false, stream: null, refusal: null, timer: null, ticker: null,
     config: null, token: null, failure: null, breakReturn: null, warnTimer: null, stickerUrls: [], attract: null,
-    sending: null, unlinking: false,
+    sending: null, unlinking: false, resumed: null,
   };
   const STALE = new Error("the session was reset");
 
@@ -353,15 +353,21 @@
 
   /* Every reset is announced: "Still there?" with a countdown and a big Continue for the last
    * idleWarnMs; a touch anywhere (or Continue) starts the screen's time again. */
+  /* After a reload (`state.resumed`, set by resume()) the screen it comes back on keeps the idle time
+   * already spent there: a reload never buys the previous guest's screen a fresh timer. */
   function armTimer() {
-    remember();
+    const resumed = state.resumed && state.resumed.screen === state.screen ? state.resumed : null;
+    const spentMs = resumed ? resumed.spentMs : 0;
+    if (resumed) state.resumed = null; // once: the next touch starts the screen's time again
+    remember(spentMs);
     clearTimeout(state.timer);
     clearTimeout(state.warnTimer);
     clearInterval(state.ticker);
     hideIdle();
     const linked = state.status && state.status.telegram_linked;
-    const ms = state.screen === "break" ? (linked || state.photo ? TIMING.idleMs : 0) : AUTO_RETURN[state.screen];
-    if (!ms) return;
+    const full = state.screen === "break" ? (linked || state.photo ? TIMING.idleMs : 0) : AUTO_RETURN[state.screen];
+    if (!full) return;
+    const ms = Math.max(1, full - spentMs);
     const warnMs = Math.min(TIMING.idleWarnMs, ms);
     state.warnTimer = setTimeout(() => showIdle(Date.now() + warnMs), ms - warnMs);
   }
@@ -395,7 +401,7 @@
     releaseStickers();
     Object.assign(state, {
       session: null, status: null, outfitId: null, jobId: null, refusal: null, consented: false,
-      token: null, failure: null, breakReturn: null, sending: null,
+      token: null, failure: null, breakReturn: null, sending: null, resumed: null,
     });
     setLang(defaultLang);
     $("qr").hidden = true;
@@ -506,10 +512,11 @@
   // the guest was retaking after a failed job, since the photo in memory is gone.
   const BEFORE_PHOTO = new Set([...GREETED, "sending"]);
 
-  function remember() {
+  function remember(spentMs = 0) {
     if (!state.session || state.unlinking) return;
     const saved = {
-      id: state.session.id, token: state.token, lang: state.lang, screen: state.screen, at: Date.now(),
+      id: state.session.id, token: state.token, lang: state.lang, screen: state.screen,
+      at: Date.now() - spentMs,
     };
     try {
       localStorage.setItem(STORE_KEY, JSON.stringify(saved));
@@ -561,6 +568,7 @@
     const limit = target === "welcome" ? Infinity : AUTO_RETURN[target];
     if (!(elapsed >= 0 && elapsed < limit)) return startOver();
     setLang(saved.lang === "ru" ? "ru" : "en");
+    state.resumed = target === "welcome" ? null : { screen: target, spentMs: elapsed };
     const job = status.jobs[status.jobs.length - 1] || null;
     Object.assign(state, {
       session: status, status, token: status.token ?? saved.token, outfitId: status.outfit_id,
