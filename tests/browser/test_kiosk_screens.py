@@ -168,6 +168,8 @@ def test_not_you_unlinks_the_other_person_and_shows_a_new_qr_for_the_guest(page:
     assert deep_link(page) != first_link and not page.is_visible("#guest")
     status = session_status(stack, session["id"])
     assert (status["telegram_linked"], status["outfit_id"], status["consent"]) == (False, None, None)
+    # Zed is told that the booth was unlinked from his Telegram ("You're linked!", then this)
+    assert last_bot_text(stack, 7201, 2) == TEXTS["unlinked"]["en"]
     # The old code binds nobody now: its scanner is told so, and the kiosk stays on the new QR.
     token = first_link.split("start=", 1)[1]
     httpx.post(
@@ -175,7 +177,7 @@ def test_not_you_unlinks_the_other_person_and_shows_a_new_qr_for_the_guest(page:
         json={"text": f"/start {token}", "first_name": "Zed", "language_code": "en"},
         timeout=10,
     ).raise_for_status()
-    assert last_bot_text(stack, 7201, 2) == TEXTS["unknown_token"]["en"]
+    assert last_bot_text(stack, 7201, 3) == TEXTS["unknown_token"]["en"]
     assert screen(page) == "welcome"
     scan_and_start(page, stack, user_id=7202, first_name="Ann")
     page.wait_for_selector("#guest:not([hidden])")
