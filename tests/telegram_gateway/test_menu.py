@@ -22,11 +22,6 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
 ADMIN, NEW_ADMIN, GUEST, RU_GUEST, UK_GUEST = 1000, 1001, 2000, 2001, 2002
 
 
-@pytest.fixture(autouse=True)
-def _ptb_timedelta(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("PTB_TIMEDELTA", "true")
-
-
 @pytest.fixture
 async def tgsim() -> AsyncIterator[RunningSim]:
     async with serving(sim_config()) as running:

@@ -13,8 +13,8 @@ from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 from starlette.requests import ClientDisconnect
 
 from ingest import kiosk
-from ingest.api.errors import ApiError, ErrorBody, RateLimited
-from ingest.api.limits import refuse_if_over
+from ingest.api.errors import ApiError, ErrorBody
+from ingest.api.limits import client_address, refuse_if_over
 from ingest.api.text import SingleLine
 from ingest.branding import ink_on, normalize_hex
 from ingest.consent import KioskLanguage, consent_text
@@ -162,7 +162,7 @@ async def create_session(ctx: Ctx, request: Request, body: SessionCreate | None 
     """Open a kiosk session; the answer carries the deep link and its QR code (SVG data URI). 429
     ``rate_limited`` past ``SESSIONS_RATE_LIMIT`` per client (:mod:`ingest.api.limits`)."""
     await _maintenance_guard(ctx)  # first: a paused booth or a Postgres outage counts no session
-    await refuse_if_over(ctx.session_limiter, request)
+    await refuse_if_over(ctx.session_limiter, client_address(request))
     session = await kiosk.open_session(ctx, (body or SessionCreate()).station)
     return _session_body(ctx, session, [])
 
@@ -386,10 +386,7 @@ async def _receive_photo(
         )
     if data is None:
         raise _missing("photo", "Field required")
-    if ctx.photo_limiter is not None:  # per session: the photo check is the CPU every kiosk shares
-        decision = await ctx.photo_limiter.hit(str(session_id))
-        if not decision.allowed:
-            raise RateLimited(decision.retry_after_s)
+    await refuse_if_over(ctx.photo_limiter, str(session_id))  # the photo check: CPU every kiosk shares
     accepted = await kiosk.accept_photo(ctx, session_id, key, data)
     return _accepted(response, accepted.job, key, created=accepted.created)
 

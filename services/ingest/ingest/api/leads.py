@@ -23,7 +23,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, field_validator
 
 from ingest.api.errors import ErrorBody, RateLimited, error_response
-from ingest.api.limits import refuse_if_over
+from ingest.api.limits import client_address, refuse_if_over
 from ingest.api.text import SingleLine, TrimmedLine, TrimmedText
 from ingest.contact import parse_contact
 from ingest.context import Ctx
@@ -104,7 +104,7 @@ async def create_lead(
         known = await repos.leads.find_request(body.request_id)
     if known is None:
         try:
-            await refuse_if_over(ctx.lead_limiter, request)
+            await refuse_if_over(ctx.lead_limiter, client_address(request))
         except RateLimited:
             metrics.LEADS.labels(event="rate_limited").inc()
             raise
