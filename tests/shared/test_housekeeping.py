@@ -302,9 +302,12 @@ async def test_two_schedulers_on_one_redis_run_each_cron_job_once(
             if set(per_job_so_far) == names and min(per_job_so_far.values()) >= 2:
                 break
             await asyncio.sleep(0.2)
-        for task in [*mains, *(t for w in workers for t in w.tasks.values())]:
+        running = [*mains, *(t for w in workers for t in w.tasks.values())]
+        for task in running:
             task.cancel()
-        await asyncio.gather(*mains, return_exceptions=True)
+        # a cancelled arq job finishes its bookkeeping on the pool (shielded): wait for it before the
+        # pools close, or it opens a connection nobody closes (a ResourceWarning in a later test)
+        await asyncio.gather(*running, return_exceptions=True)
     for pool in pools:
         await pool.aclose()
     runs = runs_of(logs)
@@ -325,7 +328,9 @@ async def test_the_scheduler_task_runs_until_stopped_and_stops_cleanly(
     jobs_ = housekeeping.cron_jobs(second=set(range(60)), jobs=[housekeeping.purge_selfies])
     with capture_logs() as logs:
         task = asyncio.ensure_future(housekeeping.run_scheduler(stop, db, redis_url, POLICY, jobs_))
-        await asyncio.sleep(2.2)
+        async with asyncio.timeout(20):  # a run every second; a busy machine may take a few
+            while not any(e["event"] == "HOUSEKEEPING_RUN" for e in logs):
+                await asyncio.sleep(0.1)
         stop.set()
         await asyncio.wait_for(task, 5)
     assert any(e["event"] == "HOUSEKEEPING_RUN" for e in logs)
