@@ -36,6 +36,8 @@ MODULES = {
     "telegram-gateway": "telegram_gateway",
 }
 DEV_BOT_TOKEN = "123456789:SIMULATOR-dev-token-not-a-secret-000000"
+#: The worker's AI keys (``worker.settings``): with none set and no AI simulator, the chain is ``local``.
+PROVIDER_KEYS = ("GEMINI_API_KEY", "OPENAI_API_KEY")
 
 
 @dataclass(frozen=True)
@@ -112,6 +114,11 @@ class Stack:
             env["TELEGRAM_BOT_TOKEN"] = c.bot_token
             env["TELEGRAM_API_BASE_URL"] = self.sim_url
             env["POLL_TIMEOUT_SEC"] = "2"
+        chosen = any(key in os.environ for key in ("PRIMARY_AI_PROVIDER", "FALLBACK_AI_PROVIDER"))
+        if not c.ai_sim and not chosen and not any(os.environ.get(key) for key in PROVIDER_KEYS):
+            # No key and no chain chosen: the worker would skip gemini and openai and draw with `local`.
+            # Say so to every service, so the kiosk's consent screen names who really gets the photo.
+            env["PRIMARY_AI_PROVIDER"], env["FALLBACK_AI_PROVIDER"] = "local", ""
         if name == "worker" and c.ai_sim:
             env["GEMINI_API_KEY"] = "sim-only-gemini-key"
             env["AI_BASE_URL_GEMINI"] = self.ai_sim_url

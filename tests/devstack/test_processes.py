@@ -59,3 +59,31 @@ def test_kills_and_stops_are_caused_and_a_crash_is_not(
         ("sleep", -15, True),
         ("exit", 3, False),  # it had ended by itself before stop_all reached it
     ]
+
+
+@pytest.mark.parametrize(
+    ("ai_sim", "environ", "chain"),
+    [
+        (False, {}, ("local", "")),  # nothing to call: every service is told the local renderer draws
+        (False, {"GEMINI_API_KEY": "k"}, (None, None)),  # a key: the services' own defaults apply
+        (False, {"PRIMARY_AI_PROVIDER": "openai"}, ("openai", None)),  # the operator's choice stands
+        (True, {}, (None, None)),  # the AI simulator stands in for both providers
+    ],
+)
+def test_without_a_provider_key_the_stack_names_the_local_renderer(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    ai_sim: bool,
+    environ: dict[str, str],
+    chain: tuple[str | None, str | None],
+) -> None:
+    for key in (*processes.PROVIDER_KEYS, "PRIMARY_AI_PROVIDER", "FALLBACK_AI_PROVIDER"):
+        monkeypatch.delenv(key, raising=False)
+    for key, value in environ.items():
+        monkeypatch.setenv(key, value)
+    s = Stack(
+        StackConfig(database_url="postgresql://x/y", redis_url="redis://x", log_dir=tmp_path, ai_sim=ai_sim)
+    )
+    for service in ("ingest", "worker"):  # the consent screen and the chain that really draws agree
+        env = s.env(service)
+        assert (env.get("PRIMARY_AI_PROVIDER"), env.get("FALLBACK_AI_PROVIDER")) == chain, service
