@@ -5,7 +5,9 @@ real python-telegram-bot: guests' commands in English and Russian, the admins' o
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator
+from typing import Any
 
 import pytest
 import redis.asyncio as aioredis
@@ -38,6 +40,19 @@ async def bot(tgsim: RunningSim, database_url: str, redis_url: str) -> AsyncIter
         yield gateway_bot
 
 
+async def from_bot(tgsim: RunningSim, chat_id: int) -> list[dict[str, Any]]:
+    """The bot's messages in ``chat_id``, oldest first."""
+    messages = await tgsim.get(f"/sim/chats/{chat_id}/messages")
+    return [m for m in messages if m["from"]["is_bot"]]
+
+
+async def new_admin_lists(tgsim: RunningSim) -> list[dict[str, Any]]:
+    """The ``setMyCommands`` calls that set a list in ``NEW_ADMIN``'s own chat."""
+    calls = await tgsim.get("/sim/calls?method=setMyCommands")
+    scopes = [(c, json.loads(c["params"].get("scope") or "{}")) for c in calls if c["ok"]]
+    return [c for c, scope in scopes if scope.get("type") == "chat" and scope.get("chat_id") == NEW_ADMIN]
+
+
 def described(commands: dict[str, dict[str, str]], language: str) -> list[dict[str, str]]:
     return [{"command": name, "description": texts[language]} for name, texts in commands.items()]
 
@@ -48,8 +63,8 @@ async def test_guests_and_admins_get_their_menus_in_their_language_through_5xx_a
     await tgsim.post("/sim/faults", {"method": "setMyCommands", "kind": "error", "error_code": 502})
     await tgsim.post("/sim/faults", {"method": "setMyCommands", "kind": "drop"})
     # NEW_ADMIN never opened the chat with the bot: Telegram knows no such chat and refuses their list
-    done = await set_command_menu(bot, [ADMIN, NEW_ADMIN])
-    assert done == 2 * len(MENU_LANGUAGES)
+    outcome = await set_command_menu(bot, [ADMIN, NEW_ADMIN])
+    assert outcome.done == 2 * len(MENU_LANGUAGES) and outcome.refused_admins == {NEW_ADMIN}
     guests_en, guests_ru = described(GUEST_COMMANDS, "en"), described(GUEST_COMMANDS, "ru")
     assert await tgsim.get(f"/sim/users/{GUEST}/commands") == guests_en
     assert await tgsim.get(f"/sim/users/{RU_GUEST}/commands") == guests_ru
@@ -63,7 +78,7 @@ async def test_guests_and_admins_get_their_menus_in_their_language_through_5xx_a
     # asked once: a chat Telegram does not know refuses every language alike
     assert [c["description"] for c in refused] == ["Bad Request: chat not found"]
     # setting it again (a restart) sets the same menu
-    assert await set_command_menu(bot, [ADMIN]) == 2 * len(MENU_LANGUAGES)
+    assert (await set_command_menu(bot, [ADMIN])).done == 2 * len(MENU_LANGUAGES)
     assert await tgsim.get(f"/sim/users/{ADMIN}/commands") == admins
 
 
@@ -114,6 +129,40 @@ async def test_the_gateway_sets_the_menu_when_it_starts_and_keeps_running(
         assert await tgsim.get(f"/sim/users/{RU_GUEST}/commands") == described(GUEST_COMMANDS, "ru")
         await asyncio.sleep(0.3)
         assert not gateway.done()  # the menu task, done with its work, does not end the service
+    finally:
+        stop.set()
+        assert await asyncio.wait_for(gateway, timeout=30) == 0
+
+
+async def test_an_admin_telegram_did_not_know_at_start_gets_their_menu_when_they_write(
+    tgsim: RunningSim, db: Database, redis: aioredis.Redis, database_url: str, redis_url: str
+) -> None:
+    settings = gateway_settings(database_url, redis_url, tgsim.url, ADMIN_USER_IDS=f"{ADMIN},{NEW_ADMIN}")
+    stop = asyncio.Event()
+    gateway = asyncio.create_task(run(settings, db=db, redis=redis, stop=stop))
+    admins = described({**GUEST_COMMANDS, **ADMIN_COMMANDS}, "en")
+    try:
+        async with asyncio.timeout(30):
+            while await tgsim.get(f"/sim/users/{ADMIN}/commands") != admins:
+                await asyncio.sleep(0.1)
+            # NEW_ADMIN never opened the chat: their list was refused at start (asked once)
+            while not [c for c in await tgsim.get("/sim/calls?method=setMyCommands") if not c["ok"]]:
+                await asyncio.sleep(0.1)
+        await tgsim.say(NEW_ADMIN, "/help", first_name="New", language_code="en")
+        async with asyncio.timeout(30):  # every language of their list, as at start
+            while len(await new_admin_lists(tgsim)) < len(MENU_LANGUAGES):
+                await asyncio.sleep(0.1)
+        assert await tgsim.get(f"/sim/users/{NEW_ADMIN}/commands") == admins
+        calls = await tgsim.get("/sim/calls?method=setMyCommands")
+        assert [c["ok"] for c in calls].count(False) == 1  # refused once, then set on the first message
+        assert len(await from_bot(tgsim, NEW_ADMIN)) == 1  # /help was answered as well
+        await tgsim.say(NEW_ADMIN, "/help", first_name="New", language_code="en")
+        async with asyncio.timeout(30):
+            while len(await from_bot(tgsim, NEW_ADMIN)) < 2:
+                await asyncio.sleep(0.1)
+        await asyncio.sleep(0.3)
+        assert len(await tgsim.get("/sim/calls?method=setMyCommands")) == len(calls)  # set once only
+        assert len(await new_admin_lists(tgsim)) == len(MENU_LANGUAGES)
     finally:
         stop.set()
         assert await asyncio.wait_for(gateway, timeout=30) == 0

@@ -36,7 +36,7 @@ from telegram_gateway.handlers import GuestHandlers, log_error
 from telegram_gateway.leads_updates import LeadsUpdateRouter
 from telegram_gateway.lock import GatewayLock, keep_lock
 from telegram_gateway.maintenance_gate import MaintenanceGate
-from telegram_gateway.menu import keep_command_menu
+from telegram_gateway.menu import CommandMenu
 from telegram_gateway.polling import poll_updates
 from telegram_gateway.settings import GatewaySettings
 
@@ -153,12 +153,13 @@ async def run(settings: GatewaySettings, **given: Unpack[Given]) -> int:
             register_handlers(
                 application, db=rt.db, publisher=rt.publisher, settings=settings, executor=executor
             )
+            menu = CommandMenu(application.bot, sorted(settings.admin_ids))
+            menu.register(application)
             await application.initialize()
             rt.closing(application.shutdown)
             await application.start()
             rt.closing(application.stop)  # stop, then shutdown, after the drain: finishing commands send
             polling = partial(poll_updates, application, timeout_s=settings.poll_timeout_sec, held=held)
-            admins = sorted(settings.admin_ids)
             return await rt.run(
                 consumers=[rt.consumer(streams.TG_OUTBOX, executor.handle, slots=settings.outbox_slots)],
                 duties=duties(rt.db, rt.publisher, settings, held=held),
@@ -166,8 +167,9 @@ async def run(settings: GatewaySettings, **given: Unpack[Given]) -> int:
                     # stop taking updates first; an unconfirmed batch is delivered again next start
                     LongTask("polling", polling, intake=True),
                     LongTask("lock", lambda stop: keep_lock(lock, held=held, stop=stop)),
-                    # the command menu, set once at start (retried; a failure is only logged)
-                    LongTask("menu", partial(keep_command_menu, application.bot, admins, held=held)),
+                    # the command menu, set once at start (retried; a failure is only logged), and
+                    # for an admin Telegram did not know yet when they first write
+                    LongTask("menu", partial(menu.keep, held=held)),
                 ],
                 drain_timeout_s=SHUTDOWN_GRACE_SEC,
                 startup={"api": settings.telegram_api_base_url, "bot": application.bot.username},

@@ -15,18 +15,21 @@ Setting a list replaces it, so a restart sets the same menu again (idempotent). 
 is answered: a network error or a 5xx is tried again after a backoff (0.5 s doubling to 30 s), a 429 after
 its ``retry_after``; a refusal (400, 403: e.g. an admin who has never opened the chat with the bot, whose
 chat Telegram does not know yet) is logged ``COMMAND_MENU_REFUSED`` once and that scope's other
-languages skipped. Nothing here
-stops the gateway: :func:`keep_command_menu` logs any other failure and keeps the service running.
+languages skipped. Such an admin gets their own list as soon as they write to the bot, which makes the chat
+known (:class:`CommandMenu`), not only at the next gateway start. Nothing here stops the gateway:
+:meth:`CommandMenu.keep` logs any other failure and keeps the service running.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import structlog
-from telegram import Bot, BotCommand, BotCommandScope, BotCommandScopeChat, BotCommandScopeDefault
+from telegram import Bot, BotCommand, BotCommandScope, BotCommandScopeChat, BotCommandScopeDefault, Update
 from telegram.error import BadRequest, Forbidden, InvalidToken, NetworkError, RetryAfter
+from telegram.ext import Application, ContextTypes, MessageHandler, filters
 
 from shared.runtime import wait_any
 from shared.streams import Backoff
@@ -38,6 +41,8 @@ log = structlog.get_logger(__name__)
 #: The menus' languages: ``""`` (the default list, English) and the Russian readers' ISO 639-1 codes.
 MENU_LANGUAGES: tuple[str, ...] = ("", *sorted(c for c in RUSSIAN_READERS if len(c) == 2))
 BACKOFF_CAP_S = 30.0
+#: The handler group of :meth:`CommandMenu.register`: before every other group, and it stops none of them.
+MENU_GROUP = -3
 
 
 def menu(commands: dict[str, dict[str, str]], language_code: str) -> list[BotCommand]:
@@ -46,11 +51,13 @@ def menu(commands: dict[str, dict[str, str]], language_code: str) -> list[BotCom
     return [BotCommand(name, texts[language]) for name, texts in commands.items()]
 
 
-def menus(admin_ids: Sequence[int]) -> list[tuple[BotCommandScope, str, list[BotCommand]]]:
-    """Every list to set, as ``(scope, language_code, commands)``: the guests' menu in the default scope,
-    then each admin's, each in every language of :data:`MENU_LANGUAGES`."""
+def menus(
+    admin_ids: Sequence[int], *, guests: bool = True
+) -> list[tuple[BotCommandScope, str, list[BotCommand]]]:
+    """Every list to set, as ``(scope, language_code, commands)``: the guests' menu in the default scope
+    (unless ``guests`` is false), then each admin's, each in every language of :data:`MENU_LANGUAGES`."""
     lists: list[tuple[BotCommandScope, str, list[BotCommand]]] = [
-        (BotCommandScopeDefault(), lang, menu(GUEST_COMMANDS, lang)) for lang in MENU_LANGUAGES
+        (BotCommandScopeDefault(), lang, menu(GUEST_COMMANDS, lang)) for lang in MENU_LANGUAGES if guests
     ]
     for admin in sorted(admin_ids):
         for lang in MENU_LANGUAGES:
@@ -58,17 +65,27 @@ def menus(admin_ids: Sequence[int]) -> list[tuple[BotCommandScope, str, list[Bot
     return lists
 
 
-async def set_command_menu(bot: Bot, admin_ids: Sequence[int], *, stop: asyncio.Event | None = None) -> int:
+@dataclass(frozen=True)
+class MenuOutcome:
+    """What :func:`set_command_menu` did: ``done`` lists set, and the admins whose chat refused theirs."""
+
+    done: int
+    refused_admins: frozenset[int]
+
+
+async def set_command_menu(
+    bot: Bot, admin_ids: Sequence[int], *, stop: asyncio.Event | None = None, guests: bool = True
+) -> MenuOutcome:
     """Set every list of :func:`menus`, each tried until Telegram answers (see the module docstring).
 
-    Returns how many lists were set (the others were refused); returns early when ``stop`` is set.
+    Returns early when ``stop`` is set (the lists not reached are neither done nor refused).
 
     Raises:
         Forbidden, InvalidToken: the token is not accepted (nothing more can be set).
     """
     done = 0
     refused: list[BotCommandScope] = []  # a chat Telegram does not know refuses each language alike
-    for scope, lang, commands in menus(admin_ids):
+    for scope, lang, commands in menus(admin_ids, guests=guests):
         if scope in refused:
             continue
         backoff = Backoff(cap_s=BACKOFF_CAP_S)
@@ -92,24 +109,71 @@ async def set_command_menu(bot: Bot, admin_ids: Sequence[int], *, stop: asyncio.
                 await asyncio.sleep(delay)
             else:
                 await wait_any(stop, timeout_s=delay)
-    return done
+    admins = frozenset(int(scope.chat_id) for scope in refused if isinstance(scope, BotCommandScopeChat))
+    return MenuOutcome(done=done, refused_admins=admins)
+
+
+class CommandMenu:
+    """The gateway's command menu for ``admin_ids`` (``ADMIN_USER_IDS``): :meth:`keep` is the ``menu``
+    task, :meth:`register` adds the handler that sets a refused admin's own list when they write."""
+
+    def __init__(self, bot: Bot, admin_ids: Sequence[int]) -> None:
+        self.bot = bot
+        self.admin_ids = sorted(admin_ids)
+        #: Admins whose chat refused their list at start (Telegram did not know it yet).
+        self.waiting: set[int] = set()
+        self._stop = asyncio.Event()
+
+    async def keep(self, stop: asyncio.Event, *, held: asyncio.Event | None = None) -> None:
+        """Once this gateway holds the lock (``held``), set the command menu (:func:`set_command_menu`),
+        log ``COMMAND_MENU_SET``, then wait for ``stop``. Never raises (a failure is logged
+        ``COMMAND_MENU_FAILED``): a missing menu must not stop the gateway."""
+        self._stop = stop
+        try:
+            if held is not None:
+                await wait_any(held, stop)
+            if not stop.is_set():
+                lists = len(menus(self.admin_ids))
+                outcome = await set_command_menu(self.bot, self.admin_ids, stop=stop)
+                self.waiting |= outcome.refused_admins
+                log.info(
+                    "COMMAND_MENU_SET",
+                    lists=outcome.done,
+                    refused=lists - outcome.done,
+                    admins=len(self.admin_ids),
+                    waiting=sorted(self.waiting),
+                )
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            log.error("COMMAND_MENU_FAILED", error=repr(exc))
+        await stop.wait()
+
+    def register(self, app: Application) -> None:
+        """Watch the admins' private messages (group :data:`MENU_GROUP`, not blocking any handler)."""
+        if self.admin_ids:
+            watched = filters.ChatType.PRIVATE & filters.User(user_id=self.admin_ids)
+            app.add_handler(MessageHandler(watched, self.admin_wrote, block=False), group=MENU_GROUP)
+
+    async def admin_wrote(self, update: Update, _context: ContextTypes.DEFAULT_TYPE) -> None:
+        """An admin wrote to the bot: if their list was refused, their chat is known now; set it (each
+        language, as at start). A refusal again leaves them waiting for their next message."""
+        user = update.effective_user
+        if user is None or user.id not in self.waiting or self._stop.is_set():
+            return
+        self.waiting.discard(user.id)
+        try:
+            outcome = await set_command_menu(self.bot, [user.id], stop=self._stop, guests=False)
+        except Exception as exc:
+            log.error("COMMAND_MENU_FAILED", error=repr(exc), admin=user.id)
+            self.waiting.add(user.id)
+            return
+        self.waiting |= outcome.refused_admins
+        log.info("COMMAND_MENU_SET", lists=outcome.done, admin=user.id, refused=bool(outcome.refused_admins))
 
 
 async def keep_command_menu(
     bot: Bot, admin_ids: Sequence[int], stop: asyncio.Event, *, held: asyncio.Event | None = None
 ) -> None:
-    """The gateway's ``menu`` task: once this gateway holds the lock (``held``), set the command menu
-    (:func:`set_command_menu`), log ``COMMAND_MENU_SET``, then wait for ``stop``. Never raises (a
-    failure is logged ``COMMAND_MENU_FAILED``): a missing menu must not stop the gateway."""
-    try:
-        if held is not None:
-            await wait_any(held, stop)
-        if not stop.is_set():
-            lists = len(menus(admin_ids))
-            done = await set_command_menu(bot, admin_ids, stop=stop)
-            log.info("COMMAND_MENU_SET", lists=done, refused=lists - done, admins=len(admin_ids))
-    except asyncio.CancelledError:
-        raise
-    except Exception as exc:
-        log.error("COMMAND_MENU_FAILED", error=repr(exc))
-    await stop.wait()
+    """:meth:`CommandMenu.keep` of a menu nobody watches (no handler registered)."""
+    await CommandMenu(bot, admin_ids).keep(stop, held=held)
