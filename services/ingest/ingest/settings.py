@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+import ipaddress
+from typing import Annotated, Any, Final, Literal
 
-from pydantic import Field, SecretStr, field_validator
+from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import NoDecode
 
 from ingest.branding import check_logo_url
@@ -17,6 +18,9 @@ from shared.settings import (
     RetentionSettings,
     ServiceSettings,
 )
+
+#: ``compose.yaml``'s default ``ADMIN_TOKEN``: fine on 127.0.0.1, refused when ingest is published wider.
+DEV_ADMIN_TOKEN: Final = "dev-only-admin-token"
 
 
 class IngestSettings(
@@ -50,7 +54,9 @@ class IngestSettings(
     Redis across replicas; behind a proxy set uvicorn's ``FORWARDED_ALLOW_IPS`` so the client address is
     the visitor's), ``LEADS_CORS_ORIGINS`` (comma-separated origins of the landing page allowed to post).
     ``ADMIN_TOKEN`` (secret, no default): the bearer token of the admin API; unset, admin endpoints
-    answer 403.
+    answer 403. ``INGEST_BIND_ADDRESS`` (``127.0.0.1``): the host address compose publishes ingest on;
+    with any address but a loopback one, compose's dev default token (:data:`DEV_ADMIN_TOKEN`) is refused
+    at start, since it would open the admin page to the venue network.
 
     Consent screen (:mod:`ingest.consent`): ``CONSENT_TEXT_EN``, ``CONSENT_TEXT_RU`` (one point per line;
     placeholders ``{providers}``, ``{selfie_hours}``, ``{sticker_days}``, ``{session_days}``; defaults in
@@ -88,6 +94,7 @@ class IngestSettings(
         (), validation_alias="LEADS_CORS_ORIGINS"
     )
     admin_token: SecretStr | None = Field(None, validation_alias="ADMIN_TOKEN")
+    published_address: str = Field("127.0.0.1", validation_alias="INGEST_BIND_ADDRESS")
     consent_version: str = Field(
         "1", min_length=1, max_length=32, pattern=r"^[A-Za-z0-9_.:-]+$", validation_alias="CONSENT_VERSION"
     )
@@ -135,6 +142,17 @@ class IngestSettings(
             return tuple(o.strip().rstrip("/") for o in value.split(",") if o.strip())
         return value
 
+    @model_validator(mode="after")
+    def _no_dev_token_beyond_this_machine(self) -> IngestSettings:
+        token = self.admin_token.get_secret_value() if self.admin_token else None
+        if token == DEV_ADMIN_TOKEN and not _is_loopback(self.published_address):
+            raise ValueError(
+                f"ADMIN_TOKEN is compose's dev default and INGEST_BIND_ADDRESS={self.published_address} "
+                "publishes ingest beyond this machine: set ADMIN_TOKEN to a long random string "
+                "(e.g. `openssl rand -hex 16`)"
+            )
+        return self
+
     @field_validator("admin_token")
     @classmethod
     def _strong_admin_token(cls, value: SecretStr | None) -> SecretStr | None:
@@ -144,3 +162,14 @@ class IngestSettings(
         if len(token) < 16 or token.lower() in {"changeme", "change-me", "changethis", "admin", "secret"}:
             raise ValueError("ADMIN_TOKEN must be a long random string (at least 16 characters)")
         return value
+
+
+def _is_loopback(address: str) -> bool:
+    """``127.0.0.1``, ``::1`` or ``localhost`` (an empty address, as compose passes an unset one, counts as
+    its default ``127.0.0.1``); ``0.0.0.0`` and any other address are not."""
+    if address.strip() in {"", "localhost"}:
+        return True
+    try:
+        return ipaddress.ip_address(address.strip().strip("[]")).is_loopback
+    except ValueError:
+        return False  # a host name: published somewhere we cannot tell
