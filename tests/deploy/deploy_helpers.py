@@ -83,6 +83,7 @@ SECRET_ENV: dict[str, set[str]] = {
     "GEMINI_API_KEY": {"worker"},
     "OPENAI_API_KEY": {"worker"},
     "ADMIN_TOKEN": {"ingest"},
+    "KIOSK_KEY": {"ingest"},
 }
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 from uuid import UUID
 
 import httpx
@@ -405,6 +406,56 @@ async def test_a_client_looping_on_new_sessions_is_refused_and_writes_nothing(
     assert await stored_rows(db, "sessions") == 3
     async with from_ip(replicas[0], "198.51.100.20") as another_kiosk:
         assert (await another_kiosk.post("/sessions", json={"station": "hall-b"})).status_code == 201
+
+
+KIOSK_KEY = "kiosk-key-" + "7" * 16
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {},
+        {"X-Kiosk-Key": "wrong-key-wrong-key"},
+        {"X-Kiosk-Key": KIOSK_KEY[:-1]},
+        {b"X-Kiosk-Key": "ключ".encode()},  # raw UTF-8 bytes: a 401, never a 500
+    ],
+)
+async def test_with_a_kiosk_key_set_only_the_kiosks_open_sessions(
+    db: Database, redis: aioredis.Redis, database_url: str, redis_url: str, headers: Any
+) -> None:
+    app = create_app(
+        ingest_settings(database_url, redis_url, KIOSK_KEY=KIOSK_KEY), db=db, publisher=Publisher(redis)
+    )
+    async with app_client(app, base_url="http://kiosk") as phone:
+        refused = await phone.post("/sessions", json={"station": "hall-a"}, headers=headers)
+        not_even_read = await phone.post("/sessions", content=b"{not json", headers=headers)
+        kiosk = await phone.post("/sessions", json={"station": "hall-a"}, headers={"X-Kiosk-Key": KIOSK_KEY})
+    assert refused.status_code == 401 and refused.json()["error"]["code"] == "kiosk_key_required"
+    assert not_even_read.status_code == 401  # the key before the body: a stranger learns nothing more
+    assert kiosk.status_code == 201
+    assert await stored_rows(db, "sessions") == 1
+
+
+async def test_a_phone_flooding_from_the_kiosks_address_cannot_use_up_the_kiosks_limit(
+    db: Database, redis: aioredis.Redis, database_url: str, redis_url: str
+) -> None:
+    """Guests' phones on the venue Wi-Fi often reach ingest from the kiosks' own public address: with
+    ``KIOSK_KEY`` set they are refused without counting, and keyed kiosks are counted per station."""
+    env = {"KIOSK_KEY": KIOSK_KEY, "SESSIONS_RATE_LIMIT": 2, "SESSIONS_RATE_WINDOW_SEC": 60}
+    app = create_app(ingest_settings(database_url, redis_url, **env), db=db, publisher=Publisher(redis))
+    venue = httpx.ASGITransport(app=app, client=("203.0.113.5", 5555))
+    keyed = {"X-Kiosk-Key": KIOSK_KEY}
+    async with httpx.AsyncClient(transport=venue, base_url="http://kiosk") as client:
+        flood = [(await client.post("/sessions", json={"station": "hall-a"})).status_code for _ in range(5)]
+        hall_a = [
+            (await client.post("/sessions", json={"station": "hall-a"}, headers=keyed)).status_code
+            for _ in range(3)
+        ]
+        hall_b = (await client.post("/sessions", json={"station": "hall-b"}, headers=keyed)).status_code
+    assert flood == [401] * 5
+    assert hall_a == [201, 201, 429]  # a kiosk stuck in a loop is still stopped, per station
+    assert hall_b == 201
+    assert await stored_rows(db, "sessions") == 3
 
 
 async def test_sessions_that_failed_on_our_side_do_not_count_against_the_kiosk(

@@ -56,7 +56,9 @@ class IngestSettings(
     ``ADMIN_TOKEN`` (secret, no default): the bearer token of the admin API; unset, admin endpoints
     answer 403. ``INGEST_BIND_ADDRESS`` (``127.0.0.1``): the host address compose publishes ingest on;
     with any address but a loopback one, compose's dev default token (:data:`DEV_ADMIN_TOKEN`) is refused
-    at start, since it would open the admin page to the venue network.
+    at start, since it would open the admin page to the venue network. ``KIOSK_KEY`` (secret, no default):
+    when set, only requests carrying it (header ``X-Kiosk-Key``; the kiosk sends the ``?key=`` of its start
+    URL) may open a session, and sessions are counted per station instead of per client address.
 
     Consent screen (:mod:`ingest.consent`): ``CONSENT_TEXT_EN``, ``CONSENT_TEXT_RU`` (one point per line;
     placeholders ``{providers}``, ``{selfie_hours}``, ``{sticker_days}``, ``{session_days}``; defaults in
@@ -94,6 +96,7 @@ class IngestSettings(
         (), validation_alias="LEADS_CORS_ORIGINS"
     )
     admin_token: SecretStr | None = Field(None, validation_alias="ADMIN_TOKEN")
+    kiosk_key: SecretStr | None = Field(None, validation_alias="KIOSK_KEY")
     published_address: str = Field("127.0.0.1", validation_alias="INGEST_BIND_ADDRESS")
     consent_version: str = Field(
         "1", min_length=1, max_length=32, pattern=r"^[A-Za-z0-9_.:-]+$", validation_alias="CONSENT_VERSION"
@@ -152,6 +155,18 @@ class IngestSettings(
                 "(e.g. `openssl rand -hex 16`)"
             )
         return self
+
+    @field_validator("kiosk_key")
+    @classmethod
+    def _strong_kiosk_key(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is None or not value.get_secret_value().strip():
+            return None
+        key = value.get_secret_value()
+        if len(key) < 16 or not key.isascii() or not key.isprintable() or key != key.strip():
+            raise ValueError(
+                "KIOSK_KEY must be a long random string (at least 16 printable ASCII characters)"
+            )
+        return value
 
     @field_validator("admin_token")
     @classmethod

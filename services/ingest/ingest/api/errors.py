@@ -69,6 +69,14 @@ class RateLimited(ApiError):
         self.retry_after_s = retry_after_s
 
 
+class KioskKeyRequired(ApiError):
+    """401 ``kiosk_key_required``: ``KIOSK_KEY`` is set and ``POST /sessions`` came without it (only the
+    venue's kiosks open sessions; :func:`ingest.api.limits.session_counter`)."""
+
+    def __init__(self) -> None:
+        super().__init__(401, "kiosk_key_required", "Only the booth's kiosks can open a session.")
+
+
 class RequestTooLarge(StarletteHTTPException, StickerBoothError):
     """413 ``request_too_large``: a request body over ``MAX_JSON_BODY_BYTES`` (:mod:`ingest.api.body_limit`).
 

@@ -7,14 +7,14 @@ from typing import Annotated, Any
 from uuid import UUID
 
 import segno
-from fastapi import APIRouter, Header, Path, Query, Request, Response
+from fastapi import APIRouter, Depends, Header, Path, Query, Request, Response
 from fastapi.exceptions import RequestValidationError
 from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 from starlette.requests import ClientDisconnect
 
 from ingest import kiosk
 from ingest.api.errors import ApiError, ErrorBody
-from ingest.api.limits import client_address, refuse_if_over
+from ingest.api.limits import KIOSK_KEY_HEADER, kiosk_key_given, refuse_if_over, session_counter
 from ingest.api.text import SingleLine
 from ingest.branding import ink_on, normalize_hex
 from ingest.consent import KioskLanguage, consent_text
@@ -153,17 +153,33 @@ async def outfit_thumbnail(ctx: Ctx, outfit_id: Annotated[SingleLine, Path(max_l
     return Response(png, media_type="image/png", headers={"Cache-Control": "public, max-age=3600"})
 
 
+def _kiosk_key(ctx: Ctx, key: Annotated[str | None, Header(alias=KIOSK_KEY_HEADER)] = None) -> bool:
+    """``POST /sessions``'s dependency: the kiosk key is checked before the body is read."""
+    return kiosk_key_given(ctx.settings.kiosk_key, key)
+
+
 @router.post(
     "/sessions",
     status_code=201,
-    responses={429: {"model": ErrorBody, "description": "`rate_limited`, with `Retry-After`"}},
+    responses={
+        401: {"model": ErrorBody, "description": "`kiosk_key_required` (only with `KIOSK_KEY` set)"},
+        429: {"model": ErrorBody, "description": "`rate_limited`, with `Retry-After`"},
+    },
 )
-async def create_session(ctx: Ctx, request: Request, body: SessionCreate | None = None) -> dict[str, Any]:
-    """Open a kiosk session; the answer carries the deep link and its QR code (SVG data URI). 429
-    ``rate_limited`` past ``SESSIONS_RATE_LIMIT`` per client (:mod:`ingest.api.limits`)."""
-    await _maintenance_guard(ctx)  # first: a paused booth or a Postgres outage counts no session
-    await refuse_if_over(ctx.session_limiter, client_address(request))
-    session = await kiosk.open_session(ctx, (body or SessionCreate()).station)
+async def create_session(
+    ctx: Ctx,
+    request: Request,
+    keyed: Annotated[bool, Depends(_kiosk_key)],
+    body: SessionCreate | None = None,
+) -> dict[str, Any]:
+    """Open a kiosk session; the answer carries the deep link and its QR code (SVG data URI). 401
+    ``kiosk_key_required`` when ``KIOSK_KEY`` is set and not sent; 429 ``rate_limited`` past
+    ``SESSIONS_RATE_LIMIT`` per client, or per station with the key (:mod:`ingest.api.limits`)."""
+    station = (body or SessionCreate()).station
+    counted = session_counter(keyed, request, station)
+    await _maintenance_guard(ctx)  # then: a paused booth or a Postgres outage counts no session
+    await refuse_if_over(ctx.session_limiter, counted)
+    session = await kiosk.open_session(ctx, station)
     return _session_body(ctx, session, [])
 
 

@@ -1,12 +1,19 @@
 """Per-client and per-session limits of the public routes (``POST /sessions``, ``POST /leads``, the photo
-upload), counted in Redis by :class:`ingest.ratelimit.RateLimiter` so every ingest replica shares them."""
+upload), counted in Redis by :class:`ingest.ratelimit.RateLimiter` so every ingest replica shares them;
+and the kiosk key that lets only the venue's kiosks open sessions (``KIOSK_KEY``)."""
 
 from __future__ import annotations
 
-from fastapi import Request
+import secrets
 
-from ingest.api.errors import RateLimited
+from fastapi import Request
+from pydantic import SecretStr
+
+from ingest.api.errors import KioskKeyRequired, RateLimited
 from ingest.ratelimit import RateLimiter
+
+#: The header a kiosk sends its key in (``kiosk.js``: the ``?key=`` of its start URL).
+KIOSK_KEY_HEADER = "X-Kiosk-Key"
 
 
 def client_address(request: Request) -> str:
@@ -24,3 +31,29 @@ async def refuse_if_over(limiter: RateLimiter | None, key: str) -> None:
     decision = await limiter.hit(key)
     if not decision.allowed:
         raise RateLimited(decision.retry_after_s)
+
+
+def kiosk_key_given(kiosk_key: SecretStr | None, given: str | None) -> bool:
+    """Whether a request may open a session as one of the venue's kiosks: ``False`` when ``KIOSK_KEY`` is
+    not set (anyone may; counted per client address), ``True`` when the request carries it in
+    :data:`KIOSK_KEY_HEADER` (counted per station, so a guest's phone on the venue network, often behind
+    the kiosks' own public address, can neither open sessions nor use up the kiosks' limit).
+
+    Raises:
+        KioskKeyRequired: ``KIOSK_KEY`` is set and the header is missing or another value (401).
+    """
+    if kiosk_key is None:
+        return False
+    try:
+        given_bytes = (given or "").strip().encode("latin-1")  # what the client sent (ASGI decoding)
+    except UnicodeEncodeError:
+        given_bytes = b""
+    if not given_bytes or not secrets.compare_digest(given_bytes, kiosk_key.get_secret_value().encode()):
+        raise KioskKeyRequired
+    return True
+
+
+def session_counter(keyed: bool, request: Request, station: str) -> str:
+    """What ``POST /sessions`` is counted under: the station for a keyed kiosk
+    (:func:`kiosk_key_given`), else the client's address."""
+    return f"station:{station}" if keyed else client_address(request)

@@ -20,7 +20,8 @@
  * Reload: the session (id, token, language, screen, time of the last touch) is kept in localStorage and a
  * reload carries on where the page was (see "Resume after a reload" below); every reset and "Not you?"
  * forget it first, so the next guest never resumes someone else's session.
- * Staff reset: hold the top-left corner for 3 s. Query string: ?station=<name>&lang=en|ru.
+ * Staff reset: hold the top-left corner for 3 s. Query string: ?station=<name>&lang=en|ru&key=<KIOSK_KEY>
+ * (the key, when the server sets one, is sent with POST /sessions: only the venue's kiosks open sessions).
  */
 "use strict";
 
@@ -71,6 +72,7 @@
       step_scan: "Scan the code with your phone camera", step_start: "Press Start in Telegram",
       step_pose: "Pick an outfit and smile",
       welcome_waiting: "Scan with your phone camera and press Start in Telegram",
+      kiosk_key_required: "This kiosk is not set up yet: staff, open it with the venue's kiosk key (?key=…)",
       welcome_opening: "Getting the booth ready…",
       outfits_title: "You're connected! Pick your outfit", outfits_loading: "Loading outfits…",
       consent_title: "Before we take your photo", agree: "Agree", consent_loading: "Loading…",
@@ -128,6 +130,7 @@
       step_scan: "Отсканируй код камерой телефона", step_start: "Нажми «Запустить» в Telegram",
       step_pose: "Выбери костюм и улыбнись",
       welcome_waiting: "Отсканируй код камерой телефона и нажми «Запустить» в Telegram",
+      kiosk_key_required: "Киоск ещё не настроен: сотрудникам — откройте его с ключом киоска площадки (?key=…)",
       welcome_opening: "Готовим стойку…",
       outfits_title: "Готово! Выбери костюм", outfits_loading: "Загружаем костюмы…",
       consent_title: "Перед тем как сделать фото", agree: "Согласен(на)", consent_loading: "Загружаем…",
@@ -187,6 +190,7 @@
   const defaultLang = params.get("lang") === "ru" ? "ru" : "en";
   const state = {
     station: (params.get("station") || "kiosk").replace(/[^A-Za-z0-9_.-]/g, "-").slice(0, 64) || "kiosk",
+    kioskKey: params.get("key") || "",
     lang: defaultLang, screen: "welcome", epoch: 0, session: null, status: null, outfits: null,
     outfitId: null, jobId: null, photo: null, consent: null, consented: false, stream: null, refusal: null, timer: null, ticker: null,
     config: null, token: null, failure: null, breakReturn: null, warnTimer: null, stickerUrls: [], attract: null,
@@ -421,7 +425,8 @@
     let delay = TIMING.outfitRetryFirstMs;
     for (;;) {
       try {
-        const session = await api("POST", "/sessions", { json: { station: state.station } });
+        const headers = state.kioskKey ? { "X-Kiosk-Key": state.kioskKey } : {};
+        const session = await api("POST", "/sessions", { json: { station: state.station }, headers });
         if (!alive()) return;
         state.session = session;
         showQr(session);
@@ -435,6 +440,9 @@
           enterBreak();
           await sleep(TIMING.breakProbeMs);
         } else {
+          if (err instanceof HttpError && err.code === "kiosk_key_required") {
+            $("welcome-status").textContent = t("kiosk_key_required"); // for staff; tried again below
+          }
           await sleep(delay);
           delay = Math.min(delay * 2, TIMING.outfitRetryMaxMs);
         }
