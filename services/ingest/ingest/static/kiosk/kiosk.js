@@ -232,10 +232,11 @@
 
   class NetworkError extends Error {}
   class HttpError extends Error {
-    constructor(status, code, message) {
+    constructor(status, code, message, retryAfterS = 0) {
       super(message);
       this.status = status;
       this.code = code;
+      this.retryAfterS = retryAfterS; // a 429's Retry-After (s); 0 when the server gave none
     }
     get maintenance() { return this.status === 503 && this.code === "maintenance"; }
     get retryable() { return this.status >= 500 && !this.maintenance; }
@@ -266,7 +267,8 @@
     setOnline(response.status !== 502 && response.status !== 504);
     if (!response.ok) {
       const error = (body && body.error) || {};
-      throw new HttpError(response.status, error.code || `http_${response.status}`, error.message || "");
+      const retryAfterS = Number(response.headers.get("Retry-After")) || 0;
+      throw new HttpError(response.status, error.code || `http_${response.status}`, error.message || "", retryAfterS);
     }
     return body;
   }
@@ -443,7 +445,9 @@
           if (err instanceof HttpError && err.code === "kiosk_key_required") {
             $("welcome-status").textContent = t("kiosk_key_required"); // for staff; tried again below
           }
-          await sleep(delay);
+          // a 429 names when its window ends: an earlier try would only be refused again
+          const waitMs = err instanceof HttpError ? Math.min(err.retryAfterS * 1000, TIMING.outfitRetryMaxMs) : 0;
+          await sleep(Math.max(delay, waitMs));
           delay = Math.min(delay * 2, TIMING.outfitRetryMaxMs);
         }
       }
