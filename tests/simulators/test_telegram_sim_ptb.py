@@ -22,7 +22,8 @@ KEYBOARD = InlineKeyboardMarkup(
 
 
 async def parked(tgsim: RunningSim) -> None:
-    """Wait until a long poll is parked in the simulator rather than sleeping a fixed time, which a busy machine can outlast."""
+    """Wait until a long poll is parked in the simulator (a fixed sleep could be too short on a busy
+    machine, and a newer poll would then arrive first)."""
     async with asyncio.timeout(20):
         while not tgsim.sim.poll.waiting:
             await asyncio.sleep(0.02)
