@@ -53,7 +53,7 @@ def stack(namespace: Any) -> Iterator[Stack]:
         yield s
 
 
-def wait_for(predicate: Callable[[], T | None], what: str, timeout_s: float = 30.0) -> T:
+def wait_for(predicate: Callable[[], T | None], what: str, timeout_s: float = 60.0) -> T:
     deadline = time.monotonic() + timeout_s
     while not (value := predicate()):
         assert time.monotonic() < deadline, f"timed out waiting for {what}"

@@ -233,7 +233,7 @@ def server(database_url: str, redis_url: str) -> Iterator[tuple[str, int]]:
     )
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 20
+        deadline = time.monotonic() + 60
         while True:
             try:
                 if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
@@ -284,5 +284,6 @@ def test_the_real_server_answers_a_huge_chunked_body_with_413_at_once(server: tu
     elapsed = time.monotonic() - started
     assert answer.startswith(b"HTTP/1.1 413 "), answer[:200]
     assert b'"code":"request_too_large"' in answer
-    assert sent < 32 * 1024 * 1024 and elapsed < 5, (sent, elapsed)
+    # the byte count is the measure of "at once"; the time bound only catches a stall (loose: busy CI)
+    assert sent < 32 * 1024 * 1024 and elapsed < 20, (sent, elapsed)
     assert rss_bytes(pid) - rss_before < 32 * 1024 * 1024

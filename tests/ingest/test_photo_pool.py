@@ -80,9 +80,11 @@ async def test_a_killed_pool_process_gives_a_retryable_503_and_the_next_upload_w
 
     # Killed mid-check: the 16-bit welder photo takes every detection pass, so it is still running.
     pending = asyncio.create_task(upload(client, sid, "png-16bit-welder-low-light.png", "cap-a"))
-    while not pending.done() and not photos.pids():
-        await asyncio.sleep(0.01)
-    await asyncio.sleep(0.05)
+    # wait until its check is in the pool (the executor keeps no public count): the pool was started
+    # above, so its pids alone said nothing, and a fixed sleep could kill an idle pool on a busy machine
+    async with asyncio.timeout(30):
+        while not pending.done() and not getattr(photos._pool, "_pending_work_items", None):
+            await asyncio.sleep(0.01)
     for pid in photos.pids():
         os.kill(pid, signal.SIGKILL)
     answer = await pending

@@ -181,10 +181,11 @@ async def test_a_send_that_timed_out_after_delivery_is_found_not_sent_again(
 ) -> None:
     from tests.leads.conftest import make_rig
 
-    rig, bot, runner = await make_rig(db, redis, read_timeout=0.3)  # type: ignore[arg-type]
+    # a 1 s read timeout under a 3 s delay: 0.3 s left ordinary calls little room on a busy machine
+    rig, bot, runner = await make_rig(db, redis, read_timeout=1.0)  # type: ignore[arg-type]
     try:
         stored = await rig.submit()
-        await rig.fault(method="sendMessage", kind=fault, seconds=1)
+        await rig.fault(method="sendMessage", kind=fault, seconds=3)
         await rig.step()
         post = await rig.post(stored.lead.id)
         assert (post.state, post.failures) == ("unsure", 1)
@@ -207,7 +208,7 @@ async def test_a_search_answered_with_flood_control_waits_its_retry_after_not_th
     from tests.leads.conftest import make_rig
 
     rig, bot, runner = await make_rig(  # type: ignore[arg-type]
-        db, redis, read_timeout=0.3, fake_limiter_clock=True
+        db, redis, read_timeout=1.0, fake_limiter_clock=True
     )
     try:
         stored = await rig.submit()

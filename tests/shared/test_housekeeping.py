@@ -332,6 +332,6 @@ async def test_the_scheduler_task_runs_until_stopped_and_stops_cleanly(
             while not any(e["event"] == "HOUSEKEEPING_RUN" for e in logs):
                 await asyncio.sleep(0.1)
         stop.set()
-        await asyncio.wait_for(task, 5)
+        await asyncio.wait_for(task, 30)
     assert any(e["event"] == "HOUSEKEEPING_RUN" for e in logs)
     assert not any(e["event"] == "HOUSEKEEPING_SCHEDULER_FAILED" for e in logs)

@@ -159,7 +159,9 @@ async def test_stop_drains_consumers_within_the_bound_and_cancels_stragglers(
             assert await run == 0
             took = time.monotonic() - stopped_at
     assert finished == [quick] and cancelled == [slow]
-    assert 0.9 < took < 3.0  # read loop ends within STREAM_BLOCK_MS, then the 1 s drain
+    # the read loop ends within STREAM_BLOCK_MS, then the 1 s drain; the bound above it is loose for a busy
+    # machine and still far below the slow handler's hour
+    assert 0.9 < took < 15.0
     assert [e["running"] for e in logs if e["event"] == "SHUTDOWN"] == [2]
     info = await redis.xpending(STREAM, "test-svc")
     assert info["pending"] == 1  # the cancelled one stays pending, to be taken over after the lease

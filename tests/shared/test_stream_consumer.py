@@ -87,7 +87,7 @@ async def test_undecodable_entries_go_straight_to_the_dead_letter_stream(redis: 
     await redis.xadd(STREAM, {"data": '{"type": "nonsense"}'})
     stop = asyncio.Event()
     task = asyncio.create_task(consumer(redis, handler).run(stop))
-    async with asyncio.timeout(5):
+    async with asyncio.timeout(20):
         while await redis.xlen(dead_letter_stream(STREAM)) == 0:
             await asyncio.sleep(0.05)
     stop.set()
@@ -125,7 +125,7 @@ async def test_a_long_handler_keeps_its_lease(redis: aioredis.Redis) -> None:
     first = consumer(redis, handler_for("first"), name="first", lease_s=2.0)
     stop = asyncio.Event()
     t1 = asyncio.create_task(first.run(stop))
-    async with asyncio.timeout(5):
+    async with asyncio.timeout(20):
         while not calls:
             await asyncio.sleep(0.02)
     second = consumer(redis, handler_for("second"), name="second", lease_s=2.0)
@@ -147,7 +147,7 @@ async def test_the_group_is_recreated_when_redis_loses_it(redis: aioredis.Redis)
     stop = asyncio.Event()
     task = asyncio.create_task(consumer(redis, handler).run(stop))
     await Publisher(redis).publish(STREAM, JobQueued(job_id=uuid.uuid4()))
-    async with asyncio.timeout(5):
+    async with asyncio.timeout(20):
         while len(handled) < 1:
             await asyncio.sleep(0.05)
     await redis.flushdb()  # as if Redis restarted without persistence: stream and group are gone
@@ -171,14 +171,14 @@ async def test_only_as_many_entries_as_free_slots_are_read(redis: aioredis.Redis
     c = consumer(redis, handler, slots=2, lease_s=30)
     stop = asyncio.Event()
     task = asyncio.create_task(c.run(stop))
-    async with asyncio.timeout(5):
+    async with asyncio.timeout(20):
         while c.busy < 2:
             await asyncio.sleep(0.02)
     await asyncio.sleep(0.3)
     assert c.busy == 2
     assert await pending(redis) == 2  # the other 4 stay undelivered, visible as lag, not hidden in the PEL
     release.set()
-    async with asyncio.timeout(5):
+    async with asyncio.timeout(20):
         while (await redis.xlen(STREAM) and (await redis.xinfo_groups(STREAM))[0]["lag"] > 0) or c.busy:
             await asyncio.sleep(0.05)
     stop.set()
@@ -204,7 +204,7 @@ async def test_an_entry_deleted_while_pending_is_dropped_without_stopping_the_co
         while await pending(redis):
             await asyncio.sleep(0.05)
     await Publisher(redis).publish(STREAM, JobQueued(job_id=uuid.uuid4()))
-    async with asyncio.timeout(5):
+    async with asyncio.timeout(20):
         while not handled:
             await asyncio.sleep(0.05)
     stop.set()
@@ -227,7 +227,7 @@ async def test_the_consumer_exports_its_lag_and_pending_gauges(redis: aioredis.R
     task = asyncio.create_task(c.run(stop))
     pending_gauge = metrics.STREAM_PENDING.labels(stream=STREAM, group="g")
     lag_gauge = metrics.STREAM_LAG.labels(stream=STREAM, group="g")
-    async with asyncio.timeout(5):
+    async with asyncio.timeout(20):
         while pending_gauge._value.get() != 1 or lag_gauge._value.get() != 2:
             await asyncio.sleep(0.05)
     release.set()

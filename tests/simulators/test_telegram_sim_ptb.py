@@ -21,6 +21,14 @@ KEYBOARD = InlineKeyboardMarkup(
 )
 
 
+async def parked(tgsim: RunningSim) -> None:
+    """Wait until a long poll is parked in the simulator (a fixed sleep could be too short on a busy
+    machine, and a newer poll would then arrive first)."""
+    async with asyncio.timeout(20):
+        while not tgsim.sim.poll.waiting:
+            await asyncio.sleep(0.02)
+
+
 async def test_get_me_returns_the_configured_bot(bot: Bot) -> None:
     me = await bot.get_me()
     assert me.id == 123456789
@@ -56,12 +64,12 @@ async def test_reply_parameters_link_the_reply(bot: Bot, tgsim: RunningSim, gues
 
 
 async def test_long_poll_returns_a_start_sent_through_the_control_api(bot: Bot, tgsim: RunningSim) -> None:
-    poll = asyncio.create_task(bot.get_updates(timeout=5))
-    await asyncio.sleep(0.2)
+    poll = asyncio.create_task(bot.get_updates(timeout=30))
+    await parked(tgsim)
     assert not poll.done()
 
     await tgsim.say(777, "/start promo_42", first_name="Bob")
-    updates = await asyncio.wait_for(poll, 2)
+    updates = await asyncio.wait_for(poll, 20)  # woken by the update, not ended by its 30 s timeout
 
     assert len(updates) == 1
     message = updates[0].message
@@ -88,13 +96,13 @@ async def test_updates_stay_until_confirmed_by_offset(bot: Bot, tgsim: RunningSi
 
 async def test_a_second_long_poll_ends_the_first_with_409(tgsim: RunningSim) -> None:
     async with tgsim.bot() as first, tgsim.bot() as second:
-        older = asyncio.create_task(first.get_updates(timeout=5))
-        await asyncio.sleep(0.2)
+        older = asyncio.create_task(first.get_updates(timeout=30))
+        await parked(tgsim)  # the older poll must be the parked one before the newer arrives
         newer = asyncio.create_task(second.get_updates(timeout=1))
 
         with pytest.raises(Conflict, match="terminated by other getUpdates request"):
-            await asyncio.wait_for(older, 2)
-        assert await asyncio.wait_for(newer, 3) == ()
+            await asyncio.wait_for(older, 20)  # ended by the newer poll, not by its 30 s timeout
+        assert await asyncio.wait_for(newer, 20) == ()
 
 
 async def test_callback_query_is_delivered_and_its_answer_recorded(

@@ -223,17 +223,17 @@ def test_bot_id_comes_from_the_token() -> None:
 async def test_long_poll_wakes_on_updates_and_yields_to_a_newer_poll() -> None:
     poll = LongPoll()
     ready = False
-    waiting = asyncio.create_task(poll.wait(5, lambda: ready))
+    waiting = asyncio.create_task(poll.wait(30, lambda: ready))
     await asyncio.sleep(0.01)
     ready = True
     poll.notify()
-    await asyncio.wait_for(waiting, 1)
+    await asyncio.wait_for(waiting, 10)
 
     ready = False
-    older = asyncio.create_task(poll.wait(5, lambda: ready))
+    older = asyncio.create_task(poll.wait(30, lambda: ready))
     await asyncio.sleep(0.01)
     newer = asyncio.create_task(poll.wait(0.05, lambda: ready))
     with pytest.raises(BotApiError) as caught:
-        await asyncio.wait_for(older, 1)
+        await asyncio.wait_for(older, 10)
     assert caught.value.error_code == 409
-    await asyncio.wait_for(newer, 1)
+    await asyncio.wait_for(newer, 10)

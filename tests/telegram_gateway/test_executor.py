@@ -212,7 +212,7 @@ async def test_a_send_that_timed_out_after_telegram_applied_it_is_not_repeated(
 ) -> None:
     from telegram.request import HTTPXRequest
 
-    bot = await started_bot(sim_url, request=HTTPXRequest(read_timeout=0.5))
+    bot = await started_bot(sim_url, request=HTTPXRequest(read_timeout=1.0))  # its getMe must beat it too
     async with httpx.AsyncClient(base_url=sim_url) as sim:
         fault = {"method": "sendMessage", "kind": "delay_after_apply", "seconds": 2}
         (await sim.post("/sim/faults", json=fault)).raise_for_status()

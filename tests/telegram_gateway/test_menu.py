@@ -102,10 +102,9 @@ async def test_the_menu_task_never_stops_the_gateway_and_waits_for_the_lock(
     await asyncio.sleep(0.3)
     assert await tgsim.get(f"/sim/users/{GUEST}/commands") == []
     held.set()
-    for _ in range(50):
-        if await tgsim.get(f"/sim/users/{GUEST}/commands"):
-            break
-        await asyncio.sleep(0.1)
+    async with asyncio.timeout(30):
+        while not await tgsim.get(f"/sim/users/{GUEST}/commands"):
+            await asyncio.sleep(0.1)
     assert await tgsim.get(f"/sim/users/{GUEST}/commands") == described(GUEST_COMMANDS, "en")
     assert not refused.done() and not waiting.done()
     stop.set()
@@ -121,11 +120,9 @@ async def test_the_gateway_sets_the_menu_when_it_starts_and_keeps_running(
     gateway = asyncio.create_task(run(settings, db=db, redis=redis, stop=stop))
     try:
         admins = described({**GUEST_COMMANDS, **ADMIN_COMMANDS}, "en")
-        for _ in range(100):  # the default lists come first, then the admin's own
-            if await tgsim.get(f"/sim/users/{ADMIN}/commands") == admins:
-                break
-            await asyncio.sleep(0.1)
-        assert await tgsim.get(f"/sim/users/{ADMIN}/commands") == admins
+        async with asyncio.timeout(60):  # the default lists come first, then the admin's own
+            while await tgsim.get(f"/sim/users/{ADMIN}/commands") != admins:
+                await asyncio.sleep(0.1)
         assert await tgsim.get(f"/sim/users/{RU_GUEST}/commands") == described(GUEST_COMMANDS, "ru")
         await asyncio.sleep(0.3)
         assert not gateway.done()  # the menu task, done with its work, does not end the service

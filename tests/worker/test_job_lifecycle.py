@@ -205,7 +205,7 @@ async def test_cancelling_a_running_job_requeues_it(
         return await fake_pack(_job, _selfie, _outfit)
 
     task = asyncio.create_task(generator(db, redis, settings(database_url, redis_url), slow).process(job.id))
-    async with asyncio.timeout(5):
+    async with asyncio.timeout(30):
         await started.wait()
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
