@@ -436,6 +436,23 @@ async def test_with_a_kiosk_key_set_only_the_kiosks_open_sessions(
     assert await stored_rows(db, "sessions") == 1
 
 
+@pytest.mark.parametrize("body", [b"{not json", b'{"station": "hall a"}'])
+async def test_with_a_kiosk_key_set_a_strangers_json_body_is_not_parsed_before_the_key(
+    db: Database, redis: aioredis.Redis, database_url: str, redis_url: str, body: bytes
+) -> None:
+    """As a browser or a script sends it (``Content-Type: application/json``): FastAPI parses a JSON body
+    before any dependency runs, so the key has to be checked before that, not in one."""
+    app = create_app(
+        ingest_settings(database_url, redis_url, KIOSK_KEY=KIOSK_KEY), db=db, publisher=Publisher(redis)
+    )
+    json_type = {"Content-Type": "application/json"}
+    async with app_client(app, base_url="http://kiosk") as phone:
+        stranger = await phone.post("/sessions", content=body, headers=json_type)
+        kiosk = await phone.post("/sessions", content=body, headers={**json_type, "X-Kiosk-Key": KIOSK_KEY})
+    assert stranger.status_code == 401 and stranger.json()["error"]["code"] == "kiosk_key_required"
+    assert kiosk.status_code == 422  # the kiosk's own malformed body is still told what is wrong
+
+
 async def test_a_phone_flooding_from_the_kiosks_address_cannot_use_up_the_kiosks_limit(
     db: Database, redis: aioredis.Redis, database_url: str, redis_url: str
 ) -> None:

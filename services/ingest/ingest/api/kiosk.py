@@ -3,12 +3,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Coroutine
 from typing import Annotated, Any
 from uuid import UUID
 
 import segno
 from fastapi import APIRouter, Depends, Header, Path, Query, Request, Response
 from fastapi.exceptions import RequestValidationError
+from fastapi.routing import APIRoute
 from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 from starlette.requests import ClientDisconnect
 
@@ -18,7 +20,7 @@ from ingest.api.limits import KIOSK_KEY_HEADER, kiosk_key_given, refuse_if_over,
 from ingest.api.text import SingleLine
 from ingest.branding import ink_on, normalize_hex
 from ingest.consent import KioskLanguage, consent_text
-from ingest.context import Ctx
+from ingest.context import Ctx, get_context
 from ingest.multipart import MultipartReader
 from shared.domain import Job, JobStatus, KioskSession
 from shared.errors import UploadRejected
@@ -154,18 +156,25 @@ async def outfit_thumbnail(ctx: Ctx, outfit_id: Annotated[SingleLine, Path(max_l
 
 
 def _kiosk_key(ctx: Ctx, key: Annotated[str | None, Header(alias=KIOSK_KEY_HEADER)] = None) -> bool:
-    """``POST /sessions``'s dependency: the kiosk key is checked before the body is read."""
+    """``POST /sessions``'s dependency: whether the request came keyed (:class:`_KioskKeyFirst` has
+    already refused it without the key, before its body was read)."""
     return kiosk_key_given(ctx.settings.kiosk_key, key)
 
 
-@router.post(
-    "/sessions",
-    status_code=201,
-    responses={
-        401: {"model": ErrorBody, "description": "`kiosk_key_required` (only with `KIOSK_KEY` set)"},
-        429: {"model": ErrorBody, "description": "`rate_limited`, with `Retry-After`"},
-    },
-)
+class _KioskKeyFirst(APIRoute):
+    """``POST /sessions``'s route: FastAPI reads and parses a JSON body before it runs any dependency, so
+    the kiosk key is checked here, on the headers, before that (a stranger's malformed body is a 401 too)."""
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        handler = super().get_route_handler()
+
+        async def key_first(request: Request) -> Response:
+            kiosk_key_given(get_context(request).settings.kiosk_key, request.headers.get(KIOSK_KEY_HEADER))
+            return await handler(request)
+
+        return key_first
+
+
 async def create_session(
     ctx: Ctx,
     request: Request,
@@ -181,6 +190,19 @@ async def create_session(
     await refuse_if_over(ctx.session_limiter, counted)
     session = await kiosk.open_session(ctx, station)
     return _session_body(ctx, session, [])
+
+
+router.add_api_route(
+    "/sessions",
+    create_session,
+    methods=["POST"],
+    status_code=201,
+    responses={
+        401: {"model": ErrorBody, "description": "`kiosk_key_required` (only with `KIOSK_KEY` set)"},
+        429: {"model": ErrorBody, "description": "`rate_limited`, with `Retry-After`"},
+    },
+    route_class_override=_KioskKeyFirst,
+)
 
 
 @router.get("/sessions/{session_id}")
