@@ -7,16 +7,17 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 import redis.asyncio as aioredis
-from telegram import Bot
+from telegram import Bot, Chat, Message, Update, User
 
 from shared.repositories import Database
 from shared.texts import ADMIN_COMMANDS, GUEST_COMMANDS
 from telegram_gateway.main import build_application, run
-from telegram_gateway.menu import MENU_LANGUAGES, keep_command_menu, set_command_menu
+from telegram_gateway.menu import MENU_LANGUAGES, CommandMenu, keep_command_menu, set_command_menu
 from tests.simulators.tgsim_helpers import RunningSim, serving, sim_config
 from tests.telegram_gateway.gateway_helpers import gateway_settings
 
@@ -163,3 +164,32 @@ async def test_an_admin_telegram_did_not_know_at_start_gets_their_menu_when_they
     finally:
         stop.set()
         assert await asyncio.wait_for(gateway, timeout=30) == 0
+
+
+async def test_an_admin_refused_while_the_start_menu_is_still_being_set_gets_theirs_when_they_write(
+    tgsim: RunningSim,
+) -> None:
+    """The start still sets another admin's list after NEW_ADMIN's was refused (here: waiting out a 429
+    on GUEST's, the later admin's, first list) when NEW_ADMIN writes: they get theirs all the same."""
+    passed = len(MENU_LANGUAGES) + 1  # the default lists and NEW_ADMIN's refused one, answered as usual
+    await tgsim.post("/sim/faults", {"method": "setMyCommands", "kind": "delay", "count": passed})
+    await tgsim.post(
+        "/sim/faults", {"method": "setMyCommands", "kind": "error", "error_code": 429, "retry_after": 600}
+    )
+    stop = asyncio.Event()
+    async with tgsim.bot() as bot:
+        menu = CommandMenu(bot, [NEW_ADMIN, GUEST])
+        start = asyncio.create_task(menu.keep(stop))
+        try:
+            async with asyncio.timeout(30):
+                while not [c for c in await tgsim.get("/sim/calls?method=setMyCommands") if c["error_code"]]:
+                    await asyncio.sleep(0.1)
+            await tgsim.say(NEW_ADMIN, "/help", first_name="New", language_code="en")  # the chat is known
+            chat = Chat(NEW_ADMIN, Chat.PRIVATE)
+            wrote = Message(1, datetime.now(UTC), chat, from_user=User(NEW_ADMIN, "New", is_bot=False))
+            await menu.admin_wrote(Update(1, message=wrote), None)  # type: ignore[arg-type]
+            assert len(await new_admin_lists(tgsim)) == len(MENU_LANGUAGES)
+            assert not start.done()  # the start is still waiting out the 429
+        finally:
+            stop.set()
+            await asyncio.wait_for(start, timeout=30)

@@ -23,7 +23,7 @@ known (:class:`CommandMenu`), not only at the next gateway start. Nothing here s
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import structlog
@@ -74,9 +74,15 @@ class MenuOutcome:
 
 
 async def set_command_menu(
-    bot: Bot, admin_ids: Sequence[int], *, stop: asyncio.Event | None = None, guests: bool = True
+    bot: Bot,
+    admin_ids: Sequence[int],
+    *,
+    stop: asyncio.Event | None = None,
+    guests: bool = True,
+    on_refused: Callable[[int], None] | None = None,
 ) -> MenuOutcome:
     """Set every list of :func:`menus`, each tried until Telegram answers (see the module docstring).
+    ``on_refused`` is called with an admin's id as soon as their chat refuses their list.
 
     Returns early when ``stop`` is set (the lists not reached are neither done nor refused).
 
@@ -99,6 +105,8 @@ async def set_command_menu(
             except BadRequest as exc:  # PTB's BadRequest is a NetworkError, but Telegram answered: final
                 log.warning("COMMAND_MENU_REFUSED", scope=scope.type, language=lang, error=exc.message)
                 refused.append(scope)
+                if on_refused is not None and isinstance(scope, BotCommandScopeChat):
+                    on_refused(int(scope.chat_id))
                 break
             except (Forbidden, InvalidToken):
                 raise
@@ -134,8 +142,10 @@ class CommandMenu:
                 await wait_any(held, stop)
             if not stop.is_set():
                 lists = len(menus(self.admin_ids))
-                outcome = await set_command_menu(self.bot, self.admin_ids, stop=stop)
-                self.waiting |= outcome.refused_admins
+                # waiting as soon as refused: they may write while the later lists are still being set
+                outcome = await set_command_menu(
+                    self.bot, self.admin_ids, stop=stop, on_refused=self.waiting.add
+                )
                 log.info(
                     "COMMAND_MENU_SET",
                     lists=outcome.done,
@@ -163,12 +173,13 @@ class CommandMenu:
             return
         self.waiting.discard(user.id)
         try:
-            outcome = await set_command_menu(self.bot, [user.id], stop=self._stop, guests=False)
+            outcome = await set_command_menu(
+                self.bot, [user.id], stop=self._stop, guests=False, on_refused=self.waiting.add
+            )
         except Exception as exc:
             log.error("COMMAND_MENU_FAILED", error=repr(exc), admin=user.id)
             self.waiting.add(user.id)
             return
-        self.waiting |= outcome.refused_admins
         log.info("COMMAND_MENU_SET", lists=outcome.done, admin=user.id, refused=bool(outcome.refused_admins))
 
 
