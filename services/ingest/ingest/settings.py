@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ipaddress
+import re
 from typing import Annotated, Any, Final, Literal
 
 from pydantic import Field, SecretStr, field_validator, model_validator
@@ -161,10 +162,12 @@ class IngestSettings(
     def _strong_kiosk_key(cls, value: SecretStr | None) -> SecretStr | None:
         if value is None or not value.get_secret_value().strip():
             return None
-        key = value.get_secret_value()
-        if len(key) < 16 or not key.isascii() or not key.isprintable() or key != key.strip():
+        # only URL-unreserved characters: the kiosk's start URL carries it as it is (`+` would read as a
+        # space, `&`, `#`, `%` would end or change the query string)
+        if not re.fullmatch(r"[A-Za-z0-9._~-]{16,}", value.get_secret_value()):
             raise ValueError(
-                "KIOSK_KEY must be a long random string (at least 16 printable ASCII characters)"
+                "KIOSK_KEY must be a long random string of at least 16 characters out of A-Z a-z 0-9 . _ ~ - "
+                "(e.g. `openssl rand -hex 16`), so that a kiosk's ?key= carries it as it is"
             )
         return value
 
