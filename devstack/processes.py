@@ -114,8 +114,9 @@ class Stack:
             env["TELEGRAM_BOT_TOKEN"] = c.bot_token
             env["TELEGRAM_API_BASE_URL"] = self.sim_url
             env["POLL_TIMEOUT_SEC"] = "2"
-        chosen = any(key in os.environ for key in ("PRIMARY_AI_PROVIDER", "FALLBACK_AI_PROVIDER"))
-        if not c.ai_sim and not chosen and not any(os.environ.get(key) for key in PROVIDER_KEYS):
+        given = {key.upper(): value for key, value in os.environ.items()}  # as the services read it
+        chosen = any(key in given for key in ("PRIMARY_AI_PROVIDER", "FALLBACK_AI_PROVIDER"))
+        if not c.ai_sim and not chosen and not any(given.get(key) for key in PROVIDER_KEYS):
             # No key and no chain chosen: the worker would skip gemini and openai and draw with `local`.
             # Say so to every service, so the kiosk's consent screen names who really gets the photo.
             env["PRIMARY_AI_PROVIDER"], env["FALLBACK_AI_PROVIDER"] = "local", ""

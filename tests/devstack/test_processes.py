@@ -68,6 +68,9 @@ def test_kills_and_stops_are_caused_and_a_crash_is_not(
         (False, {"GEMINI_API_KEY": "k"}, (None, None)),  # a key: the services' own defaults apply
         (False, {"PRIMARY_AI_PROVIDER": "openai"}, ("openai", None)),  # the operator's choice stands
         (True, {}, (None, None)),  # the AI simulator stands in for both providers
+        # the services read their env case-insensitively (shared.settings): so does the stack
+        (False, {"gemini_api_key": "k"}, (None, None)),
+        (False, {"primary_ai_provider": "openai"}, (None, None)),
     ],
 )
 def test_without_a_provider_key_the_stack_names_the_local_renderer(
@@ -79,6 +82,7 @@ def test_without_a_provider_key_the_stack_names_the_local_renderer(
 ) -> None:
     for key in (*processes.PROVIDER_KEYS, "PRIMARY_AI_PROVIDER", "FALLBACK_AI_PROVIDER"):
         monkeypatch.delenv(key, raising=False)
+        monkeypatch.delenv(key.lower(), raising=False)
     for key, value in environ.items():
         monkeypatch.setenv(key, value)
     s = Stack(
