@@ -134,7 +134,8 @@ class CommandMenu:
 
     async def keep(self, stop: asyncio.Event, *, held: asyncio.Event | None = None) -> None:
         """Once this gateway holds the lock (``held``), set the command menu (:func:`set_command_menu`),
-        log ``COMMAND_MENU_SET``, then wait for ``stop``. Never raises (a failure is logged
+        log ``COMMAND_MENU_SET`` (``COMMAND_MENU_STOPPED`` when ``stop`` came first), then wait for
+        ``stop``. Never raises (a failure is logged
         ``COMMAND_MENU_FAILED``): a missing menu must not stop the gateway."""
         self._stop = stop
         try:
@@ -147,9 +148,9 @@ class CommandMenu:
                     self.bot, self.admin_ids, stop=stop, on_refused=self.waiting.add
                 )
                 log.info(
-                    "COMMAND_MENU_SET",
+                    "COMMAND_MENU_STOPPED" if stop.is_set() else "COMMAND_MENU_SET",  # stopped: not all tried
                     lists=outcome.done,
-                    refused=lists - outcome.done,
+                    refused=lists - outcome.done if not stop.is_set() else None,
                     admins=len(self.admin_ids),
                     waiting=sorted(self.waiting),
                 )
