@@ -21,8 +21,10 @@ tell "retry later" from "permanent" without knowing which library failed.
     │   └── ConsentRequired          (ingest.consent) no "Agree" on the session: 403
     │                                `consent_required`, nothing read or stored
     ├── ApiError                     (ingest.api.errors) any other HTTP 4xx/5xx a route answers with
-    │   └── RateLimited              (ingest.api.errors) too many new sessions or leads from one
-    │                                client: 429 `rate_limited` with ``Retry-After``
+    │   ├── RateLimited              (ingest.api.errors) too many new sessions or leads from one
+    │   │                            client: 429 `rate_limited` with ``Retry-After``
+    │   └── KioskKeyRequired         (ingest.api.errors) ``KIOSK_KEY`` set, ``POST /sessions`` without
+    │                                it: 401 `kiosk_key_required`, before the body is read
     ├── RequestTooLarge              (ingest.api.errors) a body over MAX_JSON_BODY_BYTES: 413; also a
     │                                Starlette ``HTTPException``, which FastAPI's body parsing passes on
     ├── NotFound                     a row the caller named does not exist

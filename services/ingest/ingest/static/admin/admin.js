@@ -425,10 +425,11 @@
     const notice = $("detail-notice");
     notice.hidden = !job.failure;
     if (job.failure) notice.textContent = `Failed: ${job.failure}. ${FAILURES[job.failure] || ""}`;
-    // The Retry's "Queued again" note stays only while the job is still waiting in the queue.
+    // The Retry's "a worker takes it in a moment" holds only while the job waits in the queue; once a
+    // worker has it (often within the second), the note says so instead of vanishing unread.
     const done = $("detail-done");
     if (done.dataset.whileQueued === job.id && !job.queued_again) {
-      done.textContent = "";
+      done.textContent = "Queued again: a worker has taken it.";
       delete done.dataset.whileQueued;
     }
     $("detail-retry").hidden = !job.retryable;
