@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import csv
 import io
-import secrets
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Header, Query, Response
 
 from ingest.api.errors import ApiError
+from ingest.api.limits import header_matches
 from ingest.context import Ctx
 from shared.domain import Lead
 
@@ -24,20 +24,13 @@ def require_admin(ctx: Ctx, authorization: str | None) -> None:
     """Raise ``ApiError`` 403 when admin access is off, 401 for any header but ``Bearer <ADMIN_TOKEN>``.
 
     Any malformed header (missing, another scheme, no token, non-ASCII bytes, control characters) is a
-    401, never a 500: the comparison is on bytes (``hmac.compare_digest`` refuses non-ASCII ``str``).
-    Starlette decodes header bytes as Latin-1, so ``encode("latin-1")`` gives back what the client sent,
-    compared in constant time with the token's UTF-8 bytes.
+    401, never a 500: the comparison is on bytes, in constant time (:func:`ingest.api.limits.header_matches`).
     """
     token = ctx.settings.admin_token
     if token is None:
         raise ApiError(403, "admin_disabled", "The admin API is off: ADMIN_TOKEN is not set.")
     scheme, _, given = (authorization or "").partition(" ")
-    try:
-        given_bytes = given.strip().encode("latin-1")
-    except UnicodeEncodeError:  # not from a real header: ASGI header values are Latin-1 by decoding
-        given_bytes = b""
-    expected = token.get_secret_value().encode("utf-8")
-    if scheme.lower() != "bearer" or not given_bytes or not secrets.compare_digest(given_bytes, expected):
+    if scheme.lower() != "bearer" or not header_matches(given, token):
         raise ApiError(401, "unauthorized", "Send Authorization: Bearer <ADMIN_TOKEN>.")
 
 

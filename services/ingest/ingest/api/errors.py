@@ -71,7 +71,7 @@ class RateLimited(ApiError):
 
 class KioskKeyRequired(ApiError):
     """401 ``kiosk_key_required``: ``KIOSK_KEY`` is set and ``POST /sessions`` came without it (only the
-    venue's kiosks open sessions; :func:`ingest.api.limits.session_counter`)."""
+    venue's kiosks open sessions; :func:`ingest.api.limits.kiosk_key_given`)."""
 
     def __init__(self) -> None:
         super().__init__(401, "kiosk_key_required", "Only the booth's kiosks can open a session.")

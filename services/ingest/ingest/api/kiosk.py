@@ -8,7 +8,7 @@ from typing import Annotated, Any
 from uuid import UUID
 
 import segno
-from fastapi import APIRouter, Depends, Header, Path, Query, Request, Response
+from fastapi import APIRouter, Header, Path, Query, Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.routing import APIRoute
 from pydantic import BaseModel, Field, TypeAdapter, ValidationError
@@ -155,37 +155,28 @@ async def outfit_thumbnail(ctx: Ctx, outfit_id: Annotated[SingleLine, Path(max_l
     return Response(png, media_type="image/png", headers={"Cache-Control": "public, max-age=3600"})
 
 
-def _kiosk_key(ctx: Ctx, key: Annotated[str | None, Header(alias=KIOSK_KEY_HEADER)] = None) -> bool:
-    """``POST /sessions``'s dependency: whether the request came keyed (:class:`_KioskKeyFirst` has
-    already refused it without the key, before its body was read)."""
-    return kiosk_key_given(ctx.settings.kiosk_key, key)
-
-
 class _KioskKeyFirst(APIRoute):
     """``POST /sessions``'s route: FastAPI reads and parses a JSON body before it runs any dependency, so
-    the kiosk key is checked here, on the headers, before that (a stranger's malformed body is a 401 too)."""
+    the kiosk key is checked here, on the headers, before that (a stranger's malformed body is a 401 too);
+    the handler reads the outcome from ``request.state.kiosk_keyed``."""
 
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
         handler = super().get_route_handler()
 
         async def key_first(request: Request) -> Response:
-            kiosk_key_given(get_context(request).settings.kiosk_key, request.headers.get(KIOSK_KEY_HEADER))
+            key = request.headers.get(KIOSK_KEY_HEADER)
+            request.state.kiosk_keyed = kiosk_key_given(get_context(request).settings.kiosk_key, key)
             return await handler(request)
 
         return key_first
 
 
-async def create_session(
-    ctx: Ctx,
-    request: Request,
-    keyed: Annotated[bool, Depends(_kiosk_key)],
-    body: SessionCreate | None = None,
-) -> dict[str, Any]:
+async def create_session(ctx: Ctx, request: Request, body: SessionCreate | None = None) -> dict[str, Any]:
     """Open a kiosk session; the answer carries the deep link and its QR code (SVG data URI). 401
     ``kiosk_key_required`` when ``KIOSK_KEY`` is set and not sent; 429 ``rate_limited`` past
     ``SESSIONS_RATE_LIMIT`` per client, or per station with the key (:mod:`ingest.api.limits`)."""
     station = (body or SessionCreate()).station
-    counted = session_counter(keyed, request, station)
+    counted = session_counter(request.state.kiosk_keyed, request, station)
     await _maintenance_guard(ctx)  # then: a paused booth or a Postgres outage counts no session
     await refuse_if_over(ctx.session_limiter, counted)
     session = await kiosk.open_session(ctx, station)

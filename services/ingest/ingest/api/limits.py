@@ -44,13 +44,20 @@ def kiosk_key_given(kiosk_key: SecretStr | None, given: str | None) -> bool:
     """
     if kiosk_key is None:
         return False
-    try:
-        given_bytes = (given or "").strip().encode("latin-1")  # what the client sent (ASGI decoding)
-    except UnicodeEncodeError:
-        given_bytes = b""
-    if not given_bytes or not secrets.compare_digest(given_bytes, kiosk_key.get_secret_value().encode()):
+    if not header_matches(given, kiosk_key):
         raise KioskKeyRequired
     return True
+
+
+def header_matches(given: str | None, secret: SecretStr) -> bool:
+    """Whether a header value (``None``: absent) is ``secret``, compared in constant time on bytes. Never
+    raises: Starlette decodes header bytes as Latin-1, so ``encode("latin-1")`` gives back what the client
+    sent, and a value that is not from a real header (non-Latin-1 ``str``) matches nothing."""
+    try:
+        given_bytes = (given or "").strip().encode("latin-1")
+    except UnicodeEncodeError:
+        return False
+    return bool(given_bytes) and secrets.compare_digest(given_bytes, secret.get_secret_value().encode())
 
 
 def session_counter(keyed: bool, request: Request, station: str) -> str:
