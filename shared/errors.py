@@ -40,8 +40,8 @@ tell "retry later" from "permanent" without knowing which library failed.
     │   ├── RetryableJobError        charged: an attempt is consumed, retried after RETRY_DELAY_SEC
     │   │   └── NoValidSheet         (worker.context) a figure sheet was never valid in its attempts:
     │   │                            composite fallback, else the attempt fails as ``invalid``
-    │   └── ProviderUnavailable      no provider could serve (credit, auth, outage, budget): the queue
-    │                                pauses and the job is refunded (attempt not consumed)
+    │   └── ProviderUnavailable      no provider could serve (credit, auth, config, outage, budget): the
+    │                                queue pauses and the job is refunded (attempt not consumed)
     ├── ProviderCallError            (worker.providers.base) one provider call failed, classified by
     │                                `error_class`; the provider chain turns it into a JobError
     ├── BackupError                  (shared.backup) a backup or restore step failed: exit 1, older
@@ -67,6 +67,8 @@ class ErrorClass(StrEnum):
     QUOTA_DAY = "quota_day"
     CREDIT = "credit"
     AUTH = "auth"
+    CONFIG = "config"  # the provider says our settings are wrong: no such model, a rejected parameter, an
+    # account not set up for the call (DESIGN.md §5); pauses until /resume, never charged to a guest
     OUTAGE = "outage"
     BUDGET = "budget"
     JOB_COST = "job_cost"
@@ -200,22 +202,39 @@ class JobCostExceeded(PermanentJobError):
     error_class = ErrorClass.JOB_COST
 
 
+#: The classes whose failure of every provider pauses the queue (:class:`ProviderUnavailable`).
+PAUSING_CLASSES = frozenset(
+    {ErrorClass.CREDIT, ErrorClass.AUTH, ErrorClass.CONFIG, ErrorClass.OUTAGE, ErrorClass.BUDGET}
+)
+
+
 class ProviderUnavailable(JobError):
     """No provider in the chain could serve, for a reason that is not the job's fault.
 
-    ``error_class`` is ``credit``, ``auth``, ``outage`` or ``budget`` (DESIGN.md §5): the worker pauses the
-    queue (``credit``/``auth`` until ``/resume``; ``outage`` for 1, 2, 4 … 60 min or ``retry_after_s``;
-    ``budget`` until 00:00 UTC) and puts the job back to ``queued`` without consuming an attempt.
+    ``error_class`` is ``credit``, ``auth``, ``config``, ``outage`` or ``budget`` (DESIGN.md §5): the
+    worker pauses the queue (``credit``/``auth``/``config`` until ``/resume``; ``outage`` for 1, 2, 4 … 60
+    min or ``retry_after_s``; ``budget`` until 00:00 UTC) and puts the job back to ``queued`` without
+    consuming an attempt.
 
     Attributes:
         retry_after_s: the provider's own retry-after hint in seconds (``outage``), if it gave one.
+        alert: the admins' alert text naming the cause and the setting to fix (``config``), secret-free;
+            ``None``: the class's fixed text.
     """
 
-    def __init__(self, message: str, *, error_class: ErrorClass, retry_after_s: float | None = None) -> None:
-        if error_class not in (ErrorClass.CREDIT, ErrorClass.AUTH, ErrorClass.OUTAGE, ErrorClass.BUDGET):
+    def __init__(
+        self,
+        message: str,
+        *,
+        error_class: ErrorClass,
+        retry_after_s: float | None = None,
+        alert: str | None = None,
+    ) -> None:
+        if error_class not in PAUSING_CLASSES:
             raise ValueError(f"{error_class} does not pause the queue")
         super().__init__(message, error_class=error_class)
         self.retry_after_s = retry_after_s
+        self.alert = alert
 
 
 class TelegramError(StickerBoothError):

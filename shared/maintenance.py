@@ -6,8 +6,8 @@ One concept with three sources:
 source     switched on by                           switched off by
 =========  =======================================  =============================================
 ``env``    ``MAINTENANCE_MODE=1`` in a service env   a restart without it; ``/resume`` cannot
-``auto``   a provider billing/auth/outage/budget     ``/resume``; outage and budget pauses also end
-           error (``reason`` says which)             by themselves at ``resume_at``
+``auto``   a provider billing/auth/config/outage/   ``/resume``; outage and budget pauses also end
+           budget error (``reason`` says which)      by themselves at ``resume_at``
 ``admin``  ``/pause`` from an admin                  ``/resume``
 =========  =======================================  =============================================
 

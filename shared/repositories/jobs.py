@@ -215,7 +215,8 @@ class JobRepository:
 
     async def requeue_refunded(self, job_id: UUID, *, owner: str, error_class: str) -> Job | None:
         """``processing → queued`` without consuming an attempt: no provider could serve and the queue
-        pauses (DESIGN.md §5: ``credit``, ``auth``, ``outage``, ``budget``); due as soon as it resumes."""
+        pauses (DESIGN.md §5: ``credit``, ``auth``, ``config``, ``outage``, ``budget``); due as soon as it
+        resumes."""
         return await self._transition(
             job_id,
             (_PROCESSING,),

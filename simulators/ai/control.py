@@ -12,6 +12,9 @@ log; reset. JSON in and out; a bad body is ``400 {"error": ...}``.
 - ``GET /sim/in-flight``: ``{"now": {...}, "max": {...}}``, calls being answered now and the most at once
   since the last reset, by call type (``image``, ``vision``) and by ``provider:call``;
   ``DELETE /sim/in-flight`` starts the maxima again (also ``POST /sim/reset``).
+- ``GET /sim/models``: the models served today (the catalogue less those past their shutdown date);
+  ``POST /sim/models`` (body :class:`simulators.ai.state.ModelSpec`): add a model, or retire one
+  (``exists: false``): its calls get the provider's 404.
 - ``POST /sim/reset``.
 """
 
@@ -24,7 +27,7 @@ from typing import TypeVar
 from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from simulators.ai.state import FaultSpec, ImperfectionSpec, ScriptedAnswer, SimState
+from simulators.ai.state import FaultSpec, ImperfectionSpec, ModelSpec, ScriptedAnswer, SimState
 
 __all__ = ["ControlApi"]
 
@@ -70,6 +73,8 @@ class ControlApi:
             ("GET", "/sim/calls", self.calls),
             ("GET", "/sim/in-flight", self.in_flight),
             ("DELETE", "/sim/in-flight", self.forget_in_flight),
+            ("GET", "/sim/models", self.models),
+            ("POST", "/sim/models", self.set_model),
             ("POST", "/sim/reset", self.reset),
         ]
         for method, path, handler in routes:
@@ -114,6 +119,14 @@ class ControlApi:
     async def forget_in_flight(self, request: web.Request) -> web.StreamResponse:
         self._state.forget_max_in_flight()
         return await self.in_flight(request)
+
+    async def models(self, request: web.Request) -> web.StreamResponse:
+        return web.json_response(self._state.models.listing())
+
+    async def set_model(self, request: web.Request) -> web.StreamResponse:
+        spec = await _body(request, ModelSpec)
+        self._state.models.set(spec.provider, spec.name, spec.role, exists=spec.exists)
+        return await self.models(request)
 
     async def reset(self, request: web.Request) -> web.StreamResponse:
         self._state.reset()

@@ -5,9 +5,11 @@ The API key comes in ``x-goog-api-key`` (or ``?key=``). ``generationConfig.respo
 answering JSON text. Answers are ``GenerateContentResponse`` JSON (``candidates[].content.parts[]`` with
 ``inlineData`` or ``text``, ``finishReason``, ``usageMetadata``).
 
-Refused with 400 ``INVALID_ARGUMENT``, as the API does: no ``contents``; inline data over 20 MB per request
-(REFERENCE.md "Gemini"); an ``imageConfig.aspectRatio`` or ``imageSize`` outside the documented values
-(``ImageConfig`` in googleapis/js-genai: 1:1, 2:3, 3:2, 3:4, 4:3, 4:5, 5:4, 9:16, 16:9, 21:9; 1K, 2K, 4K).
+A model it does not serve in that role (:class:`simulators.ai.state.ModelBook`) is the API's 404
+``NOT_FOUND``. Refused with 400 ``INVALID_ARGUMENT``, as the API does: no ``contents``; inline data over
+20 MB per request (REFERENCE.md "Gemini"); an ``imageConfig.aspectRatio`` or ``imageSize`` outside the
+documented values (``ImageConfig`` in googleapis/js-genai: 1:1, 2:3, 3:2, 3:4, 4:3, 4:5, 5:4, 9:16, 16:9,
+21:9; 1K, 2K, 4K).
 """
 
 from __future__ import annotations
@@ -122,16 +124,25 @@ class GeminiApi:
         prompt, images = _image_parts(body)
         image_config = config.get("imageConfig", {})
         is_image = "IMAGE" in [m.upper() for m in config.get("responseModalities", [])]
+        models = self._state.models
+        serves = {role: models.exists("gemini", model, role) for role in ("image", "vision")}
+        rejection = _rejection(body, images, image_config if is_image else {})
+        if is_image and not serves["image"] and serves["vision"] and rejection is None:
+            # A text model asked for images: 400 INVALID_ARGUMENT (the text is not verified here,
+            # docs/contract-audit.md "Not verifiable here").
+            rejection = RejectedRequest("Model does not support the requested response modalities: image")
         call = Call(
             provider="gemini",
             model=model,
+            # an image model also answers text (the vision calls); a model in neither role is a 404
+            exists=serves["image"] or serves["vision"],
             call="image" if is_image else "vision",
             prompt=prompt,
             images=images,
             size=image_config.get("imageSize"),
             aspect=image_config.get("aspectRatio"),
             authorised=self._accepts(key),
-            rejection=_rejection(body, images, image_config if is_image else {}),
+            rejection=rejection,
         )
         return await serve_call(
             request,

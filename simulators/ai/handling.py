@@ -1,5 +1,6 @@
-"""One call through the simulator, whatever the provider: check the key, refuse a request the provider
-would refuse (its documented 400, :class:`RejectedRequest`), apply latency and the queued fault, else
+"""One call through the simulator, whatever the provider: check the key, answer a model the provider does
+not serve with its 404, refuse a request the provider would refuse (its documented 400,
+:class:`RejectedRequest`, :mod:`simulators.ai.rules`), apply latency and the queued fault, else
 draw or answer; every call is logged (``GET /sim/calls``)."""
 
 from __future__ import annotations
@@ -42,13 +43,22 @@ ErrorShape = Callable[[str, str, float | None], tuple[int, dict[str, Any], dict[
 
 class RejectedRequest(Exception):
     """A request the provider answers with its 400 (a missing or unsupported field, a prompt the simulated
-    model cannot read): ``message`` is the provider's text, ``param`` the offending field, when named."""
+    model cannot read): ``message`` is the provider's text, ``param`` the offending field, when named;
+    ``code`` and ``error_type`` are OpenAI's (type ``invalid_request_error`` unless given)."""
 
-    def __init__(self, message: str, *, param: str | None = None, code: str | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        param: str | None = None,
+        code: str | None = None,
+        error_type: str = "invalid_request_error",
+    ) -> None:
         super().__init__(message)
         self.message = message
         self.param = param
         self.code = code
+        self.error_type = error_type
 
 
 #: A :class:`RejectedRequest` → (HTTP status, JSON body, headers) in the provider's wire shape.
@@ -68,6 +78,7 @@ class Call:
     aspect: str | None = None
     authorised: bool = True
     rejection: RejectedRequest | None = None
+    exists: bool = True  # the provider serves ``model`` in this role (simulators.ai.rules.ModelBook)
 
 
 #: Draws an image (PNG bytes) or answers a vision call (JSON object) for a call, filling in the record.
@@ -132,6 +143,10 @@ async def _serve_call(
     if not call.authorised:
         record.outcome = "auth"
         status, body, headers = error("auth", call.model, None)
+        return web.json_response(body, status=status, headers=headers)
+    if not call.exists:  # the provider's 404 for a model it does not serve (simulators.ai.wire)
+        record.outcome = "model_not_found"
+        status, body, headers = error("model_not_found", call.model, None)
         return web.json_response(body, status=status, headers=headers)
     if call.rejection is not None:
         return _rejected(record, call.rejection, invalid)

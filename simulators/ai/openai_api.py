@@ -5,10 +5,13 @@
 The API key comes as ``Authorization: Bearer <key>``. Image answers are ``ImagesResponse`` JSON
 (``data[].b64_json``, ``size``, ``quality``, ``usage``); vision answers are ``Response`` objects.
 
-Refused with 400 ``invalid_request_error``, as the API does: an image call without ``prompt``, an edit
-without ``image``, a ``quality`` other than low, medium, high, auto, a ``size`` other than the gpt-image
-sizes 1024x1024, 1536x1024, 1024x1536, auto (openai-python ``images.edit`` / ``images.generate``
-parameters); a ``responses`` call without ``model``.
+Refused as the API does: a model it does not serve in that role (404 ``model_not_found``,
+:class:`simulators.ai.state.ModelBook`); an image call without ``prompt``, an edit without ``image``
+(400 ``missing_required_parameter``); a parameter or value the model rejects (``input_fidelity`` to a
+model that does not take it, a ``quality``, ``size``, ``background``, ``output_format``, ``moderation``
+or ``n`` outside the model's values: :func:`simulators.ai.rules.openai_image_rejection`); a
+``responses`` call without ``model``, a ``text.format`` or ``detail`` it refuses
+(:func:`simulators.ai.rules.responses_rejection`).
 
 An image comes back at the shape of the size asked for, as gpt-image draws it: a drawing whose aspect
 differs (the one-sheet 4 × 3 grid, drawn 2048 × 1536, asked for at ``1536x1024``) is resized to that size,
@@ -28,14 +31,13 @@ from aiohttp import web
 from PIL import Image
 
 from simulators.ai.handling import NOT_AN_IMAGE, Call, RejectedRequest, Served, serve_call
+from simulators.ai.rules import openai_image_rejection, responses_rejection
 from simulators.ai.state import CONTENT_KINDS, SimState
 from simulators.ai.wire import openai_error, openai_invalid
 
 __all__ = ["OpenAIApi"]
 
 _ASPECT = {"1024x1024": "1:1", "1536x1024": "3:2", "1024x1536": "2:3"}
-_QUALITIES = ("low", "medium", "high", "auto")
-_SIZES = (*_ASPECT, "auto")
 
 
 def _fit(png: bytes, size: str) -> bytes:
@@ -59,29 +61,13 @@ def _missing(param: str) -> RejectedRequest:
 
 
 def _image_rejection(fields: dict[str, Any], images: list[bytes], *, edit: bool) -> RejectedRequest | None:
-    """What the image API refuses: no prompt, an edit without an image, a size or quality it does not
-    know."""
+    """What the image API refuses: no prompt, an edit without an image, a parameter or value the model
+    rejects (:func:`simulators.ai.rules.openai_image_rejection`)."""
     if not str(fields.get("prompt") or ""):
         return _missing("prompt")
     if edit and not images:
         return _missing("image")
-    size = str(fields.get("size", "auto"))
-    if size not in _SIZES:
-        supported = "', '".join(_SIZES[:-1])
-        return RejectedRequest(
-            f"Invalid value: '{size}'. Supported values are: '{supported}', and 'auto'.",
-            param="size",
-            code="invalid_value",
-        )
-    quality = str(fields.get("quality", "auto"))
-    if quality not in _QUALITIES:
-        supported = "', '".join(_QUALITIES[:-1])
-        return RejectedRequest(
-            f"Invalid value: '{quality}'. Supported values are: '{supported}', and 'auto'.",
-            param="quality",
-            code="invalid_value",
-        )
-    return None
+    return openai_image_rejection(str(fields.get("model", "gpt-image-2")), fields, edit=edit)
 
 
 def _bearer(request: web.Request) -> str | None:
@@ -128,9 +114,11 @@ class OpenAIApi:
     ) -> web.StreamResponse:
         size = str(fields.get("size", "1024x1024"))
         quality = str(fields.get("quality", "auto"))
+        model = str(fields.get("model", "gpt-image-2"))
         call = Call(
             provider="openai",
-            model=str(fields.get("model", "gpt-image-2")),
+            model=model,
+            exists=self._state.models.exists("openai", model, "image"),
             call="image",
             prompt=str(fields.get("prompt", "")),
             images=images,
@@ -183,14 +171,16 @@ class OpenAIApi:
                     data = _data_url_bytes(str(part.get("image_url", "")))
                     if data is not None:
                         images.append(data)
+        model = str(body.get("model", ""))
         call = Call(
             provider="openai",
-            model=str(body.get("model", "")),
+            model=model,
+            exists=not model or self._state.models.exists("openai", model, "vision"),
             call="vision",
             prompt="\n".join(texts),
             images=images,
             authorised=self._accepts(_bearer(request)),
-            rejection=None if body.get("model") else _missing("model"),
+            rejection=responses_rejection(body) if model else _missing("model"),
         )
 
         def render(call: Call, kind: str, payload: bytes | dict[str, Any] | None) -> web.Response:

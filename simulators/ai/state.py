@@ -7,7 +7,15 @@ Fault kinds (each answered in the provider's real wire shape, :mod:`simulators.a
   ``retry-after`` header and "Please try again in …s"), ``quota_day`` (429 on a per-day quota),
 - ``credit`` (Gemini: 429 "prepayment credits are depleted"; OpenAI: 429 ``insufficient_quota``),
   ``payment_required`` (HTTP 402), ``billing_hard_limit`` (OpenAI's 400 ``billing_hard_limit_reached``),
-- ``auth`` (Gemini: 400 ``API_KEY_INVALID``; OpenAI: 401 ``invalid_api_key``), ``forbidden`` (403),
+- ``auth`` (Gemini: 400 ``API_KEY_INVALID``; OpenAI: 401 ``invalid_api_key``), ``forbidden`` (Gemini:
+  403 ``PERMISSION_DENIED``; OpenAI: 401 ``missing_scope``, a restricted key without the scope),
+- configuration faults, the worker's ``config`` (:mod:`simulators.ai.wire`): ``model_not_found`` (Gemini
+  404 ``NOT_FOUND``; OpenAI 404 ``model_not_found``; also what a model the simulator does not serve
+  gets), ``unsupported_parameter`` (Gemini 400 ``INVALID_ARGUMENT`` "Unknown name … Cannot find field."
+  with a ``google.rpc.BadRequest``; OpenAI 400 ``unsupported_parameter``), ``account_not_set_up``
+  (Gemini 400 ``FAILED_PRECONDITION`` "free tier is not available … enable billing"; OpenAI 403 "Your
+  organization must be verified"), ``location_unsupported`` (Gemini 400 ``FAILED_PRECONDITION`` "User
+  location is not supported"; OpenAI 403 ``unsupported_country_region_territory``),
 - ``outage`` (500), ``overloaded`` (503 "overloaded"), ``drop`` (the connection is closed unanswered),
 - ``timeout`` (the answer comes after ``delay_s``: the client gives up first),
 - content refusals (:data:`CONTENT_KINDS`): Gemini answers each with a 200 holding no image, OpenAI's
@@ -34,9 +42,12 @@ Imperfections of the next sheets (:mod:`simulators.ai.imperfect`): ``off_green``
 from __future__ import annotations
 
 import time
+from datetime import UTC, date, datetime
 from typing import Any, Literal, TypeVar, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from shared.ai_models import CATALOGUE
 
 __all__ = [
     "CONTENT_KINDS",
@@ -46,6 +57,8 @@ __all__ = [
     "FaultSpec",
     "Imperfection",
     "ImperfectionSpec",
+    "ModelBook",
+    "ModelSpec",
     "ScriptedAnswer",
     "SimState",
 ]
@@ -69,6 +82,10 @@ FaultKind = Literal[
     "billing_hard_limit",
     "auth",
     "forbidden",
+    "model_not_found",
+    "unsupported_parameter",
+    "account_not_set_up",
+    "location_unsupported",
     "outage",
     "overloaded",
     "drop",
@@ -143,6 +160,57 @@ class CallRecord(BaseModel):
     outcome: str = "ok"
 
 
+def _today() -> date:
+    return datetime.now(UTC).date()
+
+
+class ModelSpec(BaseModel):
+    """Body of ``POST /sim/models``: add (``exists``) or retire a model of ``provider`` in ``role``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    provider: Literal["gemini", "openai"]
+    name: str = Field(min_length=1)
+    role: Literal["image", "vision"]
+    exists: bool = True
+
+
+class ModelBook:
+    """The models the simulated providers serve: the catalogue's (less those past their shutdown date),
+    plus what tests add, less what they retire."""
+
+    def __init__(self) -> None:
+        self.reset()
+
+    def reset(self) -> None:
+        """Back to the catalogue."""
+        self.added: set[tuple[str, str, str]] = set()
+        self.retired: set[tuple[str, str, str]] = set()
+
+    def set(self, provider: str, name: str, role: str, *, exists: bool) -> None:
+        """Add (``exists``) or retire a model of ``provider`` in ``role``."""
+        key = (provider, name, role)
+        (self.added if exists else self.retired).add(key)
+        (self.retired if exists else self.added).discard(key)
+
+    def exists(self, provider: str, name: str, role: str, *, today: date | None = None) -> bool:
+        """Whether ``provider`` serves ``name`` as a model of ``role`` (``image``/``vision``) today."""
+        key = (provider, name, role)
+        if key in self.retired:
+            return False
+        if key in self.added:
+            return True
+        info = CATALOGUE.get(key)
+        # From the announced shutdown date the API answers 404 (openai types/shared/chat_model.py and
+        # types/image_model.py: "Announced shutdown date"; gpt-image-1 "was shut down on October 23, 2026").
+        return info is not None and (info.shutdown is None or info.shutdown > (today or _today()))
+
+    def listing(self) -> list[dict[str, Any]]:
+        """Every model served today (``GET /sim/models``)."""
+        keys = {k for k in CATALOGUE if k[0] != "local"} | self.added
+        return [{"provider": p, "name": n, "role": r} for p, n, r in sorted(keys) if self.exists(p, n, r)]
+
+
 class SimState:
     """The mutable state behind one simulator app."""
 
@@ -169,7 +237,7 @@ class SimState:
         self.max_in_flight = dict(self.in_flight)
 
     def reset(self) -> None:
-        """Forget every script and call."""
+        """Forget every script and call, and the models tests added or retired."""
         self.latency_s = self.default_latency_s
         #: Seconds added to an ``image`` or ``vision`` call instead of ``latency_s`` (per call kind).
         self.call_latency_s: dict[str, float] = dict(self.default_call_latency_s)
@@ -178,6 +246,7 @@ class SimState:
         self.qa: list[ScriptedAnswer] = []
         self.verify: list[ScriptedAnswer] = []
         self.calls: list[CallRecord] = []
+        self.models = ModelBook()
         self.forget_max_in_flight()
 
     @staticmethod

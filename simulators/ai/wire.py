@@ -98,6 +98,29 @@ def gemini_error(
     if kind == "forbidden":
         message = "Permission denied: Consumer 'api_key:…' has been suspended."
         return 403, _gemini(403, "PERMISSION_DENIED", message), {}
+    if kind == "model_not_found":  # google-gemini/gemini-api-quickstart#20, the API's body quoted there
+        message = (
+            f"models/{model} is not found for API version v1beta, or is not supported for generateContent. "
+            "Call ListModels to see the list of available models and their supported methods."
+        )
+        return 404, _gemini(404, "NOT_FOUND", message), {}
+    if kind == "unsupported_parameter":  # gera2ld/ai.nvim#13, MinLL/SkyrimNet-GamePlugin#77 (bodies quoted)
+        message = (
+            "Invalid JSON payload received. Unknown name \"thinking_level\" at 'generation_config': Cannot "
+            "find field."
+        )
+        violation = {"field": "generation_config", "description": message}
+        details = [{"@type": "type.googleapis.com/google.rpc.BadRequest", "fieldViolations": [violation]}]
+        return 400, _gemini(400, "INVALID_ARGUMENT", message, details), {}
+    if kind == "account_not_set_up":  # u14app/neo-chat#45 (the API's text quoted there)
+        message = (
+            "Gemini API free tier is not available in your country. Please enable billing on your project "
+            "in Google AI Studio."
+        )
+        return 400, _gemini(400, "FAILED_PRECONDITION", message), {}
+    if kind == "location_unsupported":  # poenl/gemini-api#4, google-gemini/gemini-cli#24641 (bodies)
+        message = "User location is not supported for the API use."
+        return 400, _gemini(400, "FAILED_PRECONDITION", message), {}
     if kind == "overloaded":
         return (
             503,
@@ -161,7 +184,14 @@ def openai_error(
     if kind == "auth":
         message = "Incorrect API key provided: sk-sim***. You can find your API key at https://platform.openai.com/account/api-keys."
         return 401, _openai(message, "invalid_request_error", "invalid_api_key"), {}
-    if kind == "forbidden":
+    if kind == "forbidden":  # a restricted key without the scope: 401 missing_scope (Wei-Shaw/sub2api#1566)
+        message = (
+            "You have insufficient permissions for this operation. Missing scopes: api.model.images.request. "
+            "Check that you have the correct role in your organization (Reader, Writer, Owner) and project "
+            "(Member, Owner), and if you're using a restricted API key, that it has the necessary scopes."
+        )
+        return 401, _openai(message, "invalid_request_error", "missing_scope"), {}
+    if kind == "location_unsupported":
         return (
             403,
             _openai(
@@ -171,6 +201,19 @@ def openai_error(
             ),
             {},
         )
+    if kind == "model_not_found":  # firecrawl/firecrawl#1052, openai/openai-agents-python#458 (bodies)
+        message = f"The model `{model}` does not exist or you do not have access to it."
+        return 404, _openai(message, "invalid_request_error", "model_not_found"), {}
+    if kind == "unsupported_parameter":  # appatalks/eva-agent#83, npiv/chatblade#100 (bodies quoted)
+        message = "Unsupported parameter: 'temperature' is not supported with this model."
+        return 400, _openai(message, "invalid_request_error", "unsupported_parameter", "temperature"), {}
+    if kind == "account_not_set_up":  # openai-php/client#565, openai/openai-go#565 (the API's text)
+        message = (
+            f"Your organization must be verified to use the model `{model}`. Please go to: "
+            "https://platform.openai.com/settings/organization/general and click on Verify Organization. "
+            "If you just verified, it can take up to 15 minutes for access to propagate."
+        )
+        return 403, _openai(message, "invalid_request_error", None), {}
     if kind == "content_policy":  # the DALL·E models' shape
         message = (
             "Your request was rejected as a result of our safety system. Your prompt may contain text "
@@ -207,4 +250,4 @@ def gemini_invalid(rejection: RejectedRequest) -> tuple[int, dict[str, Any], dic
 
 def openai_invalid(rejection: RejectedRequest) -> tuple[int, dict[str, Any], dict[str, str]]:
     """OpenAI's answer to a refused request: 400 ``invalid_request_error`` naming the ``param``."""
-    return 400, _openai(rejection.message, "invalid_request_error", rejection.code, rejection.param), {}
+    return 400, _openai(rejection.message, rejection.error_type, rejection.code, rejection.param), {}

@@ -112,3 +112,15 @@ def test_the_check_sees_a_class_outside_the_root_one_under_the_wrong_parent_and_
     assert "NoFaceError: drawn under PermanentJobError, defined under ['RetryableJobError']" in found
     assert "ConfigError is drawn but no such class is defined" in found
     assert len(found) == 3
+
+
+@pytest.mark.parametrize("error_class", list(errors.ErrorClass))
+def test_provider_unavailable_takes_exactly_the_pausing_classes(error_class: errors.ErrorClass) -> None:
+    """DESIGN.md §5: credit, auth, config, outage and budget pause the queue; nothing else does."""
+    pausing = {"credit", "auth", "config", "outage", "budget"}
+    if error_class in pausing:
+        paused = errors.ProviderUnavailable("x", error_class=error_class, alert="a")
+        assert (paused.error_class, paused.alert) == (error_class, "a")
+    else:
+        with pytest.raises(ValueError, match="does not pause the queue"):
+            errors.ProviderUnavailable("x", error_class=error_class)

@@ -268,3 +268,73 @@ async def test_images_that_are_not_images_are_invalid_and_charged_never_a_crash(
     else:  # charged: an attempt consumed, retried after RETRY_DELAY_SEC (DESIGN.md §5)
         assert (job.status, job.attempts, job.error_class) == ("queued", 1, "invalid")
         assert sheets == [("gemini", "invalid", True), ("openai", "invalid", True)]
+
+
+async def test_the_openai_only_chain_renders_a_pack(
+    run_job: RunJob, db: Database, aisim: RunningAiSim
+) -> None:
+    """PRIMARY_AI_PROVIDER=openai without a fallback: every call goes through the strict simulator's OpenAI
+    rules (gpt-image-2 refused ``input_fidelity`` with a 400 on every edit before the mend)."""
+    job, _ = await run_job(PRIMARY_AI_PROVIDER="openai", FALLBACK_AI_PROVIDER="")
+    assert job.status == "rendered", job.error
+    calls = await usage(db, job)
+    assert calls and {(c.provider, c.outcome) for c in calls} == {("openai", "ok")}
+    assert {c.call_type for c in calls} == {"image", "vision"}
+
+
+CONFIG_SETTINGS = [
+    ("gemini", "GEMINI_IMAGE_MODEL"),
+    ("gemini", "GEMINI_VISION_MODEL"),
+    ("openai", "OPENAI_IMAGE_MODEL"),
+    ("openai", "OPENAI_VISION_MODEL"),
+]
+
+
+@pytest.mark.parametrize(("provider", "setting"), CONFIG_SETTINGS)
+async def test_an_unknown_model_in_any_role_pauses_with_a_config_alert_and_charges_nothing(
+    run_job: RunJob, db: Database, aisim: RunningAiSim, provider: str, setting: str
+) -> None:
+    job, sleeps = await run_job(
+        PRIMARY_AI_PROVIDER=provider, FALLBACK_AI_PROVIDER="", **{setting: "no-such-model"}
+    )
+    assert (job.status, job.attempts, job.error_class) == ("queued", 0, "config")  # refunded, not charged
+    async with db.transaction() as repos:
+        pause = await maintenance.current_pause(repos)
+    assert pause is not None and (pause.source, pause.reason, pause.resume_at) == ("auto", "config", None)
+    [alert] = [t for t in await stored_texts(db, "send_admin_message") if "does not exist" in t]
+    assert f"{setting}=no-such-model does not exist at {provider}" in alert and "/resume" in alert
+    calls = await usage(db, job)
+    assert [c.outcome for c in calls if c.model == "no-such-model"] == ["config"]  # no retry of a 404
+    assert sum(c.cost_usd for c in calls if c.outcome != "ok") == 0
+    assert sleeps.waits == []
+
+
+async def test_a_model_retired_at_the_provider_pauses_the_queue(
+    run_job: RunJob, db: Database, aisim: RunningAiSim
+) -> None:
+    """The default vision model's shutdown day: the catalogue still lists it, the provider answers 404."""
+    await aisim.post(
+        "/sim/models", {"provider": "openai", "name": "gpt-5-mini", "role": "vision", "exists": False}
+    )
+    job, _ = await run_job(PRIMARY_AI_PROVIDER="openai", FALLBACK_AI_PROVIDER="")
+    assert (job.status, job.attempts, job.error_class) == ("queued", 0, "config")
+    texts = await stored_texts(db, "send_admin_message")
+    assert any("OPENAI_VISION_MODEL=gpt-5-mini does not exist at openai" in t for t in texts)
+
+
+async def test_a_config_fault_of_the_primary_falls_back_and_the_admins_learn_the_setting(
+    run_job: RunJob, db: Database, aisim: RunningAiSim
+) -> None:
+    job, _ = await run_job(GEMINI_IMAGE_MODEL="gemini-9-retired")
+    assert job.status == "rendered"
+    async with db.transaction() as repos:
+        assert await maintenance.current_pause(repos) is None
+    calls = await usage(db, job)
+    assert {(c.provider, c.outcome) for c in calls if c.call_type == "image"} >= {
+        ("gemini", "config"),
+        ("openai", "ok"),
+    }
+    assert any(
+        "GEMINI_IMAGE_MODEL=gemini-9-retired does not exist at gemini" in t
+        for t in await stored_texts(db, "send_admin_message")
+    )

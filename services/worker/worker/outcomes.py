@@ -136,9 +136,21 @@ OUTAGE_STREAK_KEY = "outage_streak"
 PAUSE_TEXT = {
     ErrorClass.CREDIT: "AI provider credit is exhausted; the queue is paused until /resume.",
     ErrorClass.AUTH: "AI provider rejected our key; the queue is paused until /resume.",
+    ErrorClass.CONFIG: (
+        "An AI provider says our settings are wrong (a model, a parameter or the account); the queue is "
+        "paused until /resume."
+    ),
     ErrorClass.OUTAGE: "AI providers are unreachable; the queue is paused and resumes by itself.",
     ErrorClass.BUDGET: "The daily AI budget is spent; the queue is paused until 00:00 UTC.",
 }
+
+
+def pause_text(exc: ProviderUnavailable) -> str:
+    """The admins' alert (and ``NOTIFY_URL`` text) of a pause: the class's fixed text, or for ``config``
+    the cause and the setting to fix (:func:`worker.providers.classify.config_alert`, secret-free)."""
+    if exc.error_class is ErrorClass.CONFIG and exc.alert:
+        return f"{exc.alert} The queue is paused until /resume."
+    return PAUSE_TEXT[ErrorClass(exc.error_class)]
 
 
 def pause_until(
@@ -173,6 +185,7 @@ async def pause_and_refund(
     secret-free text (DESIGN.md §5; spec/004).
     """
     error_class = ErrorClass(exc.error_class)
+    text = pause_text(exc)
     now = datetime.now(UTC)
     commands: list[str] = []
     async with db.transaction() as repos:
@@ -191,10 +204,14 @@ async def pause_and_refund(
             if await tell_guest(repos, command_id, ctx.tg_chat_id, "unavailable", ctx.language):
                 commands.append(command_id)
         if new_episode:
-            alert = await queue_alert(repos, key=f"pause:{error_class}", text=PAUSE_TEXT[error_class])
+            alert = await queue_alert(repos, key=f"pause:{error_class}", text=text)
             if alert:
                 commands.append(alert)
-    marker = "BILLING_EXHAUSTED" if error_class in (ErrorClass.CREDIT, ErrorClass.AUTH) else "QUEUE_PAUSED"
+    marker = {
+        ErrorClass.CREDIT: "BILLING_EXHAUSTED",
+        ErrorClass.AUTH: "BILLING_EXHAUSTED",
+        ErrorClass.CONFIG: "PROVIDER_CONFIG_FAULT",
+    }.get(error_class, "QUEUE_PAUSED")
     log.error(
         marker,
         job_id=str(job.id),
@@ -205,7 +222,7 @@ async def pause_and_refund(
     metrics.JOBS.labels(outcome="refunded", error_class=str(error_class)).inc()
     await dispatch_commands(db, publisher, commands)
     if new_episode and notify is not None:
-        await notify(PAUSE_TEXT[error_class])
+        await notify(text)
 
 
 async def clear_outage_streak(db: Database) -> None:

@@ -124,7 +124,8 @@ async def render_job(ctx: RenderContext) -> Pack:
         NoFaceError, PermanentJobError: the selfie cannot be used.
         ContentRefused: every provider refused the selfie as content; nothing more was sent.
         JobCostExceeded: ``JOB_MAX_COST_USD`` reached before a call.
-        ProviderUnavailable: no provider could serve (``credit``, ``auth``, ``outage``, ``budget``).
+        ProviderUnavailable: no provider could serve (``credit``, ``auth``, ``config``, ``outage``,
+            ``budget``).
         RetryableJobError: a charged failure (no valid sheet and no fallback, a missing figure that
             could not be drawn, …).
     """

@@ -163,6 +163,10 @@ async def test_a_per_day_quota_moves_to_the_next_provider_at_once() -> None:
         (ErrorClass.OUTAGE, ErrorClass.AUTH, ErrorClass.AUTH),
         (ErrorClass.OUTAGE, ErrorClass.OUTAGE, ErrorClass.OUTAGE),
         (ErrorClass.QUOTA_DAY, ErrorClass.OUTAGE, ErrorClass.OUTAGE),
+        (ErrorClass.CONFIG, ErrorClass.CONFIG, ErrorClass.CONFIG),
+        (ErrorClass.CONFIG, ErrorClass.OUTAGE, ErrorClass.CONFIG),
+        (ErrorClass.TIMEOUT, ErrorClass.CONFIG, ErrorClass.CONFIG),
+        (ErrorClass.CONFIG, ErrorClass.AUTH, ErrorClass.AUTH),
     ],
 )
 async def test_no_provider_serving_for_the_providers_reasons_pauses_the_queue(
@@ -174,6 +178,51 @@ async def test_no_provider_serving_for_the_providers_reasons_pauses_the_queue(
         await chain(*providers, recorder=recorder).image(REQUEST, ledger())
     assert raised.value.error_class is expected
     assert [p.calls for p in providers] == [1, 1]  # billing and outages are never waited for
+
+
+def config(cause: str, param: str | None = None) -> ProviderCallError:
+    return ProviderCallError(ErrorClass.CONFIG, "404 model_not_found: …", cause=cause, param=param)
+
+
+@pytest.mark.parametrize(
+    ("call", "cause", "expected"),
+    [
+        ("image", "model", "OPENAI_IMAGE_MODEL=gpt-image-2 does not exist at openai"),
+        ("vision", "model", "OPENAI_VISION_MODEL=gpt-5-mini does not exist at openai"),
+        ("image", "parameter", "rejects a parameter (input_fidelity) the worker sends to OPENAI_IMAGE"),
+        ("vision", "verification", "verify the organization of OPENAI_API_KEY"),
+    ],
+)
+async def test_a_config_fault_pauses_with_an_alert_naming_the_setting_to_fix(
+    call: str, cause: str, expected: str
+) -> None:
+    openai = Scripted("openai", config(cause, "input_fidelity"))
+    with pytest.raises(ProviderUnavailable) as raised:
+        run = chain(openai, recorder=Recorder())
+        await (run.image(REQUEST, ledger()) if call == "image" else run.vision(VISION, ledger()))
+    assert raised.value.error_class is ErrorClass.CONFIG
+    assert raised.value.alert is not None and expected in raised.value.alert
+    assert "…" not in raised.value.alert  # our words and the setting, never the provider's text
+
+
+async def test_a_config_fault_of_the_primary_falls_back_and_alerts_with_the_setting() -> None:
+    recorder = Recorder()
+    texts: list[str] = []
+
+    async def alert(key: str, text: str, cooldown: timedelta) -> bool:
+        texts.append(text)
+        return await recorder.alert(key, text, cooldown)
+
+    gemini = Scripted("gemini", config("model"))
+    run = ProviderChain(
+        [gemini, Scripted("openai")], ChainPolicy(), image_slots=asyncio.Semaphore(9), alert=alert
+    )
+    store = MemoryUsageStore()
+    result = await run.image(REQUEST, ledger(store))
+    assert result.provider == "openai" and gemini.calls == 1
+    assert recorder.alerts == [("fallback:gemini->openai", timedelta(minutes=10))]
+    assert "GEMINI_IMAGE_MODEL=gemini-3.1-flash-image does not exist at gemini" in texts[0]
+    assert next((c.provider, c.outcome, c.cost_usd) for _at, c in store.calls) == ("gemini", "config", 0.0)
 
 
 async def test_an_outage_pause_carries_the_providers_retry_after() -> None:

@@ -105,13 +105,19 @@ class ProviderCallError(StickerBoothError):
     provider's wire shape, :mod:`worker.providers.classify`).
 
     Attributes:
-        error_class: ``rate_limit``, ``quota_day``, ``credit``, ``auth``, ``outage``, ``timeout``,
-            ``invalid``, ``content`` or ``internal``.
+        error_class: ``rate_limit``, ``quota_day``, ``credit``, ``auth``, ``config``, ``outage``,
+            ``timeout``, ``invalid``, ``content`` or ``internal``.
         message: redacted text for logs and ``api_usage.error`` (at most 500 characters).
         status: the HTTP status, when there was one.
         retry_after_s: the provider's own hint (``retryDelay``, ``retry-after``), seconds.
         billed: the provider answered and charged for it (an image that is not an image): the call is
             recorded at its price.
+        cause: for ``config``, what is wrong: ``model`` (no such model), ``parameter`` (the model rejects
+            one we send), ``billing``, ``verification`` or ``location`` (the account is not set up for
+            the call) (:mod:`worker.providers.classify`).
+        param: for ``config``, the field the provider named, when it named one (``input_fidelity``).
+        alert: for ``config``, the admins' alert naming the setting to fix (set by the chain, which knows
+            the model and its role; secret-free).
     """
 
     def __init__(
@@ -122,9 +128,14 @@ class ProviderCallError(StickerBoothError):
         status: int | None = None,
         retry_after_s: float | None = None,
         billed: bool = False,
+        cause: str | None = None,
+        param: str | None = None,
     ) -> None:
         self.error_class = error_class
         self.billed = billed
+        self.cause = cause
+        self.param = param
+        self.alert: str | None = None
         self.message = redact(message)[:500]
         self.status = status
         self.retry_after_s = retry_after_s

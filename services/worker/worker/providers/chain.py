@@ -10,11 +10,13 @@ the next provider at once. When a later provider serves, one fallback alert per 
 minutes goes to the admins.
 
 When no provider serves, the failures decide (DESIGN.md §5): any ``credit`` → the queue pauses
-(``ProviderUnavailable(credit)``); else any ``auth`` → pause (``auth``); else when every failure was the
-providers' unavailability (``outage``, ``rate_limit``, ``quota_day``) → pause (``outage``, with the
-provider's ``retry-after`` when one gave it); else the attempt is charged (``RetryableJobError`` of class
-``content`` (vision calls only, see below), ``timeout``, ``invalid`` or ``internal``, in that order of
-precedence).
+(``ProviderUnavailable(credit)``); else any ``auth`` → pause (``auth``); else any ``config`` (no such
+model, a parameter the model rejects, an account not set up for the call) → pause (``config``, its
+alert naming the setting to fix: :func:`worker.providers.classify.config_alert`); else when every
+failure was the providers' unavailability (``outage``, ``rate_limit``, ``quota_day``) → pause
+(``outage``, with the provider's ``retry-after`` when one gave it); else the attempt is charged
+(``RetryableJobError`` of class ``content`` (vision calls only, see below), ``timeout``, ``invalid`` or
+``internal``, in that order of precedence).
 ``JobCostExceeded``, ``ProviderUnavailable(budget)`` and permanent errors (no face) stop the chain at once:
 they never trigger the fallback.
 
@@ -70,7 +72,7 @@ from shared.repositories.usage import ApiCall
 from worker.cost import Alerter, CostLedger
 from worker.providers.base import ImageRequest, Provider, ProviderCallError, VisionRequest
 from worker.providers.budget import FleetBudget
-from worker.providers.classify import classify_exception
+from worker.providers.classify import classify_exception, config_alert
 from worker.providers.images import decode_output
 from worker.providers.prices import image_cost, vision_cost
 
@@ -310,6 +312,8 @@ class ProviderChain:
                 if started is None and isinstance(exc, ProviderCallError):
                     raise  # no fleet slot in AI_FLEET_WAIT_MAX_SEC: nothing was sent, nothing is recorded
                 error = classify_exception(exc)
+                if error.error_class is ErrorClass.CONFIG:
+                    error.alert = config_alert(provider.name, call.call_type, model, error)
             else:
                 await record(started, "ok", call.cost(provider, result))
                 return result
@@ -349,11 +353,11 @@ class ProviderChain:
         )
         if self.alert is None:
             return
+        cause = error.alert or error.message[:120]  # a config fault names the setting to fix
         with contextlib.suppress(Exception):  # an alert never fails the job
             await self.alert(
                 f"fallback:{name}->{served}",
-                f"AI provider {name} failed ({error.error_class}: {error.message[:120]}); "
-                f"{served} served instead.",
+                f"AI provider {name} failed ({error.error_class}: {cause}); {served} served instead.",
                 timedelta(seconds=self.policy.fallback_alert_cooldown_s),
             )
 
@@ -365,6 +369,11 @@ class ProviderChain:
             return ProviderUnavailable(f"{kind}: {summary}", error_class=ErrorClass.CREDIT)
         if ErrorClass.AUTH in classes:
             return ProviderUnavailable(f"{kind}: {summary}", error_class=ErrorClass.AUTH)
+        if ErrorClass.CONFIG in classes:
+            alerts = {e.alert: None for _n, e in failures if e.error_class is ErrorClass.CONFIG and e.alert}
+            return ProviderUnavailable(
+                f"{kind}: {summary}", error_class=ErrorClass.CONFIG, alert=" ".join(alerts) or None
+            )
         if all(c in _UNAVAILABLE for c in classes):
             hints = [
                 e.retry_after_s

@@ -9,7 +9,10 @@ Images: the API takes ``png``/``webp``/``jpg`` files as multipart uploads, sever
 ``1024x1024``, ``1536x1024`` and ``1024x1536`` (the aspect asked for; the one-sheet layout's 4:3 grid
 is asked for at ``1536x1024``, the nearest, so its cells are 384 × 341 px and its figures are enlarged
 to the 512 px sticker), quality ``high`` for 2K sheets and
-``medium`` for 1K images, ``input_fidelity=high`` (faces stay closer to the references). An answer
+``medium`` for 1K images, ``input_fidelity=high`` (faces stay closer to the references) only to the
+models that take it (:data:`HIGH_FIDELITY_MODELS`: the SDK's ``image_edit_params.py`` "Supports `high`
+and `low` on `gpt-image-1.5`; `gpt-image-1-mini` supports only `low`. For `gpt-image-2`, omit this
+parameter", and the API answers 400 ``invalid_input_fidelity_model`` to a model that does not). An answer
 without ``b64_json`` (or whose ``b64_json`` is not base64) is ``invalid``; a moderation block comes back
 as a 400 (``moderation_blocked``, or ``content_policy_violation`` from the DALL·E models: ``content``,
 classified in :mod:`worker.providers.classify`). A ``refusal`` part in a vision answer (the model declines
@@ -35,7 +38,11 @@ from worker.providers.base import (
     json_object,
 )
 
-__all__ = ["OpenAIProvider"]
+__all__ = ["HIGH_FIDELITY_MODELS", "OpenAIProvider"]
+
+#: The image models that take ``input_fidelity="high"`` on an edit (openai 3.51.0
+#: ``types/image_edit_params.py``); every other model is sent no ``input_fidelity`` at all.
+HIGH_FIDELITY_MODELS = frozenset({"gpt-image-1.5"})
 
 _SIZES: dict[str, Literal["1024x1024", "1536x1024", "1024x1536"]] = {
     "1:1": "1024x1024",
@@ -91,7 +98,7 @@ class OpenAIProvider:
                 prompt=request.prompt,
                 size=size,
                 quality=quality,
-                input_fidelity="high",
+                input_fidelity="high" if self.image_model in HIGH_FIDELITY_MODELS else openai.omit,
                 background="opaque",
                 output_format="png",
                 n=1,
