@@ -72,7 +72,7 @@ from shared.repositories import Database
 from shared.streams import Publisher
 from telegram_gateway.flood import retry_after_seconds
 from telegram_gateway.message_probe import find_bot_message
-from telegram_gateway.sticker_sets import create_sticker_set
+from telegram_gateway.sticker_sets import MEDIA_TIMEOUT_S, create_sticker_set, media_timeouts
 
 log = structlog.get_logger(__name__)
 
@@ -112,7 +112,8 @@ class CommandExecutor:
     """Runs gateway commands with a python-telegram-bot ``Bot`` (whose rate limiter paces every call).
 
     ``held``: set while this gateway holds the single-gateway lock (:func:`telegram_gateway.lock.keep_lock`);
-    while it is cleared no new command is started.
+    while it is cleared no new command is started. ``media_timeout_s``: ``TELEGRAM_MEDIA_TIMEOUT_SEC``, the
+    read and write timeout of the sticker calls (:func:`telegram_gateway.sticker_sets.media_timeouts`).
     """
 
     def __init__(
@@ -124,8 +125,10 @@ class CommandExecutor:
         sending_stale_s: float = 60.0,
         admin_chat_id: int | None = None,
         held: asyncio.Event | None = None,
+        media_timeout_s: float = MEDIA_TIMEOUT_S,
     ) -> None:
         self.bot = bot
+        self.media_timeouts = media_timeouts(media_timeout_s)
         self.held = held
         self.admin_chat_id = admin_chat_id
         self.db = db
@@ -315,7 +318,7 @@ class CommandExecutor:
             case SendSetSticker():
                 return await self._send_set_sticker(command)
             case CreateStickerSet():
-                return await create_sticker_set(self.bot, self.db, command)
+                return await create_sticker_set(self.bot, self.db, command, timeouts=self.media_timeouts)
             case GetStickerSet():
                 sticker_set = await self.bot.get_sticker_set(command.name)
                 return {"sticker_count": len(sticker_set.stickers)}
@@ -353,7 +356,9 @@ class CommandExecutor:
                 f"sticker set has {len(sticker_set.stickers)} stickers, no sticker {command.index}"
             )
         sticker = sticker_set.stickers[command.index]
-        message = await self.bot.send_sticker(chat_id=command.chat_id, sticker=sticker.file_id)
+        message = await self.bot.send_sticker(
+            chat_id=command.chat_id, sticker=sticker.file_id, **self.media_timeouts
+        )
         return message.to_dict()
 
     async def _delete_sticker_set(self, command: DeleteStickerSet) -> Any:

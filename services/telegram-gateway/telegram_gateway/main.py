@@ -84,7 +84,11 @@ def register_handlers(
     ``executor`` (the gateway's own; a new one on ``application.bot`` when ``None``)."""
     if executor is None:
         executor = CommandExecutor(
-            bot=application.bot, db=db, publisher=publisher, sending_stale_s=settings.sending_stale_sec
+            bot=application.bot,
+            db=db,
+            publisher=publisher,
+            sending_stale_s=settings.sending_stale_sec,
+            media_timeout_s=settings.media_timeout_sec,
         )
     env = settings.maintenance_mode
     MaintenanceGate(db=db, executor=executor, admin_ids=settings.admin_ids, env_maintenance=env).register(
@@ -158,6 +162,7 @@ async def run(settings: GatewaySettings, **given: Unpack[Given]) -> int:
                 sending_stale_s=settings.sending_stale_sec,
                 admin_chat_id=settings.admin_chat_id,
                 held=held,
+                media_timeout_s=settings.media_timeout_sec,
             )
             register_handlers(
                 application, db=rt.db, publisher=rt.publisher, settings=settings, executor=executor
