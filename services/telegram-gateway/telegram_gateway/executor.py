@@ -37,9 +37,10 @@ from typing import Any, assert_never
 import httpx
 import structlog
 from pydantic import ValidationError
-from telegram import Bot, InlineKeyboardMarkup
+from telegram import Bot, InlineKeyboardMarkup, ReplyParameters
 from telegram.error import (
     BadRequest,
+    ChatMigrated,
     Forbidden,
     InvalidToken,
     NetworkError,
@@ -49,6 +50,7 @@ from telegram.error import (
 )
 
 from shared import metrics, streams
+from shared.alerts import send_alert
 from shared.commands import (
     AnswerCallbackQuery,
     Command,
@@ -135,6 +137,8 @@ class CommandExecutor:
         self.publisher = publisher
         self.sending_stale_s = sending_stale_s
         self._in_flight: set[str] = set()
+        #: Groups Telegram said were upgraded to a supergroup: old chat id → new (:meth:`_call`).
+        self.migrated: dict[int, int] = {}
 
     async def handle(self, message: Any) -> None:
         """Stream handler for ``tg:outbox``."""
@@ -283,6 +287,46 @@ class CommandExecutor:
     # --- the commands -------------------------------------------------------------------------------
 
     async def _call(self, command: Command) -> Any:
+        """:meth:`_call_in_chat`, following a group's upgrade to a supergroup.
+
+        Telegram refuses every call to a group that was upgraded with 400 "group chat was upgraded to a
+        supergroup chat" and ``parameters.migrate_to_chat_id`` (core.telegram.org/bots/api#responseparameters;
+        Client.cpp ``check_chat_access``, before anything is done); python-telegram-bot raises it as
+        ``ChatMigrated`` (``request/_baserequest.py``). The call is made again in the new chat, once, and
+        later commands for the old chat go straight to the new one (:attr:`migrated`, for this process);
+        admins are alerted once with the setting to change (the staff group ``LEADS_CHAT_ID``, or
+        ``ADMIN_CHAT_ID``). Before, each such command failed (a 500 to its producer) for ever.
+        """
+        chat_id = getattr(command, "chat_id", None)
+        if chat_id in self.migrated:
+            command = command.model_copy(update={"chat_id": self.migrated[chat_id]})
+        try:
+            return await self._call_in_chat(command)
+        except ChatMigrated as exc:
+            if chat_id is None or exc.new_chat_id == chat_id:
+                raise
+            self.migrated[chat_id] = int(exc.new_chat_id)
+            await self._alert_migration(chat_id, int(exc.new_chat_id))
+            return await self._call_in_chat(command.model_copy(update={"chat_id": int(exc.new_chat_id)}))
+
+    async def _alert_migration(self, old: int, new: int) -> None:
+        """Log and alert the admins (once per chat within the alert cooldown) that chat ``old`` is ``new``."""
+        log.error("TELEGRAM_CHAT_MIGRATED", old_chat_id=old, new_chat_id=new)
+        try:
+            await send_alert(
+                self.db,
+                self.publisher,
+                key=f"chat_migrated:{old}",
+                text=(
+                    f"The Telegram group {old} was upgraded to a supergroup; its new id is {new}. The gateway "
+                    f"sends there until it restarts: set LEADS_CHAT_ID (or ADMIN_CHAT_ID) from {old} to {new} "
+                    "and restart."
+                ),
+            )
+        except Exception as exc:  # the call goes on; the log above names the change
+            log.warning("CHAT_MIGRATED_ALERT_FAILED", error=type(exc).__name__)
+
+    async def _call_in_chat(self, command: Command) -> Any:
         """Make the Bot API call(s) for ``command``; returns the JSON-safe answer, whose
         :func:`~shared.commands.minimal_result` is stored with the row.
 
@@ -330,11 +374,21 @@ class CommandExecutor:
                 assert_never(command)
 
     async def _send_message(self, command: SendMessage) -> Any:
+        """``sendMessage``; a reply (``reply_to_message_id``) is sent with ``reply_parameters`` whose
+        ``allow_sending_without_reply`` is true: "Pass True if the message should be sent even if the
+        specified message to be replied to is not found" (core.telegram.org/bots/api#replyparameters;
+        PTB 22 ``telegram.ReplyParameters``). Without it a repeat notice under a lead card staff deleted
+        fails with 400 "message to be replied not found" on every attempt (issue 18)."""
+        reply = (
+            ReplyParameters(command.reply_to_message_id, allow_sending_without_reply=True)
+            if command.reply_to_message_id is not None
+            else None
+        )
         message = await self.bot.send_message(
             chat_id=command.chat_id,
             text=command.text,
             reply_markup=_markup(command.reply_markup),
-            reply_to_message_id=command.reply_to_message_id,
+            reply_parameters=reply,
             parse_mode=command.parse_mode,
             disable_web_page_preview=command.disable_web_page_preview,
         )
@@ -377,7 +431,7 @@ class CommandExecutor:
         if self.admin_chat_id is None:
             log.warning("ADMIN_ALERT_NOT_SENT", reason="ADMIN_CHAT_ID is not set", text=command.text)
             return {"sent": False}
-        return await self._send_message(SendMessage(chat_id=self.admin_chat_id, text=command.text))
+        return await self._call(SendMessage(chat_id=self.admin_chat_id, text=command.text))
 
 
 def _unknown(why: str) -> TelegramErrorInfo:
@@ -414,6 +468,6 @@ def _markup(data: InlineKeyboard | None) -> InlineKeyboardMarkup | None:
 def _error_code(exc: TelegramError) -> int:
     if isinstance(exc, Forbidden | InvalidToken):
         return 403 if isinstance(exc, Forbidden) else 401
-    if isinstance(exc, BadRequest):
+    if isinstance(exc, BadRequest | ChatMigrated):  # a ChatMigrated is Telegram's 400 (Client.cpp)
         return 400
     return 500
