@@ -3,6 +3,7 @@ and the Telegram simulator answering them in Telegram's wire shape."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -17,9 +18,10 @@ from shared.streams import Publisher
 from telegram_gateway.executor import CommandExecutor
 from telegram_gateway.flood import FloodLimiter
 from tests.simulators.tgsim_helpers import TOKEN, RunningSim, serving, sim_config
+from tests.telegram_gateway.gateway_helpers import gateway_settings, running_gateway
 
 pytestmark = pytest.mark.integration
-STAFF = 5101
+GUEST = 5102
 GROUP, SUPERGROUP = -4001, -1004001
 
 
@@ -103,3 +105,21 @@ async def test_a_group_upgraded_to_a_supergroup_is_followed_and_the_admins_told(
     # the admin chat (here the same group) is followed too: the alert itself reaches the supergroup
     await executor.execute(alert.command_id)
     assert [m["text"] for m in await tgsim.get(f"/sim/chats/{SUPERGROUP}/messages")][-1] == alert.params["text"]
+
+
+async def test_a_webhook_left_on_the_bot_is_deleted_so_that_polling_gets_updates(
+    tgsim: RunningSim, db: Database, redis: aioredis.Redis, database_url: str, redis_url: str
+) -> None:
+    """While a webhook is set, every getUpdates is a 409 (core.telegram.org/bots/api#getupdates): before,
+    the gateway backed off for ever and no guest's message ever arrived."""
+    async with tgsim.bot() as bot:
+        await bot.set_webhook("https://old-deployment.example/telegram")
+    await tgsim.say(GUEST, "/help", first_name="Ann")  # waiting before the gateway starts: kept
+
+    settings = gateway_settings(database_url, redis_url, tgsim.url)
+    async with running_gateway(settings, db=db, publisher=Publisher(redis)):
+        async with asyncio.timeout(20):
+            while not [m for m in await tgsim.get(f"/sim/chats/{GUEST}/messages") if m["from_bot"]]:
+                await asyncio.sleep(0.1)
+    async with tgsim.bot() as bot:
+        assert (await bot.get_webhook_info()).url == ""
