@@ -2,11 +2,18 @@
 token's bot is the one configured. Plain functions, so that settings validation, delivery, the gateway's
 start and a preflight all apply the same rules.
 
-| rule | source |
-|---|---|
-| a bot username is 5-32 characters of Latin letters, digits and underscores and ends in ``bot`` (any case) | core.telegram.org/bots/features#botfather ("Usernames are 5-32 characters long and not case sensitive – but may only include Latin characters, numbers, and underscores. Your bot's username must end in 'bot'"); core.telegram.org/method/bots.checkUsername ("only letters, digits and underscores are allowed, must end in ``bot``, and the full username must be 5–32 characters long") |
-| it starts with a letter | kept from the settings' earlier pattern; a set name built from it never starts with it (``sb…``) |
-| a set name: English letters, digits, underscores; begins with a letter; no consecutive underscores; ends in ``_by_<bot username>`` (case-insensitive); 1-64 characters | core.telegram.org/bots/api#createnewstickerset; python-telegram-bot 22.8 ``Bot.create_new_sticker_set`` docstring (``name``) |
+Rules and their sources:
+
+- A bot username is 5-32 characters of Latin letters, digits and underscores and ends in ``bot`` (any
+  case): core.telegram.org/bots/features#botfather ("Usernames are 5-32 characters long and not case
+  sensitive – but may only include Latin characters, numbers, and underscores. Your bot's username must
+  end in 'bot'"); core.telegram.org/method/bots.checkUsername ("only letters, digits and underscores are
+  allowed, must end in ``bot``, and the full username must be 5–32 characters long").
+- It starts with a letter: kept from the settings' earlier pattern (a set name built from it never starts
+  with it: ``sb…``).
+- A set name: English letters, digits, underscores; begins with a letter; no consecutive underscores;
+  ends in ``_by_<bot username>`` (case-insensitive); 1-64 characters: core.telegram.org/bots/api
+  #createnewstickerset; python-telegram-bot 22.8 ``Bot.create_new_sticker_set`` docstring (``name``).
 
 A job's set name is ``sb<32 hex digits of the job id>_by_<bot username>`` (:func:`sticker_set_name`): every
 name has the same length, 38 characters plus the username, so a username over 26 characters makes every
@@ -29,7 +36,8 @@ __all__ = [
     "sticker_set_name",
 ]
 
-#: Telegram's limit on a sticker set's ``name`` (core.telegram.org/bots/api#createnewstickerset: "1-64 characters").
+#: Telegram's limit on a sticker set's ``name`` (core.telegram.org/bots/api#createnewstickerset:
+#: "1-64 characters").
 MAX_SET_NAME_CHARS = 64
 _USERNAME = re.compile(r"[A-Za-z][A-Za-z0-9_]{4,31}")
 _SET_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
@@ -85,8 +93,9 @@ def bot_username_problems(bot_username: str) -> list[str]:
     rules, then whether the longest set name built from it fits Telegram's limit."""
     if not _USERNAME.fullmatch(bot_username) or not bot_username.lower().endswith("bot"):
         return [
-            f"BOT_USERNAME {bot_username!r} is not a bot username: 5-32 Latin letters, digits or underscores, "
-            "starting with a letter and ending in 'bot' (core.telegram.org/bots/features#botfather); "
+            f"BOT_USERNAME {bot_username!r} is not a bot username: 5-32 Latin letters, digits or "
+            "underscores, starting with a letter and ending in 'bot' "
+            "(core.telegram.org/bots/features#botfather); "
             "write it without the @"
         ]
     longest = longest_set_name(bot_username)

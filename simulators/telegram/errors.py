@@ -32,7 +32,8 @@ MESSAGE_TO_DELETE_NOT_FOUND = "Bad Request: message to delete not found"
 REPLY_NOT_FOUND = "Bad Request: message to be replied not found"
 # The Bot API server's chat checks (Client.cpp ``check_chat_access``) and its error mapping
 # (``fail_query_with_error``: USER_IS_BLOCKED, INPUT_USER_DEACTIVATED), texts as the server sends them.
-GROUP_UPGRADED = "Bad Request: group chat was upgraded to a supergroup chat"  # + parameters.migrate_to_chat_id
+# with parameters.migrate_to_chat_id (:class:`BotApiError`)
+GROUP_UPGRADED = "Bad Request: group chat was upgraded to a supergroup chat"
 GROUP_DELETED = "Forbidden: the group chat was deleted"
 KICKED_FROM_GROUP = "Forbidden: bot was kicked from the group chat"
 KICKED_FROM_SUPERGROUP = "Forbidden: bot was kicked from the supergroup chat"

@@ -41,7 +41,9 @@ def test_a_username_too_long_for_set_names_is_refused_at_settings_validation(
     assert longest_set_name(name) in message and "at most 26 characters" in message
 
 
-@pytest.mark.parametrize("name", ["booth", "sticker_booth", "@stickerbooth_bot", "1booth_bot", "boo-bot", "bot"])
+@pytest.mark.parametrize(
+    "name", ["booth", "sticker_booth", "@stickerbooth_bot", "1booth_bot", "boo-bot", "bot"]
+)
 def test_a_username_that_is_no_bot_username_is_refused(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
     monkeypatch.setenv("BOT_USERNAME", name)
     with pytest.raises(ConfigError, match="not a bot username"):

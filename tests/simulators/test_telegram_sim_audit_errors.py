@@ -76,7 +76,9 @@ async def test_each_audited_error_is_answered_in_telegrams_wire_shape(
     tgsim: RunningSim, bot: Bot, method: str, description: str, raised: type[TelegramError]
 ) -> None:
     code = int(errors.fail(description).error_code)
-    await tgsim.post("/sim/faults", {"method": method, "error_code": code, "description": description, "count": 2})
+    await tgsim.post(
+        "/sim/faults", {"method": method, "error_code": code, "description": description, "count": 2}
+    )
 
     status, body = await raw_call(tgsim, method, {"chat_id": GROUP})
 

@@ -22,9 +22,9 @@ from tests.simulators.tgsim_helpers import BOT_USERNAME, TOKEN
 
 
 def gateway_settings(database_url: str, redis_url: str, sim_url: str, **fields: Any) -> GatewaySettings:
-    """The gateway's settings for a test: the test's Postgres and Redis, the simulator's bot token and base
-    URL (``http://host:port``, no trailing slash) and bot username, a 1 s long poll; ``fields`` add to or override these by
-    their environment names (``ADMIN_USER_IDS=…``)."""
+    """The gateway's settings for a test: the test's Postgres and Redis, the simulator's bot token, bot
+    username and base URL (``http://host:port``, no trailing slash), a 1 s long poll; ``fields`` add to or
+    override these by their environment names (``ADMIN_USER_IDS=…``)."""
     values: dict[str, Any] = {
         "DATABASE_URL": database_url,
         "REDIS_URL": redis_url,

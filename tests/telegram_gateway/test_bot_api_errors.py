@@ -62,7 +62,15 @@ async def test_a_repeat_notice_under_a_deleted_card_is_sent_without_the_reply(
     assert card.ok and isinstance(card.result, dict)
     await executor.bot.delete_message(GROUP, card.result["message_id"])  # a staff member deletes the card
 
-    await run(executor, db, "notice", "send_message", chat_id=GROUP, text="again", reply_to_message_id=card.result["message_id"])
+    await run(
+        executor,
+        db,
+        "notice",
+        "send_message",
+        chat_id=GROUP,
+        text="again",
+        reply_to_message_id=card.result["message_id"],
+    )
 
     _card, notice = await results(redis)
     assert notice.ok, notice.error
@@ -76,7 +84,15 @@ async def test_a_reply_to_a_card_still_there_is_a_reply(
     await run(executor, db, "card", "send_message", chat_id=GROUP, text="Lead #1")
     (card,) = await results(redis)
     assert isinstance(card.result, dict)
-    await run(executor, db, "notice", "send_message", chat_id=GROUP, text="again", reply_to_message_id=card.result["message_id"])
+    await run(
+        executor,
+        db,
+        "notice",
+        "send_message",
+        chat_id=GROUP,
+        text="again",
+        reply_to_message_id=card.result["message_id"],
+    )
     messages = await tgsim.get(f"/sim/chats/{GROUP}/messages")
     assert [m["reply_to_message_id"] for m in messages] == [None, card.result["message_id"]]
 
@@ -84,7 +100,13 @@ async def test_a_reply_to_a_card_still_there_is_a_reply(
 async def test_a_group_upgraded_to_a_supergroup_is_followed_and_the_admins_told(
     executor: CommandExecutor, db: Database, redis: aioredis.Redis, tgsim: RunningSim
 ) -> None:
-    fault = {"method": "*", "error_code": 400, "migrate_to_chat_id": SUPERGROUP, "chat_id": GROUP, "count": 100}
+    fault = {
+        "method": "*",
+        "error_code": 400,
+        "migrate_to_chat_id": SUPERGROUP,
+        "chat_id": GROUP,
+        "count": 100,
+    }
     await tgsim.post("/sim/faults", fault)
 
     await run(executor, db, "card:1", "send_message", chat_id=GROUP, text="Lead #1")
@@ -98,13 +120,17 @@ async def test_a_group_upgraded_to_a_supergroup_is_followed_and_the_admins_told(
     # the refused call, the same card in the new chat, then the next card straight there
     assert calls == [(str(GROUP), False), (str(SUPERGROUP), True), (str(SUPERGROUP), True)]
     async with db.transaction() as repos:
-        alerts = [r for r in await repos.tg_commands.with_prefix("alert:") if r.method == "send_admin_message"]
+        alerts = [
+            r for r in await repos.tg_commands.with_prefix("alert:") if r.method == "send_admin_message"
+        ]
     (alert,) = alerts
     assert str(GROUP) in alert.params["text"] and str(SUPERGROUP) in alert.params["text"]
 
     # the admin chat (here the same group) is followed too: the alert itself reaches the supergroup
     await executor.execute(alert.command_id)
-    assert [m["text"] for m in await tgsim.get(f"/sim/chats/{SUPERGROUP}/messages")][-1] == alert.params["text"]
+    assert [m["text"] for m in await tgsim.get(f"/sim/chats/{SUPERGROUP}/messages")][-1] == alert.params[
+        "text"
+    ]
 
 
 async def test_a_webhook_left_on_the_bot_is_deleted_so_that_polling_gets_updates(

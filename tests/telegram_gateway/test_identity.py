@@ -36,7 +36,9 @@ async def test_a_token_telegram_refuses_is_a_config_error_not_a_traceback() -> N
         request = HTTPXRequest()
         bot = Bot("123456789:not-the-token", base_url=f"{tgsim.url}/bot", request=request)  # a wrong token
         try:
-            with pytest.raises(ConfigError, match=r"TELEGRAM_BOT_TOKEN was refused by Telegram \(Unauthorized\)"):
+            with pytest.raises(
+                ConfigError, match=r"TELEGRAM_BOT_TOKEN was refused by Telegram \(Unauthorized\)"
+            ):
                 await check_bot_identity(bot, BOT_USERNAME)
         finally:
             await request.shutdown()

@@ -67,7 +67,11 @@ class Stack:
         self.bots: list[ExtBot[None]] = []
 
     async def executor(
-        self, *, sending_stale_s: float = 60.0, read_timeout: float = 5.0, media_timeout_s: float | None = None
+        self,
+        *,
+        sending_stale_s: float = 60.0,
+        read_timeout: float = 5.0,
+        media_timeout_s: float | None = None,
     ) -> CommandExecutor:
         """A gateway's executor: python-telegram-bot's default read timeout (5 s) unless ``read_timeout``
         is given, which is then the sticker calls' timeout too unless ``media_timeout_s`` is given (the
@@ -331,7 +335,9 @@ async def test_a_create_slower_than_the_default_read_timeout_is_waited_for(
     """Telegram answers ``createNewStickerSet`` once it has processed all 12 stickers; under
     python-telegram-bot's default 5 s read timeout a slower answer was a time-out (issue 18)."""
     stack = await serve(BIGGEST * 20)
-    executor = await stack.executor()  # PTB's default 5 s read timeout on the bot, the gateway's own on stickers
+    executor = (
+        await stack.executor()
+    )  # PTB's default 5 s read timeout on the bot, the gateway's own on stickers
     await stack.fault(method="createNewStickerSet", kind="delay", seconds=6.0)
     await add_command(db, "job:big:create_set")
 
@@ -359,7 +365,9 @@ async def test_a_create_whose_answer_is_lost_is_reconciled_not_repeated(
     assert handed_back == 0
     (result,) = await results(redis)
     assert result.ok and result.result == {"created": False, "sticker_count": 12}
-    async with asyncio.timeout(10):  # the simulator logs the delayed call when it answers, after the client left
+    async with asyncio.timeout(
+        10
+    ):  # the simulator logs the delayed call when it answers, after the client left
         while not await stack.calls("createNewStickerSet"):
             await asyncio.sleep(0.05)
     assert await stack.calls("createNewStickerSet") == [(True, None)]

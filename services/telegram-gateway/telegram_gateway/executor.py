@@ -318,9 +318,9 @@ class CommandExecutor:
                 self.publisher,
                 key=f"chat_migrated:{old}",
                 text=(
-                    f"The Telegram group {old} was upgraded to a supergroup; its new id is {new}. The gateway "
-                    f"sends there until it restarts: set LEADS_CHAT_ID (or ADMIN_CHAT_ID) from {old} to {new} "
-                    "and restart."
+                    f"The Telegram group {old} was upgraded to a supergroup; its new id is {new}. "
+                    "The gateway sends there until it restarts: set LEADS_CHAT_ID (or ADMIN_CHAT_ID) "
+                    f"from {old} to {new} and restart."
                 ),
             )
         except Exception as exc:  # the call goes on; the log above names the change

@@ -34,6 +34,6 @@ async def check_bot_identity(bot: Bot, bot_username: str) -> str:
             f"issued for @{bot_username}"
         ) from exc
     problem = bot_mismatch(bot_username, me.username)
-    if problem is not None:
-        raise ConfigError(problem)
+    if problem is not None or me.username is None:
+        raise ConfigError(problem or "getMe answered no username")
     return me.username

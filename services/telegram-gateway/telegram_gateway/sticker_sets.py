@@ -74,7 +74,7 @@ FLOOD_RECONCILES = 3
 #: Connect timeout (s) of the media calls: python-telegram-bot's own default (``HTTPXRequest(connect_timeout=
 #: 5.0)``), made explicit; a connection that cannot be opened in 5 s sent nothing and is tried again.
 CONNECT_TIMEOUT_S = 5.0
-#: The default of ``TELEGRAM_MEDIA_TIMEOUT_SEC`` (its sources: :class:`telegram_gateway.settings.GatewaySettings`).
+#: The default of ``TELEGRAM_MEDIA_TIMEOUT_SEC`` (sources: :class:`.settings.GatewaySettings`).
 MEDIA_TIMEOUT_S = 60.0
 
 
@@ -204,7 +204,7 @@ async def _reconcile_lost_create(bot: Bot, name: str, lost: NetworkError) -> int
         sticker_set = await bot.get_sticker_set(name)
     except BadRequest as exc:
         if _SET_INVALID in exc.message.lower():
-            raise lost  # its own cause kept (the executor reads it)
+            raise lost from lost.__cause__  # its own cause kept (the executor reads it)
         raise
     log.info("STICKER_SET_CREATE_RECONCILED", set_name=name, sticker_count=len(sticker_set.stickers))
     return len(sticker_set.stickers)
