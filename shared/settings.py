@@ -13,6 +13,7 @@ from typing import Literal, TypeVar
 from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from shared.bot_identity import bot_username_problems
 from shared.errors import ConfigError
 
 S = TypeVar("S", bound=BaseSettings)
@@ -98,12 +99,22 @@ class BotIdentitySettings(BaseSettings):
     """The bot's public username, needed for deep links and sticker set names (not a secret).
 
     ``BOT_USERNAME`` without the ``@``; sticker set names end in ``_by_<BOT_USERNAME>``
-    (core.telegram.org/bots/api#createnewstickerset).
+    (core.telegram.org/bots/api#createnewstickerset). Refused here when it is no bot username by
+    Telegram's rules, or when the longest set name built from it would not fit Telegram's 64 characters
+    (:func:`shared.bot_identity.bot_username_problems`): at most 26 characters.
     """
 
     model_config = SettingsConfigDict(env_file=None, extra="ignore", case_sensitive=False)
 
-    bot_username: str = Field(validation_alias="BOT_USERNAME", pattern=r"^[A-Za-z][A-Za-z0-9_]{3,31}$")
+    bot_username: str = Field(validation_alias="BOT_USERNAME")
+
+    @field_validator("bot_username")
+    @classmethod
+    def _telegram_bot_username(cls, value: str) -> str:
+        problems = bot_username_problems(value)
+        if problems:
+            raise ValueError("; ".join(problems))
+        return value
 
 
 class AdminUsersSettings(BaseSettings):

@@ -30,6 +30,20 @@ MESSAGE_CANT_BE_EDITED = "Bad Request: message can't be edited"
 NO_TEXT_TO_EDIT = "Bad Request: there is no text in the message to edit"
 MESSAGE_TO_DELETE_NOT_FOUND = "Bad Request: message to delete not found"
 REPLY_NOT_FOUND = "Bad Request: message to be replied not found"
+# The Bot API server's chat checks (Client.cpp ``check_chat_access``) and its error mapping
+# (``fail_query_with_error``: USER_IS_BLOCKED, INPUT_USER_DEACTIVATED), texts as the server sends them.
+# with parameters.migrate_to_chat_id (:class:`BotApiError`)
+GROUP_UPGRADED = "Bad Request: group chat was upgraded to a supergroup chat"
+GROUP_DELETED = "Forbidden: the group chat was deleted"
+KICKED_FROM_GROUP = "Forbidden: bot was kicked from the group chat"
+KICKED_FROM_SUPERGROUP = "Forbidden: bot was kicked from the supergroup chat"
+NOT_A_MEMBER = "Forbidden: bot is not a member of the supergroup chat"
+USER_DEACTIVATED = "Forbidden: user is deactivated"
+PRIVATE_CHAT_NOT_FOUND = "Bad Request: private chat not found"
+# TDLib's refusal to post where the bot may not (td MessagesManager ``can_send_message``), first letter
+# lowered by Client.cpp: a group whose admins took the bot's right to send messages.
+NOT_ENOUGH_RIGHTS = "Bad Request: not enough rights to send text messages to the chat"
+PEER_ID_INVALID = "Bad Request: PEER_ID_INVALID"
 QUERY_ID_INVALID = "Bad Request: query is too old and response timeout expired or query ID is invalid"
 BUTTON_DATA_INVALID = "Bad Request: BUTTON_DATA_INVALID"
 UNSUPPORTED_PARSE_MODE = "Bad Request: unsupported parse_mode"
@@ -87,21 +101,36 @@ _STATUS_PREFIX = {
 class BotApiError(Exception):
     """A Bot API call that fails: ``error_code`` (= HTTP status) and Telegram's ``description``.
 
-    ``retry_after`` (whole seconds, >= 1) goes to ``parameters.retry_after`` on a 429
-    (core.telegram.org/bots/api#responseparameters).
+    ``retry_after`` (whole seconds, >= 1) goes to ``parameters.retry_after`` on a 429, ``migrate_to_chat_id``
+    to ``parameters.migrate_to_chat_id`` on the 400 "group chat was upgraded to a supergroup chat"
+    (core.telegram.org/bots/api#responseparameters: "The group has been migrated to a supergroup with the
+    specified identifier"; Client.cpp ``check_chat_access``).
     """
 
-    def __init__(self, error_code: int, description: str, *, retry_after: int | None = None) -> None:
+    def __init__(
+        self,
+        error_code: int,
+        description: str,
+        *,
+        retry_after: int | None = None,
+        migrate_to_chat_id: int | None = None,
+    ) -> None:
         super().__init__(description)
         self.error_code = error_code
         self.description = description
         self.retry_after = retry_after
+        self.migrate_to_chat_id = migrate_to_chat_id
 
     def payload(self) -> dict[str, Any]:
         """The JSON body Telegram sends for this failure."""
         body: dict[str, Any] = {"ok": False, "error_code": self.error_code, "description": self.description}
+        parameters: dict[str, int] = {}
+        if self.migrate_to_chat_id is not None:
+            parameters["migrate_to_chat_id"] = self.migrate_to_chat_id
         if self.retry_after is not None:
-            body["parameters"] = {"retry_after": self.retry_after}
+            parameters["retry_after"] = self.retry_after
+        if parameters:
+            body["parameters"] = parameters
         return body
 
 

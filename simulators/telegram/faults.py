@@ -1,6 +1,8 @@
 """Injected faults: the next N calls of a Bot API method misbehave on purpose (``POST /sim/faults``).
 
-Kinds (``seconds`` is used by the delays, ``error_code``/``description``/``retry_after`` by the errors):
+Kinds (``seconds`` is used by the delays, ``error_code``/``description``/``retry_after``/
+``migrate_to_chat_id`` by the errors, which answer in Telegram's wire shape ``{"ok": false, "error_code",
+"description", "parameters": {"retry_after" | "migrate_to_chat_id"}}``):
 
 - ``error``: answer with the error, apply nothing (e.g. 429 with ``retry_after``, 500, 502).
 - ``error_after_apply``: do the call, then answer with the error anyway; Telegram does this to bots (a 429
@@ -32,7 +34,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from simulators.telegram.errors import BotApiError, default_description, too_many_requests
+from simulators.telegram.errors import GROUP_UPGRADED, BotApiError, default_description, too_many_requests
 
 FaultKind = Literal[
     "error", "error_after_apply", "delay", "delay_after_apply", "drop", "drop_after_apply", "incomplete"
@@ -53,6 +55,7 @@ class FaultSpec(BaseModel):
     error_code: int = Field(500, ge=400, le=599)
     description: str | None = None
     retry_after: int | None = Field(None, ge=1)
+    migrate_to_chat_id: int | None = Field(None, lt=0)
     seconds: float = Field(0.0, ge=0, le=600)
     chat_id: int | None = None
     hold: bool = False
@@ -61,6 +64,8 @@ class FaultSpec(BaseModel):
 
     @model_validator(mode="after")
     def _hold_is_a_429(self) -> FaultSpec:
+        if self.migrate_to_chat_id is not None and self.error_code != 400:
+            raise ValueError("migrate_to_chat_id comes with a 400 (Client.cpp check_chat_access)")
         if self.hold and (self.error_code != 429 or self.kind not in ("error", "error_after_apply")):
             raise ValueError("a flood hold is an error or error_after_apply fault with error_code 429")
         if self.kind == "incomplete" and self.method.lower() != INCOMPLETE_METHOD:
@@ -82,7 +87,13 @@ class FaultSpec(BaseModel):
         )
 
     def error(self) -> BotApiError:
-        """The failure this fault answers with; a 429 always carries ``retry_after`` (default 1 s)."""
+        """The failure this fault answers with; a 429 always carries ``retry_after`` (default 1 s), a 400 with
+        ``migrate_to_chat_id`` carries it in ``parameters`` (description: :data:`GROUP_UPGRADED` unless
+        given)."""
+        if self.migrate_to_chat_id is not None:
+            return BotApiError(
+                400, self.description or GROUP_UPGRADED, migrate_to_chat_id=self.migrate_to_chat_id
+            )
         if self.error_code == 429:
             failure = too_many_requests(self.retry_after or 1)
             if self.description:
@@ -92,6 +103,7 @@ class FaultSpec(BaseModel):
             self.error_code,
             self.description or default_description(self.error_code),
             retry_after=self.retry_after,
+            migrate_to_chat_id=self.migrate_to_chat_id,
         )
 
 

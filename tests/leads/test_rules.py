@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import html
+import re
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -117,3 +119,26 @@ def test_who_may_press_what(
     status: str, holder: int | None, action: str, user: int, admin: bool, allowed: bool
 ) -> None:
     assert may_press(_lead(status=status, taken_by_id=holder), action, user_id=user, admin=admin) is allowed
+
+
+def test_a_card_at_every_field_cap_fits_telegrams_4096_characters() -> None:
+    """A lead at ingest's caps made a 4,276-character card: "message is too long" on every attempt
+    (core.telegram.org/bots/api#sendmessage: 1-4096 characters after entities parsing; issue 18)."""
+    utm = {key: "u" * 200 for key in ("utm_campaign", "utm_content", "utm_medium", "utm_source", "utm_term")}
+    lead = _lead(
+        id=999_999_999,
+        name="N" * 120,
+        contact="c" * 254,
+        message="&" * 1999 + "😀",  # entities and an astral character: both counted as Telegram does
+        source_page="p" * 500,
+        utm=utm,
+        status="taken",
+        status_by_name="S" * 129,
+        taken_by_name="T" * 129,
+    )
+    text = card_text(lead)
+    plain = html.unescape(re.sub(r"<[^>]+>", "", text))
+    assert 4090 <= len(plain.encode("utf-16-le")) // 2 <= 4096
+    assert "Message: " + "&" * 100 in plain and plain.split("Message: ")[1].split("\n")[0].endswith("…")
+    assert card_text(_lead()) == card_text(_lead())  # a usual card is not cut
+    assert "a &amp; b" in card_text(_lead())

@@ -18,17 +18,18 @@ from telegram_gateway.executor import CommandExecutor
 from telegram_gateway.main import build_application, register_handlers
 from telegram_gateway.polling import poll_updates
 from telegram_gateway.settings import GatewaySettings
-from tests.simulators.tgsim_helpers import TOKEN
+from tests.simulators.tgsim_helpers import BOT_USERNAME, TOKEN
 
 
 def gateway_settings(database_url: str, redis_url: str, sim_url: str, **fields: Any) -> GatewaySettings:
-    """The gateway's settings for a test: the test's Postgres and Redis, the simulator's bot token and base
-    URL (``http://host:port``, no trailing slash), a 1 s long poll; ``fields`` add to or override these by
-    their environment names (``ADMIN_USER_IDS=…``)."""
+    """The gateway's settings for a test: the test's Postgres and Redis, the simulator's bot token, bot
+    username and base URL (``http://host:port``, no trailing slash), a 1 s long poll; ``fields`` add to or
+    override these by their environment names (``ADMIN_USER_IDS=…``)."""
     values: dict[str, Any] = {
         "DATABASE_URL": database_url,
         "REDIS_URL": redis_url,
         "TELEGRAM_BOT_TOKEN": TOKEN,
+        "BOT_USERNAME": BOT_USERNAME,
         "TELEGRAM_API_BASE_URL": sim_url,
         "POLL_TIMEOUT_SEC": 1,
     }

@@ -23,7 +23,7 @@ from telegram_gateway.executor import CommandExecutor
 from telegram_gateway.main import build_application, register_handlers
 from telegram_gateway.polling import poll_updates
 from telegram_gateway.settings import GatewaySettings
-from tests.simulators.tgsim_helpers import TOKEN, RunningSim, serve, sim_config
+from tests.simulators.tgsim_helpers import BOT_USERNAME, TOKEN, RunningSim, serve, sim_config
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
 GUEST, OTHER, ADMIN = 5001, 5002, 1000
@@ -67,6 +67,7 @@ async def start_gateway(
         DATABASE_URL=database_url,
         REDIS_URL=redis_url,
         TELEGRAM_BOT_TOKEN=TOKEN,
+        BOT_USERNAME=BOT_USERNAME,
         TELEGRAM_API_BASE_URL=running.url,
         ADMIN_USER_IDS=str(ADMIN),
         LEADS_CHAT_ID=str(LEADS_CHAT),

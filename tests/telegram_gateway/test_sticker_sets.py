@@ -26,7 +26,7 @@ from simulators.telegram.app import create_app
 from simulators.telegram.config import SimConfig
 from telegram_gateway.executor import CommandExecutor, TelegramUnreachable
 from telegram_gateway.flood import FloodLimiter
-from telegram_gateway.sticker_sets import first_batches
+from telegram_gateway.sticker_sets import MEDIA_TIMEOUT_S, first_batches
 
 pytestmark = pytest.mark.integration
 TOKEN = "123456789:TEST-token-for-the-simulator-000000000"
@@ -66,7 +66,18 @@ class Stack:
         self.redis = redis
         self.bots: list[ExtBot[None]] = []
 
-    async def executor(self, *, sending_stale_s: float = 60.0, read_timeout: float = 5.0) -> CommandExecutor:
+    async def executor(
+        self,
+        *,
+        sending_stale_s: float = 60.0,
+        read_timeout: float = 5.0,
+        media_timeout_s: float | None = None,
+    ) -> CommandExecutor:
+        """A gateway's executor: python-telegram-bot's default read timeout (5 s) unless ``read_timeout``
+        is given, which is then the sticker calls' timeout too unless ``media_timeout_s`` is given (the
+        gateway's ``TELEGRAM_MEDIA_TIMEOUT_SEC`` default when both are left out)."""
+        if media_timeout_s is None:
+            media_timeout_s = read_timeout if read_timeout != 5.0 else MEDIA_TIMEOUT_S
         bot: ExtBot[None] = ExtBot(
             TOKEN,
             base_url=f"{self.url}/bot",
@@ -77,7 +88,11 @@ class Stack:
         await bot.initialize()
         self.bots.append(bot)
         return CommandExecutor(
-            bot=bot, db=self.db, publisher=Publisher(self.redis), sending_stale_s=sending_stale_s
+            bot=bot,
+            db=self.db,
+            publisher=Publisher(self.redis),
+            sending_stale_s=sending_stale_s,
+            media_timeout_s=media_timeout_s,
         )
 
     async def sim(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
@@ -297,8 +312,9 @@ async def test_a_413_with_a_single_sticker_is_a_failed_result_not_a_loop(
 async def test_an_occupied_name_whose_set_is_not_readable_yet_is_tried_again_not_failed(
     serve: Callable[[int], Awaitable[Stack]], db: Database, redis: aioredis.Redis
 ) -> None:
-    """A create that applied but whose answer was lost reads back as "occupied", and Telegram can report
-    the fresh set as ``STICKERSET_INVALID`` for a moment (REFERENCE.md): that is no reason to fail the job."""
+    """A create that applied but whose answer was lost is read back at once; Telegram can report the fresh
+    set as ``STICKERSET_INVALID`` for a moment (REFERENCE.md): that is no reason to fail the job, the
+    command is tried again, and its create reads "occupied" and the set."""
     stack = await serve(BIGGEST * 20)
     executor = await stack.executor()
     await stack.fault(method="createNewStickerSet", kind="drop_after_apply")
@@ -307,9 +323,55 @@ async def test_an_occupied_name_whose_set_is_not_readable_yet_is_tried_again_not
 
     handed_back = await execute_until_done(executor, "job:big:create_set")
 
-    assert handed_back == 2
+    assert handed_back == 1
     (result,) = await results(redis)
     assert result.ok and result.result == {"created": False, "sticker_count": 12}
+    assert await stack.set_contents() == list(zip(EMOJI, STICKERS, strict=True))
+
+
+async def test_a_create_slower_than_the_default_read_timeout_is_waited_for(
+    serve: Callable[[int], Awaitable[Stack]], db: Database, redis: aioredis.Redis
+) -> None:
+    """Telegram answers ``createNewStickerSet`` once it has processed all 12 stickers; under
+    python-telegram-bot's default 5 s read timeout a slower answer was a time-out (issue 18)."""
+    stack = await serve(BIGGEST * 20)
+    executor = (
+        await stack.executor()
+    )  # PTB's default 5 s read timeout on the bot, the gateway's own on stickers
+    await stack.fault(method="createNewStickerSet", kind="delay", seconds=6.0)
+    await add_command(db, "job:big:create_set")
+
+    await executor.execute("job:big:create_set")
+
+    (result,) = await results(redis)
+    assert result.ok and result.result == {"created": True, "sticker_count": 12}
+    assert await stack.calls("createNewStickerSet") == [(True, None)]
+    assert await stack.calls("getStickerSet") == []
+
+
+@pytest.mark.parametrize("fault", ["delay_after_apply", "drop_after_apply"], ids=["timed-out", "dropped"])
+async def test_a_create_whose_answer_is_lost_is_reconciled_not_repeated(
+    serve: Callable[[int], Awaitable[Stack]], db: Database, redis: aioredis.Redis, fault: str
+) -> None:
+    """A create that applied but timed out (or lost its connection) is read back with ``getStickerSet``
+    in the same run, never sent again (that would upload the 12 stickers once more)."""
+    stack = await serve(BIGGEST * 20)
+    executor = await stack.executor(read_timeout=1.0)
+    await stack.fault(method="createNewStickerSet", kind=fault, seconds=2.0)
+    await add_command(db, "job:big:create_set")
+
+    handed_back = await execute_until_done(executor, "job:big:create_set")
+
+    assert handed_back == 0
+    (result,) = await results(redis)
+    assert result.ok and result.result == {"created": False, "sticker_count": 12}
+    async with asyncio.timeout(
+        10
+    ):  # the simulator logs the delayed call when it answers, after the client left
+        while not await stack.calls("createNewStickerSet"):
+            await asyncio.sleep(0.05)
+    assert await stack.calls("createNewStickerSet") == [(True, None)]
+    assert await stack.calls("getStickerSet") == [(True, None)]
     assert await stack.set_contents() == list(zip(EMOJI, STICKERS, strict=True))
 
 

@@ -42,6 +42,7 @@ import structlog
 
 from delivery.settings import DeliverySettings
 from shared import command_ids, metrics
+from shared.bot_identity import sticker_set_name
 from shared.command_ids import JobCommandId
 from shared.commands import CreateStickerSet, GetStickerSet, StickerRef
 from shared.domain import CommandStatus, Job, JobContext, JobStatus, TelegramCommandRecord
@@ -60,21 +61,6 @@ SERVICE = "delivery"
 #: Blobs that are the guest's face: the selfie and the worker's artefacts derived from it.
 PERSONAL_BLOBS = ("selfie", "anchor", "passport")
 FLOOD = 429
-
-
-def sticker_set_name(job_id: UUID, bot_username: str) -> str:
-    """Deterministic set name for a job: ``sb<32 hex>_by_<bot>``.
-
-    Telegram's rules (core.telegram.org/bots/api#createnewstickerset): letters, digits and underscores,
-    starts with a letter, no consecutive underscores, ends in ``_by_<bot username>``, at most 64 chars.
-
-    Raises:
-        ValueError: the bot username makes the name longer than 64 chars.
-    """
-    name = f"sb{job_id.hex}_by_{bot_username}"
-    if len(name) > 64 or "__" in name:
-        raise ValueError(f"sticker set name {name!r} breaks Telegram's rules")
-    return name
 
 
 class PackDelivery:

@@ -84,15 +84,41 @@ def presser(name: str, username: str | None) -> str:
     return f"{name} (@{username})" if username else name
 
 
+#: Telegram's limit on a message text: "1-4096 characters after entities parsing"
+#: (core.telegram.org/bots/api#sendmessage, #editmessagetext); counted here in UTF-16 code units, the unit
+#: of Telegram's entity offsets (core.telegram.org/api/entities), never fewer than characters.
+MAX_TEXT_CHARS = 4096
+
+
 def card_text(lead: Lead) -> str:
-    """The card: number, name, contact, message, page, UTM fields and, once pressed, who did what."""
+    """The card: number, name, contact, message, page, UTM fields and, once pressed, who did what.
+
+    Within Telegram's :data:`MAX_TEXT_CHARS`: a lead at every field's cap (ingest's limits: name 120,
+    contact 254, message 2000, page 500, five UTM fields of 200) with staff names made a card of 4,276
+    characters, which Telegram refuses ("message is too long") on every attempt; the message is then cut
+    to fit and ends in "…" (the whole message stays on the lead, e.g. the admin page).
+    """
+    text = _card_text(lead, lead.message)
+    over = _telegram_length(text) - MAX_TEXT_CHARS
+    if over > 0:
+        text = _card_text(lead, lead.message[: max(0, len(lead.message) - over - 1)] + "…")
+    return text
+
+
+def _telegram_length(text: str) -> int:
+    """The length Telegram counts of an HTML ``text``: tags removed, entities decoded, in UTF-16 units."""
+    plain = html.unescape(re.sub(r"<[^>]+>", "", text))
+    return len(plain.encode("utf-16-le")) // 2
+
+
+def _card_text(lead: Lead, message: str) -> str:
     lines = [
         f"<b>Lead #{lead.id}</b>",
         f"Name: {html.escape(lead.name)}",
         f"Contact: {html.escape(lead.contact)}",
     ]
-    if lead.message:
-        lines.append(f"Message: {html.escape(lead.message)}")
+    if message:
+        lines.append(f"Message: {html.escape(message)}")
     if lead.source_page:
         lines.append(f"Page: {html.escape(lead.source_page)}")
     for key, value in sorted(lead.utm.items()):

@@ -37,9 +37,10 @@ from typing import Any, assert_never
 import httpx
 import structlog
 from pydantic import ValidationError
-from telegram import Bot, InlineKeyboardMarkup
+from telegram import Bot, InlineKeyboardMarkup, ReplyParameters
 from telegram.error import (
     BadRequest,
+    ChatMigrated,
     Forbidden,
     InvalidToken,
     NetworkError,
@@ -49,6 +50,7 @@ from telegram.error import (
 )
 
 from shared import metrics, streams
+from shared.alerts import send_alert
 from shared.commands import (
     AnswerCallbackQuery,
     Command,
@@ -72,7 +74,7 @@ from shared.repositories import Database
 from shared.streams import Publisher
 from telegram_gateway.flood import retry_after_seconds
 from telegram_gateway.message_probe import find_bot_message
-from telegram_gateway.sticker_sets import create_sticker_set
+from telegram_gateway.sticker_sets import MEDIA_TIMEOUT_S, create_sticker_set, media_timeouts
 
 log = structlog.get_logger(__name__)
 
@@ -112,7 +114,8 @@ class CommandExecutor:
     """Runs gateway commands with a python-telegram-bot ``Bot`` (whose rate limiter paces every call).
 
     ``held``: set while this gateway holds the single-gateway lock (:func:`telegram_gateway.lock.keep_lock`);
-    while it is cleared no new command is started.
+    while it is cleared no new command is started. ``media_timeout_s``: ``TELEGRAM_MEDIA_TIMEOUT_SEC``, the
+    read and write timeout of the sticker calls (:func:`telegram_gateway.sticker_sets.media_timeouts`).
     """
 
     def __init__(
@@ -124,14 +127,18 @@ class CommandExecutor:
         sending_stale_s: float = 60.0,
         admin_chat_id: int | None = None,
         held: asyncio.Event | None = None,
+        media_timeout_s: float = MEDIA_TIMEOUT_S,
     ) -> None:
         self.bot = bot
+        self.media_timeouts = media_timeouts(media_timeout_s)
         self.held = held
         self.admin_chat_id = admin_chat_id
         self.db = db
         self.publisher = publisher
         self.sending_stale_s = sending_stale_s
         self._in_flight: set[str] = set()
+        #: Groups Telegram said were upgraded to a supergroup: old chat id → new (:meth:`_call`).
+        self.migrated: dict[int, int] = {}
 
     async def handle(self, message: Any) -> None:
         """Stream handler for ``tg:outbox``."""
@@ -280,6 +287,46 @@ class CommandExecutor:
     # --- the commands -------------------------------------------------------------------------------
 
     async def _call(self, command: Command) -> Any:
+        """:meth:`_call_in_chat`, following a group's upgrade to a supergroup.
+
+        Telegram refuses every call to a group that was upgraded with 400 "group chat was upgraded to a
+        supergroup chat" and ``parameters.migrate_to_chat_id`` (core.telegram.org/bots/api#responseparameters;
+        Client.cpp ``check_chat_access``, before anything is done); python-telegram-bot raises it as
+        ``ChatMigrated`` (``request/_baserequest.py``). The call is made again in the new chat, once, and
+        later commands for the old chat go straight to the new one (:attr:`migrated`, for this process);
+        admins are alerted once with the setting to change (the staff group ``LEADS_CHAT_ID``, or
+        ``ADMIN_CHAT_ID``). Before, each such command failed (a 500 to its producer) for ever.
+        """
+        chat_id = getattr(command, "chat_id", None)
+        if chat_id in self.migrated:
+            command = command.model_copy(update={"chat_id": self.migrated[chat_id]})
+        try:
+            return await self._call_in_chat(command)
+        except ChatMigrated as exc:
+            if chat_id is None or exc.new_chat_id == chat_id:
+                raise
+            self.migrated[chat_id] = int(exc.new_chat_id)
+            await self._alert_migration(chat_id, int(exc.new_chat_id))
+            return await self._call_in_chat(command.model_copy(update={"chat_id": int(exc.new_chat_id)}))
+
+    async def _alert_migration(self, old: int, new: int) -> None:
+        """Log and alert the admins (once per chat within the alert cooldown) that chat ``old`` is ``new``."""
+        log.error("TELEGRAM_CHAT_MIGRATED", old_chat_id=old, new_chat_id=new)
+        try:
+            await send_alert(
+                self.db,
+                self.publisher,
+                key=f"chat_migrated:{old}",
+                text=(
+                    f"The Telegram group {old} was upgraded to a supergroup; its new id is {new}. "
+                    "The gateway sends there until it restarts: set LEADS_CHAT_ID (or ADMIN_CHAT_ID) "
+                    f"from {old} to {new} and restart."
+                ),
+            )
+        except Exception as exc:  # the call goes on; the log above names the change
+            log.warning("CHAT_MIGRATED_ALERT_FAILED", error=type(exc).__name__)
+
+    async def _call_in_chat(self, command: Command) -> Any:
         """Make the Bot API call(s) for ``command``; returns the JSON-safe answer, whose
         :func:`~shared.commands.minimal_result` is stored with the row.
 
@@ -315,7 +362,7 @@ class CommandExecutor:
             case SendSetSticker():
                 return await self._send_set_sticker(command)
             case CreateStickerSet():
-                return await create_sticker_set(self.bot, self.db, command)
+                return await create_sticker_set(self.bot, self.db, command, timeouts=self.media_timeouts)
             case GetStickerSet():
                 sticker_set = await self.bot.get_sticker_set(command.name)
                 return {"sticker_count": len(sticker_set.stickers)}
@@ -327,11 +374,21 @@ class CommandExecutor:
                 assert_never(command)
 
     async def _send_message(self, command: SendMessage) -> Any:
+        """``sendMessage``; a reply (``reply_to_message_id``) is sent with ``reply_parameters`` whose
+        ``allow_sending_without_reply`` is true: "Pass True if the message should be sent even if the
+        specified message to be replied to is not found" (core.telegram.org/bots/api#replyparameters;
+        PTB 22 ``telegram.ReplyParameters``). Without it a repeat notice under a lead card staff deleted
+        fails with 400 "message to be replied not found" on every attempt (issue 18)."""
+        reply = (
+            ReplyParameters(command.reply_to_message_id, allow_sending_without_reply=True)
+            if command.reply_to_message_id is not None
+            else None
+        )
         message = await self.bot.send_message(
             chat_id=command.chat_id,
             text=command.text,
             reply_markup=_markup(command.reply_markup),
-            reply_to_message_id=command.reply_to_message_id,
+            reply_parameters=reply,
             parse_mode=command.parse_mode,
             disable_web_page_preview=command.disable_web_page_preview,
         )
@@ -353,7 +410,9 @@ class CommandExecutor:
                 f"sticker set has {len(sticker_set.stickers)} stickers, no sticker {command.index}"
             )
         sticker = sticker_set.stickers[command.index]
-        message = await self.bot.send_sticker(chat_id=command.chat_id, sticker=sticker.file_id)
+        message = await self.bot.send_sticker(
+            chat_id=command.chat_id, sticker=sticker.file_id, **self.media_timeouts
+        )
         return message.to_dict()
 
     async def _delete_sticker_set(self, command: DeleteStickerSet) -> Any:
@@ -372,7 +431,7 @@ class CommandExecutor:
         if self.admin_chat_id is None:
             log.warning("ADMIN_ALERT_NOT_SENT", reason="ADMIN_CHAT_ID is not set", text=command.text)
             return {"sent": False}
-        return await self._send_message(SendMessage(chat_id=self.admin_chat_id, text=command.text))
+        return await self._call(SendMessage(chat_id=self.admin_chat_id, text=command.text))
 
 
 def _unknown(why: str) -> TelegramErrorInfo:
@@ -409,6 +468,6 @@ def _markup(data: InlineKeyboard | None) -> InlineKeyboardMarkup | None:
 def _error_code(exc: TelegramError) -> int:
     if isinstance(exc, Forbidden | InvalidToken):
         return 403 if isinstance(exc, Forbidden) else 401
-    if isinstance(exc, BadRequest):
+    if isinstance(exc, BadRequest | ChatMigrated):  # a ChatMigrated is Telegram's 400 (Client.cpp)
         return 400
     return 500

@@ -1,6 +1,7 @@
 """Composition root of the Telegram gateway: ``python -m telegram_gateway``.
 
-Takes the single-gateway lock (exit 1 if another gateway holds it), then hands python-telegram-bot's
+Takes the single-gateway lock (exit 1 if another gateway holds it), checks that the token's bot is
+``BOT_USERNAME`` (exit 2 naming both if not), then hands python-telegram-bot's
 long polling, the lock keeper, the command menu (:mod:`telegram_gateway.menu`, set once at start), the
 ``tg:outbox`` consumer and the outbox reconciler (:func:`duties`) to
 :class:`shared.runtime.ServiceRuntime` until SIGTERM/SIGINT. A lock lost with
@@ -18,10 +19,12 @@ from functools import partial
 from typing import Unpack
 
 import structlog
+from telegram.error import InvalidToken
 from telegram.ext import Application, ApplicationBuilder
 
 from shared import streams
 from shared.erasure import set_deletion_duty
+from shared.errors import ConfigError
 from shared.logging import configure_logging
 from shared.messages import TelegramCommand
 from shared.repositories import Database
@@ -33,6 +36,7 @@ from telegram_gateway.erasure import ErasureHandlers
 from telegram_gateway.executor import CommandExecutor
 from telegram_gateway.flood import FloodLimiter
 from telegram_gateway.handlers import GuestHandlers, log_error
+from telegram_gateway.identity import check_bot_identity
 from telegram_gateway.leads_updates import LeadsUpdateRouter
 from telegram_gateway.lock import GatewayLock, keep_lock
 from telegram_gateway.maintenance_gate import MaintenanceGate
@@ -43,6 +47,8 @@ from telegram_gateway.settings import GatewaySettings
 log = structlog.get_logger(__name__)
 SERVICE = "telegram-gateway"
 SHUTDOWN_GRACE_SEC = 10.0
+#: The exit code of a start refused for its configuration, as :func:`shared.settings.settings_or_exit`.
+CONFIG_EXIT = 2
 
 
 def build_application(settings: GatewaySettings) -> Application:
@@ -78,7 +84,11 @@ def register_handlers(
     ``executor`` (the gateway's own; a new one on ``application.bot`` when ``None``)."""
     if executor is None:
         executor = CommandExecutor(
-            bot=application.bot, db=db, publisher=publisher, sending_stale_s=settings.sending_stale_sec
+            bot=application.bot,
+            db=db,
+            publisher=publisher,
+            sending_stale_s=settings.sending_stale_sec,
+            media_timeout_s=settings.media_timeout_sec,
         )
     env = settings.maintenance_mode
     MaintenanceGate(db=db, executor=executor, admin_ids=settings.admin_ids, env_maintenance=env).register(
@@ -132,7 +142,10 @@ def duties(
 
 async def run(settings: GatewaySettings, **given: Unpack[Given]) -> int:
     """Run the gateway until SIGTERM/SIGINT (or ``stop``); returns the exit code: 1 when another gateway
-    holds the lock at start or took it meanwhile (DESIGN.md §2), else as :meth:`ServiceRuntime.run`."""
+    holds the lock at start or took it meanwhile (DESIGN.md §2); 2 (:data:`CONFIG_EXIT`, logged
+    ``STARTUP_CANCELLED`` with the cause) when Telegram refuses the token or the token's bot is not
+    ``BOT_USERNAME`` (:func:`telegram_gateway.identity.check_bot_identity`); else as
+    :meth:`ServiceRuntime.run`."""
     lock = GatewayLock(settings.database_url)
     if not await lock.acquire():
         log.error("STARTUP_CANCELLED", reason="another telegram-gateway holds the lock")
@@ -149,14 +162,20 @@ async def run(settings: GatewaySettings, **given: Unpack[Given]) -> int:
                 sending_stale_s=settings.sending_stale_sec,
                 admin_chat_id=settings.admin_chat_id,
                 held=held,
+                media_timeout_s=settings.media_timeout_sec,
             )
             register_handlers(
                 application, db=rt.db, publisher=rt.publisher, settings=settings, executor=executor
             )
             menu = CommandMenu(application.bot, sorted(settings.admin_ids))
             menu.register(application)
-            await application.initialize()
-            rt.closing(application.shutdown)
+            try:
+                await application.initialize()  # getMe: an unaccepted token raises InvalidToken
+                rt.closing(application.shutdown)
+                await check_bot_identity(application.bot, settings.bot_username)
+            except (InvalidToken, ConfigError) as exc:
+                log.error("STARTUP_CANCELLED", reason=str(exc))
+                return CONFIG_EXIT
             await application.start()
             rt.closing(application.stop)  # stop, then shutdown, after the drain: finishing commands send
             polling = partial(poll_updates, application, timeout_s=settings.poll_timeout_sec, held=held)

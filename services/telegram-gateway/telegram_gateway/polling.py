@@ -7,6 +7,13 @@ the batch is delivered again; every handler is idempotent (binding the same gues
 button presses are conditional updates).
 
 Telegram keeps unconfirmed updates for 24 h and allows one ``getUpdates`` consumer per token (REFERENCE.md).
+While a webhook is set, every ``getUpdates`` answers 409 "Conflict: can't use getUpdates method while
+webhook is active; use deleteWebhook to delete the webhook first" (core.telegram.org/bots/api#getupdates:
+"This method will not work if an outgoing webhook is set up"): the gateway deletes the webhook
+(``drop_pending_updates=False``, so nothing waiting is lost) and polls, as python-telegram-bot's own
+polling does ("we want to make sure that no webhook is configured in case of polling, so we just always call
+delete_webhook", telegram/ext/_updater.py ``_bootstrap``). Before, the gateway backed off for ever and no
+guest's ``/start`` ever arrived.
 """
 
 from __future__ import annotations
@@ -22,6 +29,8 @@ from shared.streams import Backoff, sleep_or_stop
 from telegram_gateway.flood import flood_wait_bound
 
 log = structlog.get_logger(__name__)
+#: The 409 of ``getUpdates`` while a webhook is set (tdlib/telegram-bot-api Client.cpp), lower case.
+WEBHOOK_ACTIVE = "webhook is active"
 
 
 async def poll_updates(
@@ -52,7 +61,15 @@ async def poll_updates(
             updates = await application.bot.get_updates(
                 offset=offset, timeout=timeout_s, allowed_updates=Update.ALL_TYPES
             )
-        except (NetworkError, Conflict, RetryAfter, TelegramError) as exc:
+        except Conflict as exc:
+            if WEBHOOK_ACTIVE in exc.message.lower():
+                await _delete_webhook(application)
+                continue
+            delay = backoff.next_delay()
+            log.warning("POLL_FAILED", error=type(exc).__name__, retry_in_s=round(delay, 1))
+            await sleep_or_stop(stop, delay)
+            continue
+        except (NetworkError, RetryAfter, TelegramError) as exc:
             delay = backoff.next_delay()
             log.warning("POLL_FAILED", error=type(exc).__name__, retry_in_s=round(delay, 1))
             await sleep_or_stop(stop, delay)
@@ -62,6 +79,16 @@ async def poll_updates(
             with flood_wait_bound(handler_flood_wait_s):
                 await application.process_update(update)
             offset = update.update_id + 1
+
+
+async def _delete_webhook(application: Application) -> None:
+    """Remove the webhook that makes every ``getUpdates`` a 409, keeping the pending updates."""
+    try:
+        await application.bot.delete_webhook(drop_pending_updates=False)
+    except TelegramError as exc:
+        log.warning("WEBHOOK_NOT_DELETED", error=type(exc).__name__)
+        return
+    log.error("WEBHOOK_DELETED", reason="a webhook was set for this bot; the gateway uses long polling")
 
 
 async def _wait_for(event: asyncio.Event, stop: asyncio.Event) -> None:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pydantic import Field, SecretStr, field_validator
 
-from shared.settings import AdminUsersSettings, BudgetSettings, ServiceSettings
+from shared.settings import AdminUsersSettings, BotIdentitySettings, BudgetSettings, ServiceSettings
 
 
-class GatewaySettings(ServiceSettings, AdminUsersSettings, BudgetSettings):
+class GatewaySettings(ServiceSettings, AdminUsersSettings, BudgetSettings, BotIdentitySettings):
     """Env of the gateway.
 
     ``TELEGRAM_BOT_TOKEN`` (secret, required), ``TELEGRAM_API_BASE_URL`` (default Telegram; the simulator
@@ -21,6 +21,16 @@ class GatewaySettings(ServiceSettings, AdminUsersSettings, BudgetSettings):
     :mod:`.leads_updates`).
     ``DAILY_BUDGET_USD`` (:class:`shared.settings.BudgetSettings`): the worker's daily budget, read here
     for ``/status`` (spend today against it).
+    ``BOT_USERNAME`` (:class:`shared.settings.BotIdentitySettings`): the gateway refuses to start when the
+    token's bot (``getMe``) is another one (:mod:`telegram_gateway.identity`).
+    ``TELEGRAM_MEDIA_TIMEOUT_SEC`` (60 s): the read and write timeout of the calls that carry or make
+    stickers (``createNewStickerSet`` with up to 12 uploads, ``addStickerToSet``, ``sendSticker``), instead
+    of python-telegram-bot's 5 s read timeout (``HTTPXRequest(read_timeout=5.0)``; its own bound for
+    uploads is ``media_write_timeout=20.0``, telegram/request/_httpxrequest.py). Telegram documents no
+    processing bound for these calls (its Bot API server, tdlib/telegram-bot-api Client.cpp, sets none);
+    60 s is the response timeout other Bot API clients default to (telegram-bot-sdk.com/docs/advanced/
+    timeouts: "a 60 second timeout for waiting response from Telegram Bot API servers"), and three times
+    PTB's upload bound. A call still timing out is reconciled (:mod:`.sticker_sets`), not repeated blindly.
     """
 
     telegram_bot_token: SecretStr = Field(validation_alias="TELEGRAM_BOT_TOKEN")
@@ -33,6 +43,7 @@ class GatewaySettings(ServiceSettings, AdminUsersSettings, BudgetSettings):
     sending_stale_sec: float = Field(60.0, gt=0, validation_alias="SENDING_STALE_SEC")
     leads_enabled: bool = Field(True, validation_alias="LEADS_ENABLED")
     leads_chat_id: int | None = Field(None, validation_alias="LEADS_CHAT_ID")
+    media_timeout_sec: float = Field(60.0, gt=0, validation_alias="TELEGRAM_MEDIA_TIMEOUT_SEC")
 
     @field_validator("telegram_bot_token")
     @classmethod

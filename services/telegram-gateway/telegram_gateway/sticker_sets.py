@@ -21,11 +21,20 @@ mid-way or a redelivered command runs it again from the top):
    is reconciled at once: the count is read again and the adds go on, each waiting out the method's
    pause in the limiter; after ``FLOOD_RECONCILES`` such answers, or a pause longer than the limiter's
    bound, the ``RetryAfter`` propagates (the executor returns it to delivery as a 429 result).
-6. Every other failure of a call (a 5xx, a time-out, a dropped connection) propagates unchanged:
+6. A create whose answer is lost (a read time-out, a dropped connection, a 5xx: Telegram may have applied
+   it) is reconciled at once: ``getStickerSet`` says whether the set exists and how many stickers it
+   holds, and the run goes on at 4; only a set that does not read back (``STICKERSET_INVALID``) hands
+   the command back with the create's own error. The create is never repeated blindly: a repeat would
+   upload up to 12 stickers again for an answer "occupied".
+7. Every other failure of a call (a 5xx, a time-out, a dropped connection) propagates unchanged:
    the executor hands the command back and its next run resumes through 1-4 from what Telegram really
    holds. An add that applied before its error (Telegram does that, REFERENCE.md "reconcile against
    getStickerSet") is counted there, never sent again blindly: the same bytes uploaded again are a new
    file and would become a second copy of the sticker.
+
+Timeouts: the calls that carry stickers run with :func:`media_timeouts` (``TELEGRAM_MEDIA_TIMEOUT_SEC``,
+60 s, :class:`telegram_gateway.settings.GatewaySettings`) instead of python-telegram-bot's 5 s read
+timeout: Telegram answers ``createNewStickerSet`` only once it has processed every sticker of the request.
 
 Sources: core.telegram.org/bots/api#createnewstickerset (1-50 stickers at creation), #addstickertoset
 (a regular set holds up to 120; "If exactly the same sticker had already been added to the set, then the
@@ -34,7 +43,7 @@ set isn't changed"), #uploadstickerfile; REFERENCE.md "Telegram: sticker sets".
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypedDict
 
 import structlog
 from telegram import Bot, InputSticker
@@ -44,7 +53,16 @@ from shared.commands import CreateStickerSet
 from shared.errors import StickerBoothError, UnavailableError
 from shared.repositories import Database
 
-__all__ = ["OCCUPIED", "SetNotReadable", "StickerTooLarge", "create_sticker_set", "first_batches"]
+__all__ = [
+    "CONNECT_TIMEOUT_S",
+    "OCCUPIED",
+    "MediaTimeouts",
+    "SetNotReadable",
+    "StickerTooLarge",
+    "create_sticker_set",
+    "first_batches",
+    "media_timeouts",
+]
 
 log = structlog.get_logger(__name__)
 
@@ -53,6 +71,26 @@ _TOO_LARGE = ("request entity too large", "(413)")
 _SET_INVALID = "stickerset_invalid"
 #: 429 answers to adds reconciled within one run before the ``RetryAfter`` goes back to the executor.
 FLOOD_RECONCILES = 3
+#: Connect timeout (s) of the media calls: python-telegram-bot's own default (``HTTPXRequest(connect_timeout=
+#: 5.0)``), made explicit; a connection that cannot be opened in 5 s sent nothing and is tried again.
+CONNECT_TIMEOUT_S = 5.0
+#: The default of ``TELEGRAM_MEDIA_TIMEOUT_SEC`` (sources: :class:`.settings.GatewaySettings`).
+MEDIA_TIMEOUT_S = 60.0
+
+
+class MediaTimeouts(TypedDict):
+    """The python-telegram-bot timeout arguments (s) of a call that carries or makes stickers."""
+
+    read_timeout: float
+    write_timeout: float
+    connect_timeout: float
+
+
+def media_timeouts(seconds: float = MEDIA_TIMEOUT_S) -> MediaTimeouts:
+    """Read and write timeouts of ``seconds`` (``TELEGRAM_MEDIA_TIMEOUT_SEC``), connect timeout
+    :data:`CONNECT_TIMEOUT_S`, for ``createNewStickerSet``, ``addStickerToSet``, ``uploadStickerFile``,
+    ``sendSticker``."""
+    return MediaTimeouts(read_timeout=seconds, write_timeout=seconds, connect_timeout=CONNECT_TIMEOUT_S)
 
 
 class StickerTooLarge(BadRequest, StickerBoothError):
@@ -72,12 +110,15 @@ def first_batches(count: int) -> list[int]:
     return sizes
 
 
-async def create_sticker_set(bot: Bot, db: Database, command: CreateStickerSet) -> dict[str, Any]:
+async def create_sticker_set(
+    bot: Bot, db: Database, command: CreateStickerSet, *, timeouts: MediaTimeouts | None = None
+) -> dict[str, Any]:
     """Create the set with all its stickers once, or finish one an earlier run started (module docstring).
 
     Args:
         command: the set's owner, name, title and stickers in the set's order (the blobs are PNG/WEBP
             bytes of at most 512 KB each).
+        timeouts: of ``createNewStickerSet`` and ``addStickerToSet`` (default :func:`media_timeouts`).
 
     Returns:
         ``{"name", "created", "sticker_count"}``: ``created`` is whether this run created the set,
@@ -99,6 +140,7 @@ async def create_sticker_set(bot: Bot, db: Database, command: CreateStickerSet) 
             raise BadRequest("sticker blobs are missing")
         stickers.append((blob.data, sticker.emoji))
     user_id, name = command.user_id, command.name
+    timeouts = timeouts or media_timeouts()
 
     created, have = False, 0
     for size in first_batches(len(stickers)):
@@ -108,15 +150,17 @@ async def create_sticker_set(bot: Bot, db: Database, command: CreateStickerSet) 
                 name=name,
                 title=command.title,
                 stickers=[_input(data, emoji) for data, emoji in stickers[:size]],
+                **timeouts,
             )
         except BadRequest as exc:
             if OCCUPIED not in exc.message.lower():
                 raise
             have = await _sticker_count(bot, name)
             break
-        except NetworkError as exc:
+        except NetworkError as exc:  # TimedOut included
             if not _too_large(exc):
-                raise
+                have = await _reconcile_lost_create(bot, name, exc)
+                break
             log.warning("STICKER_SET_TOO_LARGE", set_name=name, stickers=size)
             if size == 1:
                 raise _one_too_large(exc) from exc
@@ -133,7 +177,7 @@ async def create_sticker_set(bot: Bot, db: Database, command: CreateStickerSet) 
     while have < len(stickers):
         data, emoji = stickers[have]
         try:
-            await bot.add_sticker_to_set(user_id=user_id, name=name, sticker=_input(data, emoji))
+            await bot.add_sticker_to_set(user_id=user_id, name=name, sticker=_input(data, emoji), **timeouts)
         except RetryAfter:
             floods += 1
             if floods > FLOOD_RECONCILES:
@@ -146,6 +190,24 @@ async def create_sticker_set(bot: Bot, db: Database, command: CreateStickerSet) 
             raise
         have += 1
     return {"name": name, "created": created, "sticker_count": have}
+
+
+async def _reconcile_lost_create(bot: Bot, name: str, lost: NetworkError) -> int:
+    """The sticker count of set ``name`` after a create whose answer was ``lost`` (step 6).
+
+    Raises:
+        NetworkError: ``lost`` itself when the set does not read back (``STICKERSET_INVALID``: not created,
+            or not readable yet); the command is tried again.
+    """
+    log.warning("STICKER_SET_CREATE_UNANSWERED", set_name=name, error=type(lost).__name__)
+    try:
+        sticker_set = await bot.get_sticker_set(name)
+    except BadRequest as exc:
+        if _SET_INVALID in exc.message.lower():
+            raise lost from lost.__cause__  # its own cause kept (the executor reads it)
+        raise
+    log.info("STICKER_SET_CREATE_RECONCILED", set_name=name, sticker_count=len(sticker_set.stickers))
+    return len(sticker_set.stickers)
 
 
 async def _sticker_count(bot: Bot, name: str) -> int:
