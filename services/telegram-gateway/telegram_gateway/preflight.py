@@ -42,6 +42,7 @@ from telegram import Bot, Update, User
 from telegram.constants import ChatAction, ChatMemberStatus, ChatType
 from telegram.error import BadRequest, Forbidden, InvalidToken, TelegramError
 from telegram.ext import Application, CommandHandler, ContextTypes, filters
+from telegram.request import HTTPXRequest
 
 from shared.errors import ConfigError
 from shared.preflight import CheckResult, PreflightSettings, Report, emit, fail, ok, skip, warn
@@ -214,10 +215,10 @@ async def telegram_checks(
         results.append(await group_check(bot, me, "telegram.admin_group", settings.admin_chat_id, "ADMIN_CHAT_ID"))
     else:
         results.append(
-            warn(
+            skip(
                 "telegram.admin_group",
                 "ADMIN_CHAT_ID is not set: alerts are only logged",
-                "set ADMIN_CHAT_ID to a group of the staff with the bot in it",
+                "set ADMIN_CHAT_ID to a group of the staff with the bot in it to get alerts in Telegram",
             )
         )
     results.append(await admins_check(bot, settings.admin_ids, me.username or bot_username))
@@ -242,15 +243,21 @@ async def run_checks() -> list[CheckResult]:
         return [loaded]
     settings, bot_username, max_skew = loaded
     base = settings.telegram_api_base_url.rstrip("/")
+    # Our own connection pools, closed here: the Bot is never initialised (that would call getMe outside
+    # the checks), and Bot.shutdown closes nothing then.
+    requests = (HTTPXRequest(), HTTPXRequest())
     bot = Bot(
         settings.telegram_bot_token.get_secret_value(),
         base_url=f"{base}/bot",
         base_file_url=f"{base}/file/bot",
+        request=requests[0],
+        get_updates_request=requests[1],
     )
     try:
         return await telegram_checks(bot, settings, bot_username, max_skew_s=max_skew)
     finally:
-        await bot.shutdown()
+        for request in requests:
+            await request.shutdown()
 
 
 def _age(seconds: float) -> str:
