@@ -48,5 +48,8 @@ def main(path: Path = STACK_FILE) -> int:
     data["log_dir"] = Path(data["log_dir"])
     env = preflight_env(StackConfig(**data))
     return subprocess.run(
-        [sys.executable, "-m", "shared.preflight", "--source", "make preflight"], env=env, cwd=REPO, check=False
+        [sys.executable, "-m", "shared.preflight", "--source", "make preflight"],
+        env=env,
+        cwd=REPO,
+        check=False,
     ).returncode

@@ -87,7 +87,7 @@ class CheckResult:
         status = str(data.get("status"))
         if status not in STATUSES:
             raise ValueError(f"unknown preflight status {status!r}")
-        return cls(str(data["name"]), status, str(data.get("detail", "")), str(data.get("fix", "")))  # type: ignore[arg-type]
+        return cls(str(data["name"]), status, str(data.get("detail", "")), str(data.get("fix", "")))
 
 
 def ok(name: str, detail: str) -> CheckResult:
@@ -133,7 +133,9 @@ def render(results: Sequence[CheckResult]) -> str:
     if failed:
         lines.append(f"NOT READY: {len(failed)} check(s) failed ({', '.join(failed)}).")
     else:
-        lines.append(f"READY: {len(results)} checks, none failed" + (f", {warned} warning(s)." if warned else "."))
+        lines.append(
+            f"READY: {len(results)} checks, none failed" + (f", {warned} warning(s)." if warned else ".")
+        )
     return "\n".join(lines)
 
 
@@ -161,7 +163,11 @@ class Report:
     def from_json(cls, data: dict[str, Any]) -> Report:
         at = datetime.fromisoformat(str(data["at"]))
         results = tuple(CheckResult.from_json(r) for r in data.get("results", []))
-        return cls(at=at if at.tzinfo else at.replace(tzinfo=UTC), source=str(data.get("source", "")), results=results)
+        return cls(
+            at=at if at.tzinfo else at.replace(tzinfo=UTC),
+            source=str(data.get("source", "")),
+            results=results,
+        )
 
     def age_s(self, now: datetime | None = None) -> float:
         return ((now or datetime.now(UTC)) - self.at).total_seconds()

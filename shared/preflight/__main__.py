@@ -85,7 +85,9 @@ def main(argv: list[str] | None = None) -> int:
     if not args.no_store and not args.part:
         problem = asyncio.run(store(report))
         if problem:
-            print(f"(the report was not stored for /preflight and the admin page: {problem})", file=sys.stderr)
+            print(
+                f"(the report was not stored for /preflight and the admin page: {problem})", file=sys.stderr
+            )
     return 0 if report.ok else 1
 
 

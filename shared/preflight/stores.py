@@ -29,7 +29,7 @@ import redis.asyncio as aioredis
 from alembic.script import ScriptDirectory
 from pydantic import Field, field_validator
 
-from shared.backup import BackupError, STAMP_FORMAT, expected_tables, generations, target, verify
+from shared.backup import STAMP_FORMAT, BackupError, expected_tables, generations, target, verify
 from shared.db import client_target, create_engine
 from shared.errors import ConfigError
 from shared.migrate import alembic_config
@@ -130,7 +130,8 @@ async def postgres_checks(settings: StoresPreflightSettings) -> list[CheckResult
         schema = fail(
             "postgres",
             f"{display}: schema at {at}, the code expects {', '.join(sorted(heads))}",
-            "run the migrations: python -m shared.migrate (compose: the migrate service; k8s: the migrate Job)",
+            "run the migrations: python -m shared.migrate "
+            "(compose: the migrate service; k8s: the migrate Job)",
         )
     else:
         schema = ok("postgres", f"{display}: reachable, schema at head {', '.join(sorted(heads))}")

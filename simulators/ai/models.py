@@ -13,9 +13,10 @@ call) whose announced shutdown is still ahead: from that day the real APIs answe
 - Gemini ``GET /v1/models/{name}`` (``client.aio.models.get``; google-genai 3.3.0 ``models.py``
   ``_GetModelParameters_to_mldev`` puts ``models/<name>`` on the path, under the client's
   ``api_version``: ``v1`` by default, ``_api_client.py`` ``GOOGLE_AI_API_DEFAULT_VERSION``, or ``v1beta``
-  with ``GOOGLE_GENAI_API_VERSION=beta``; both are served) answers the ``Model`` resource (ai.google.dev/api/models#Model: ``name`` ``models/<id>``,
-  ``version``, ``displayName``, ``description``, ``inputTokenLimit``, ``outputTokenLimit``,
-  ``supportedGenerationMethods``, ``temperature``, ``maxTemperature``, ``topP``, ``topK``). An unknown
+  with ``GOOGLE_GENAI_API_VERSION=beta``; both are served) answers the ``Model`` resource
+  (ai.google.dev/api/models#Model: ``name`` ``models/<id>``, ``version``, ``displayName``,
+  ``description``, ``inputTokenLimit``, ``outputTokenLimit``, ``supportedGenerationMethods``,
+  ``temperature``, ``maxTemperature``, ``topP``, ``topK``). An unknown
   model is 404 ``NOT_FOUND`` (google.rpc.Status); a wrong key 400 ``API_KEY_INVALID`` as on
   ``generateContent``.
 

@@ -44,7 +44,10 @@ def run_preflight(stack: Stack, **overrides: str) -> tuple[int, str]:
 def test_the_stack_of_make_up_is_ready(stack: Stack, tmp_path: Any) -> None:
     path = tmp_path / "up-stack.json"
     devstack_preflight.write_stack_file(stack.config, path)
-    script = f"import pathlib, sys; from devstack import preflight; sys.exit(preflight.main(pathlib.Path({str(path)!r})))"
+    script = (
+        "import pathlib, sys; from devstack import preflight; "
+        f"sys.exit(preflight.main(pathlib.Path({str(path)!r})))"
+    )
     done = subprocess.run(
         [sys.executable, "-c", script],
         cwd=REPO,
@@ -56,7 +59,14 @@ def test_the_stack_of_make_up_is_ready(stack: Stack, tmp_path: Any) -> None:
     lines = done.stdout.splitlines()
     assert done.returncode == 0, done.stdout + done.stderr
     assert not [line for line in lines if line.startswith(("FAIL", "WARN"))], done.stdout
-    for name in ("postgres", "redis", "telegram.bot_username", "telegram.staff_group", "telegram.admins", "ai.local"):
+    for name in (
+        "postgres",
+        "redis",
+        "telegram.bot_username",
+        "telegram.staff_group",
+        "telegram.admins",
+        "ai.local",
+    ):
         assert any(line.startswith("ok") and f" {name} " in line for line in lines), (name, done.stdout)
     assert lines[-1].startswith("READY")
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import shutil
-
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -16,9 +15,8 @@ import pytest
 from delivery.packs import sticker_set_name
 from devstack.infra import Infra, drop_database, free_port, recreate_database
 from shared import backup
-from shared.preflight import REPORT_KEY, CheckResult, Report, render
+from shared.preflight import REPORT_KEY, CheckResult, Report, render, stores
 from shared.preflight import __main__ as runner
-from shared.preflight import stores
 from shared.preflight.reports import store, stored_report
 from shared.repositories import Database
 
@@ -32,7 +30,12 @@ def by_name(results: list[CheckResult]) -> dict[str, CheckResult]:
 @pytest.fixture
 def env(monkeypatch: pytest.MonkeyPatch, database_url: str, redis_url: str) -> pytest.MonkeyPatch:
     """A good setup: the migrated test database, the test Redis, a valid bot username, no backups."""
-    for name in ("BACKUP_DIR", "PREFLIGHT_MIN_FREE_MB", "PREFLIGHT_DISK_PATHS", "PREFLIGHT_MAX_CLOCK_SKEW_SEC"):
+    for name in (
+        "BACKUP_DIR",
+        "PREFLIGHT_MIN_FREE_MB",
+        "PREFLIGHT_DISK_PATHS",
+        "PREFLIGHT_MAX_CLOCK_SKEW_SEC",
+    ):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("DATABASE_URL", database_url)
     monkeypatch.setenv("REDIS_URL", redis_url)
@@ -54,7 +57,9 @@ async def test_a_good_setup_passes_every_store_check(env: pytest.MonkeyPatch) ->
 
 def test_the_longest_set_name_is_the_one_delivery_builds() -> None:
     """``longest_set_name`` mirrors ``delivery.packs.sticker_set_name`` (which shared may not import)."""
-    assert stores.longest_set_name("stickerbooth_bot") == sticker_set_name(UUID(int=2**128 - 1), "stickerbooth_bot")
+    assert stores.longest_set_name("stickerbooth_bot") == sticker_set_name(
+        UUID(int=2**128 - 1), "stickerbooth_bot"
+    )
     assert len(stores.longest_set_name("a" * 26)) == stores.MAX_SET_NAME
 
 
@@ -66,7 +71,9 @@ async def test_a_30_character_bot_username_fails_the_set_name_check(env: pytest.
     assert "BOT_USERNAME" in failed.detail
 
 
-async def test_a_username_the_settings_refuse_is_a_failed_check_not_a_traceback(env: pytest.MonkeyPatch) -> None:
+async def test_a_username_the_settings_refuse_is_a_failed_check_not_a_traceback(
+    env: pytest.MonkeyPatch,
+) -> None:
     env.setenv("BOT_USERNAME", "@stickerbooth_bot")
     check = by_name(await stores.run_checks())["settings.bot_username"]
     assert check.status == "fail"
@@ -213,5 +220,3 @@ def test_render_marks_failures_and_fixes() -> None:
         "         → mend it",
         "NOT READY: 1 check(s) failed (b).",
     ]
-
-

@@ -30,13 +30,18 @@ STAFF_GROUP = -1001234567890
 async def sim() -> AsyncIterator[httpx.AsyncClient]:
     """A simulator with the staff group (the admin posted in it) and an admin who started the bot."""
     async with serving(sim_config()) as running, httpx.AsyncClient(base_url=running.url) as client:
-        for body in ({"text": "/start"}, {"text": "cards here", "chat_id": STAFF_GROUP, "chat_title": "Staff"}):
+        for body in (
+            {"text": "/start"},
+            {"text": "cards here", "chat_id": STAFF_GROUP, "chat_title": "Staff"},
+        ):
             (await client.post(f"/sim/users/{ADMIN}/messages", json=body)).raise_for_status()
         yield client
 
 
 @pytest.fixture
-def env(monkeypatch: pytest.MonkeyPatch, sim: httpx.AsyncClient, database_url: str, redis_url: str) -> pytest.MonkeyPatch:
+def env(
+    monkeypatch: pytest.MonkeyPatch, sim: httpx.AsyncClient, database_url: str, redis_url: str
+) -> pytest.MonkeyPatch:
     for name, value in {
         "DATABASE_URL": database_url,
         "REDIS_URL": redis_url,
@@ -112,8 +117,12 @@ async def test_leads_enabled_without_a_staff_group_fails(env: pytest.MonkeyPatch
     assert named(await preflight.run_checks(), "telegram.staff_group").status == "fail"
 
 
-async def test_an_admin_who_never_started_the_bot_fails(env: pytest.MonkeyPatch, sim: httpx.AsyncClient) -> None:
-    (await sim.post("/sim/users/3000/messages", json={"text": "hi", "chat_id": STAFF_GROUP})).raise_for_status()
+async def test_an_admin_who_never_started_the_bot_fails(
+    env: pytest.MonkeyPatch, sim: httpx.AsyncClient
+) -> None:
+    (
+        await sim.post("/sim/users/3000/messages", json={"text": "hi", "chat_id": STAFF_GROUP})
+    ).raise_for_status()
     env.setenv("ADMIN_USER_IDS", f"{ADMIN},3000,4000")  # 3000 only seen in the group, 4000 never
     check = named(await preflight.run_checks(), "telegram.admins")
     assert check.status == "fail"

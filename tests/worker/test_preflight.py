@@ -65,7 +65,9 @@ async def test_configured_keys_and_models_pass(env: pytest.MonkeyPatch) -> None:
     }
 
 
-@pytest.mark.parametrize(("provider", "setting"), [("gemini", "GEMINI_IMAGE_MODEL"), ("openai", "OPENAI_VISION_MODEL")])
+@pytest.mark.parametrize(
+    ("provider", "setting"), [("gemini", "GEMINI_IMAGE_MODEL"), ("openai", "OPENAI_VISION_MODEL")]
+)
 async def test_an_unknown_model_fails_naming_it(env: pytest.MonkeyPatch, provider: str, setting: str) -> None:
     env.setenv(setting, "no-such-model-7")
     role = "image" if "IMAGE" in setting else "vision"

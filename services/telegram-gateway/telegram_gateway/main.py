@@ -74,7 +74,8 @@ def register_handlers(
     executor: CommandExecutor | None = None,
 ) -> None:
     """The conversation, in order: the leads router (group -2), the maintenance gate (group -1), admin
-    commands (``/preflight``: :mod:`telegram_gateway.preflight`), the guest's ``/delete`` (:mod:`telegram_gateway.erasure`), guest handlers, and the one
+    commands (``/preflight``: :mod:`telegram_gateway.preflight`), the guest's ``/delete``
+    (:mod:`telegram_gateway.erasure`), guest handlers, and the one
     global error handler. Guest replies are executed by
     ``executor`` (the gateway's own; a new one on ``application.bot`` when ``None``)."""
     if executor is None:

@@ -125,7 +125,9 @@ async def group_check(bot: Bot, me: User, name: str, chat_id: int, setting: str)
     except TelegramError as exc:
         return fail(name, f"{setting}={chat_id}: {_why(exc)}", "see telegram.bot_token")
     if chat.type == ChatType.PRIVATE or chat.type == ChatType.CHANNEL:
-        return fail(name, f"{setting}={chat_id} is a {chat.type} chat, not a group", f"set {setting} to a group")
+        return fail(
+            name, f"{setting}={chat_id} is a {chat.type} chat, not a group", f"set {setting} to a group"
+        )
     status = member.status
     permissions = chat.permissions
     may_post = (
@@ -166,7 +168,8 @@ async def admins_check(bot: Bot, admin_ids: frozenset[int], bot_username: str) -
     if unreachable:
         return fail(
             "telegram.admins",
-            f"the bot cannot write to {len(unreachable)} of {len(admin_ids)} admin(s): {', '.join(unreachable)}",
+            f"the bot cannot write to {len(unreachable)} of {len(admin_ids)} admin(s): "
+            + ", ".join(unreachable),
             f"each of them opens t.me/{bot_username} and presses Start (or unblocks the bot)",
         )
     return ok("telegram.admins", f"all {len(admin_ids)} admin(s) started the bot")
@@ -180,7 +183,9 @@ async def clock_check(base_url: str, token: str, max_skew_s: float) -> CheckResu
         stamp = response.headers.get("date")
         remote = email.utils.parsedate_to_datetime(stamp) if stamp else None
     except (httpx.HTTPError, ValueError, TypeError) as exc:
-        return fail("telegram.clock", f"no Date from the Bot API: {type(exc).__name__}", "see telegram.bot_token")
+        return fail(
+            "telegram.clock", f"no Date from the Bot API: {type(exc).__name__}", "see telegram.bot_token"
+        )
     if remote is None:
         return skip("telegram.clock", "the Bot API's answer has no Date header")
     skew = (datetime.now(UTC) - remote).total_seconds()
@@ -202,7 +207,9 @@ async def telegram_checks(
         return results
     results.append(await updates_check(bot))
     if settings.leads_enabled and settings.leads_chat_id is not None:
-        results.append(await group_check(bot, me, "telegram.staff_group", settings.leads_chat_id, "LEADS_CHAT_ID"))
+        results.append(
+            await group_check(bot, me, "telegram.staff_group", settings.leads_chat_id, "LEADS_CHAT_ID")
+        )
     elif settings.leads_enabled:
         results.append(
             fail(
@@ -212,7 +219,9 @@ async def telegram_checks(
             )
         )
     if settings.admin_chat_id is not None:
-        results.append(await group_check(bot, me, "telegram.admin_group", settings.admin_chat_id, "ADMIN_CHAT_ID"))
+        results.append(
+            await group_check(bot, me, "telegram.admin_group", settings.admin_chat_id, "ADMIN_CHAT_ID")
+        )
     else:
         results.append(
             skip(

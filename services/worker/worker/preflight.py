@@ -171,7 +171,9 @@ async def provider_checks(settings: PipelineSettings, provider: str, today: date
     key = f"{provider.upper()}_API_KEY"
     for role in ROLES:
         try:
-            results.append(await asyncio.wait_for(model_check(settings, provider, role, models[role], today), 60))
+            results.append(
+                await asyncio.wait_for(model_check(settings, provider, role, models[role], today), 60)
+            )
         except KeyRefused as exc:
             return [
                 fail(
@@ -210,7 +212,8 @@ async def run_checks(today: date | None = None) -> list[CheckResult]:
             results.append(
                 warn(
                     f"ai.{provider}.key",
-                    f"{provider} is in the chain but {provider.upper()}_API_KEY is not set: the worker skips it",
+                    f"{provider} is in the chain but {provider.upper()}_API_KEY is not set: "
+                    "the worker skips it",
                     f"set {provider.upper()}_API_KEY, or take {provider} out of PRIMARY/FALLBACK_AI_PROVIDER",
                 )
             )

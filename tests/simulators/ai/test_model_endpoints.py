@@ -25,7 +25,9 @@ async def openai_retrieve(aisim: RunningAiSim, model: str, key: str = KEY) -> op
         await client.close()
 
 
-async def gemini_get(aisim: RunningAiSim, model: str, key: str = KEY, version: str | None = None) -> types.Model:
+async def gemini_get(
+    aisim: RunningAiSim, model: str, key: str = KEY, version: str | None = None
+) -> types.Model:
     async with aiohttp.ClientSession() as session:
         client = genai.Client(
             api_key=key,
