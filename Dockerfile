@@ -9,8 +9,8 @@
 # Stages: `deps` (the virtualenv of requirements.txt) → `runtime` (interpreter, virtualenv, the booth user
 # 10001, a read-only-root-friendly environment) → `app` (+ shared/) → `app-cartoon` (+ cartoon/, the offline
 # drawing library). Targets: `service` (one of services/<SERVICE>/ on top of `app`, or of `app-cartoon`
-# for the worker), `simulators` (simulators/ on `app-cartoon`, no service) and `backup` (`runtime` +
-# shared/ + pg_dump/pg_restore 16). Every target is built from the same `deps` and `runtime` stages, so
+# for the worker), `simulators` (simulators/ on `app-cartoon`, no service), `backup` (`runtime` +
+# shared/ + pg_dump/pg_restore 16) and `preflight` (`backup` + cartoon/ + the gateway and the worker). Every target is built from the same `deps` and `runtime` stages, so
 # BuildKit builds the virtualenv once and all images share its layer; each image holds only the folders
 # its target copies (the .dockerignore keeps the rest out of the context).
 #
@@ -98,6 +98,22 @@ RUN python -m compileall -q /app
 USER 10001:10001
 VOLUME /backups
 CMD ["python", "-m", "shared.backup"]
+
+# `python -m shared.preflight`: before the doors open, every check (shared/preflight). The runner runs each
+# part as a subprocess in this one image, so it carries the parts of two services (the gateway's Telegram
+# checks, the worker's AI model checks, with cartoon/ the worker imports) and the backup target's
+# pg_restore for the backup check.
+FROM backup AS preflight
+LABEL org.opencontainers.image.title="sticker-booth-preflight" \
+      org.opencontainers.image.description="Sticker Booth preflight: will tonight work?"
+USER 0
+ENV PYTHONPATH=/app:/app/services/telegram-gateway:/app/services/worker
+COPY cartoon/ /app/cartoon/
+COPY services/telegram-gateway/ /app/services/telegram-gateway/
+COPY services/worker/ /app/services/worker/
+RUN python -m compileall -q /app
+USER 10001:10001
+CMD ["python", "-m", "shared.preflight"]
 
 # One service: services/<SERVICE>/ run as `python -m <PACKAGE>`, its /healthz and /metrics on PORT (the
 # ingest API's own port, 8000; the ops port OPS_PORT of the others, which the HEALTHCHECK reads at run time).

@@ -7,7 +7,7 @@ SRC_PATHS := . services/ingest services/worker services/delivery services/leads 
 STAMP := $(VENV)/.installed
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: help install check lint format test test-browser test-all chaos demo up render deploy-check compose-check clean
+.PHONY: help install check lint format test test-browser test-all chaos demo up preflight render deploy-check compose-check clean
 
 help:  ## list the commands
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -59,6 +59,9 @@ demo: install  ## a real photo becomes a sticker-set link (PHOTO=path), no accou
 
 up: install  ## start the whole stack locally and keep it running
 	$(PY) -m devstack up
+
+preflight: install  ## before the doors open: every check against the stack `make up` runs; exit 1 if one fails
+	$(PY) -m devstack preflight
 
 render: install  ## a pack from a photo without the services: PHOTO=… OUTFIT=chef VARIANT=consistency OUT=out/render
 	$(PY) -m devstack.render --photo "$(or $(PHOTO),../shared/fixtures/photos/astronaut-portrait.png)" \

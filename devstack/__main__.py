@@ -112,9 +112,12 @@ def demo(photo_path: str | None, *, ai_sim: bool = False) -> int:
 
 
 def up(*, ai_sim: bool = False) -> int:
+    from devstack import preflight
+
     stack, infra = build_stack("stickerbooth_dev", 2, keep_state=True, ai_sim=ai_sim)
     try:
         stack.start_all()
+        preflight.write_stack_file(stack.config)  # for `make preflight`
         print(f"kiosk:               {stack.ingest_url}/kiosk")
         admin = "" if os.environ.get("ADMIN_TOKEN") else "  (set ADMIN_TOKEN to sign in)"
         print(f"admin page:          {stack.ingest_url}/admin{admin}")
@@ -125,6 +128,7 @@ def up(*, ai_sim: bool = False) -> int:
         if stack.config.ai_sim:
             print(f"AI simulator:        {stack.ai_sim_url}/")
         print(f"logs:                {stack.config.log_dir}")
+        print("preflight:           make preflight (in another terminal)")
         print("Ctrl-C stops everything.")
         while all(p.poll() is None for p in stack.procs.values()):
             time.sleep(1)
@@ -133,6 +137,7 @@ def up(*, ai_sim: bool = False) -> int:
     except KeyboardInterrupt:
         return 0
     finally:
+        preflight.remove_stack_file()
         stack.stop_all()
         infra.stop()  # type: ignore[attr-defined]
 
@@ -149,6 +154,7 @@ def main() -> int:
         command.add_argument(
             "--ai-sim", action="store_true", help="render through the AI provider simulator (real SDKs)"
         )
+    sub.add_parser("preflight", help="run the preflight against the stack `make up` runs")
     chaos_cmd = sub.add_parser(
         "chaos", help="journeys and leads under faults; a ledger of every guest's outcome"
     )
@@ -173,6 +179,10 @@ def main() -> int:
     args = parser.parse_args()
     if args.command == "chaos":
         return run_chaos(args)
+    if args.command == "preflight":
+        from devstack import preflight
+
+        return preflight.main()
     if args.command == "demo":
         return demo(args.photo, ai_sim=args.ai_sim)
     return up(ai_sim=args.ai_sim)

@@ -172,9 +172,15 @@ class Stack:
         self.wait_healthy()
 
     def seed_simulator(self) -> None:
-        """Create the staff group the lead cards go to: an admin posts in it, so the bot is a member."""
+        """Create the staff group the lead cards go to: an admin posts in it, so the bot is a member; and
+        every admin starts the bot, as real admins do before an event (the preflight checks it)."""
         c = self.config
-        admin = int(c.admin_user_ids.split(",")[0])
+        admins = [int(a) for a in c.admin_user_ids.replace(" ", "").split(",") if a]
+        for admin in admins:
+            httpx.post(
+                f"{self.sim_url}/sim/users/{admin}/messages", json={"text": "/start"}, timeout=10
+            ).raise_for_status()
+        admin = admins[0]
         httpx.post(
             f"{self.sim_url}/sim/users/{admin}/messages",
             json={

@@ -153,6 +153,10 @@ ADMIN_COMMANDS: Final[dict[str, dict[str, str]]] = {
     },
     "pause": {"en": "Stop starting new jobs", "ru": "Не запускать новые задания"},
     "resume": {"en": "End the pause", "ru": "Снять паузу"},
+    "preflight": {
+        "en": "Will tonight work? Telegram checked now, the last full preflight",
+        "ru": "Всё ли готово? Проверка Telegram сейчас и последний полный предполётный отчёт",
+    },
 }
 
 

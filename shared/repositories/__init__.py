@@ -26,6 +26,7 @@ from shared.repositories.jobs import JobRepository
 from shared.repositories.lead_posts import LeadPostRepository
 from shared.repositories.leads import LeadRepository
 from shared.repositories.overview import OverviewRepository
+from shared.repositories.preflight import PreflightRepository
 from shared.repositories.refusals import PhotoRefusalRepository
 from shared.repositories.retention import RetentionRepository
 from shared.repositories.sessions import SessionRepository
@@ -55,6 +56,7 @@ class Repositories:
         self.overview = OverviewRepository(conn)
         self.job_search = JobSearchRepository(conn)
         self.refusals = PhotoRefusalRepository(conn)
+        self.preflight = PreflightRepository(conn)
 
 
 class Database:

@@ -19,6 +19,7 @@ from simulators.ai.control import ControlApi
 from simulators.ai.drawing import draw_image, read_image_prompt, vision_answer
 from simulators.ai.gemini import GeminiApi
 from simulators.ai.handling import Call
+from simulators.ai.models import ModelsApi
 from simulators.ai.openai_api import OpenAIApi
 from simulators.ai.state import CallRecord, SimState
 
@@ -70,5 +71,6 @@ def create_app(config: AiSimConfig) -> web.Application:
     GeminiApi(state, serve, config.accepts).add_routes(app.router)
     OpenAIApi(state, serve, config.accepts).add_routes(app.router)
     ControlApi(state).add_routes(app.router)
+    ModelsApi(config.accepts).add_routes(app.router)
     app.router.add_get("/healthz", _healthz)
     return app

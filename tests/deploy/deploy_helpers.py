@@ -58,7 +58,7 @@ PYTHON_IMAGE = "python:3.11-slim-bookworm"
 
 
 # Workloads that run to completion (k8s Job / CronJob, compose one-shot services) beside SERVICES.
-BATCH_WORKLOADS = frozenset({"migrate", "backup"})
+BATCH_WORKLOADS = frozenset({"migrate", "backup", "preflight"})
 
 
 # Every image is a build target of this one Dockerfile. Its one stage not of PYTHON_IMAGE, `pg-client`, is
@@ -78,10 +78,12 @@ WORKER_GRACE_S = 45
 
 
 # Each secret env var may reach these services only (DESIGN.md §12).
+# The preflight (a one-off run by the operator, README "Before the doors open") holds the token and the AI
+# keys to check them: it runs the gateway's and the worker's own checks (issue 18 item 6).
 SECRET_ENV: dict[str, set[str]] = {
-    "TELEGRAM_BOT_TOKEN": {"telegram-gateway"},
-    "GEMINI_API_KEY": {"worker"},
-    "OPENAI_API_KEY": {"worker"},
+    "TELEGRAM_BOT_TOKEN": {"telegram-gateway", "preflight"},
+    "GEMINI_API_KEY": {"worker", "preflight"},
+    "OPENAI_API_KEY": {"worker", "preflight"},
     "ADMIN_TOKEN": {"ingest"},
     "KIOSK_KEY": {"ingest"},
 }

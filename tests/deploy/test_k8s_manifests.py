@@ -243,7 +243,7 @@ def test_network_policies_deny_by_default_and_open_only_the_contract_flows(
         for rule in policy["spec"].get("ingress", []):
             if "from" not in rule:
                 open_ingress |= selected(policy)
-    assert internet == {"telegram-gateway", "worker"}
+    assert internet == {"telegram-gateway", "worker", "preflight"}  # preflight checks the token and keys
     assert open_ingress == {"ingest"}
     assert datastores == {*SERVICES, *BATCH_WORKLOADS}
     # The policies select pods by labels the workloads really carry.

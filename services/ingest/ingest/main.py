@@ -13,7 +13,18 @@ import uvicorn
 from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
 
-from ingest.api import admin_erasure, admin_jobs, admin_leads, errors, kiosk, landing, leads, ops, pages
+from ingest.api import (
+    admin_erasure,
+    admin_jobs,
+    admin_leads,
+    admin_preflight,
+    errors,
+    kiosk,
+    landing,
+    leads,
+    ops,
+    pages,
+)
 from ingest.api.body_limit import BodyLimitMiddleware
 from ingest.api.request_metrics import RequestMetricsMiddleware, count_500s_from_zero
 from ingest.context import IngestContext
@@ -105,6 +116,7 @@ def create_app(
         admin_leads.router,
         admin_jobs.router,
         admin_erasure.router,
+        admin_preflight.router,
         pages.router,
     ]
     if settings.leads_enabled:

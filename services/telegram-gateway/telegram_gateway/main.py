@@ -42,6 +42,7 @@ from telegram_gateway.lock import GatewayLock, keep_lock
 from telegram_gateway.maintenance_gate import MaintenanceGate
 from telegram_gateway.menu import CommandMenu
 from telegram_gateway.polling import poll_updates
+from telegram_gateway.preflight import PreflightCommand
 from telegram_gateway.settings import GatewaySettings
 
 log = structlog.get_logger(__name__)
@@ -79,7 +80,8 @@ def register_handlers(
     executor: CommandExecutor | None = None,
 ) -> None:
     """The conversation, in order: the leads router (group -2), the maintenance gate (group -1), admin
-    commands, the guest's ``/delete`` (:mod:`telegram_gateway.erasure`), guest handlers, and the one
+    commands (``/preflight``: :mod:`telegram_gateway.preflight`), the guest's ``/delete``
+    (:mod:`telegram_gateway.erasure`), guest handlers, and the one
     global error handler. Guest replies are executed by
     ``executor`` (the gateway's own; a new one on ``application.bot`` when ``None``)."""
     if executor is None:
@@ -97,6 +99,7 @@ def register_handlers(
     AdminHandlers(
         db=db, publisher=publisher, admin_ids=settings.admin_ids, env_maintenance=env, budget=settings
     ).register(application)
+    PreflightCommand(db=db, settings=settings).register(application)
     ErasureHandlers(db=db, publisher=publisher, executor=executor).register(application)
     GuestHandlers(db, executor, env_maintenance=env, admin_ids=settings.admin_ids).register(application)
     LeadsUpdateRouter(

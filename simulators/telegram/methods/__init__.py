@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from simulators.telegram.methods import bot, commands, files, messages, stickers
+from simulators.telegram.methods import bot, chats, commands, files, messages, stickers
 from simulators.telegram.methods.base import Answer, Handler
 
 __all__ = ["Answer", "Handler", "Method", "method_table"]
@@ -22,7 +22,7 @@ class Method:
 def method_table() -> dict[str, Method]:
     """Every simulated method keyed by its lower-cased name."""
     table: dict[str, Method] = {}
-    for module in (bot, commands, messages, stickers, files):
+    for module in (bot, commands, messages, stickers, files, chats):
         for name, handler in module.HANDLERS.items():
             table[name.lower()] = Method(name, handler)
     return table

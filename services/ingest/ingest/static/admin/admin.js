@@ -112,7 +112,7 @@
     $("job-detail").hidden = !jobId;
     try {
       const overview = api("GET", "/admin/overview");
-      const work = jobId ? [showJob(jobId)] : [loadJobs(), loadLeads()];
+      const work = jobId ? [showJob(jobId)] : [loadJobs(), loadLeads(), loadPreflight()];
       renderOverview(await overview);
       await Promise.all(work);
       $("updated").textContent = `updated ${new Date().toLocaleTimeString()}`;
@@ -122,6 +122,26 @@
     }
     clearTimeout(refreshTimer); // a refresh started meanwhile (an action, a search) set one too
     refreshTimer = setTimeout(refresh, REFRESH_MS);
+  }
+
+  /* ---- The last full preflight (GET /admin/preflight): verdict, age, what failed or warned. ---- */
+
+  async function loadPreflight() {
+    const { report, age_s: age } = await api("GET", "/admin/preflight");
+    const list = $("preflight-problems");
+    list.replaceChildren();
+    if (!report) {
+      $("preflight-verdict").textContent = "not run yet";
+      $("preflight-sub").textContent = "make preflight, or /preflight in the bot";
+      return;
+    }
+    $("preflight-verdict").textContent = report.ok ? "Ready" : "Not ready";
+    $("preflight-sub").textContent = `${duration(age)} ago (${report.source})`;
+    for (const r of report.results.filter((c) => c.status === "fail" || c.status === "warn")) {
+      const item = document.createElement("li");
+      item.textContent = `${r.status === "fail" ? "✗" : "!"} ${r.name}: ${r.detail}` + (r.fix ? ` → ${r.fix}` : "");
+      list.append(item);
+    }
   }
 
   async function act(button, method, path, done) {
