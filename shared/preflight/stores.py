@@ -4,8 +4,8 @@ when one fails; :mod:`shared.preflight`).
 - ``settings.bot_username`` / ``telegram.set_name_length``: ``BOT_USERNAME`` passes the settings'
   validation, and the longest sticker set name we build with it fits Telegram's 64 characters
   (core.telegram.org/bots/api#createnewstickerset: "1-64 characters", ending in ``_by_<bot_username>``).
-  Our names are ``sb<32 hex>_by_<bot>`` (``delivery.packs.sticker_set_name``), 38 characters plus the
-  username, so a username of 27-32 characters (Telegram allows up to 32) breaks every pack.
+  Our names are ``sb<32 hex>_by_<bot>`` (:func:`shared.bot_identity.sticker_set_name`), 38 characters plus
+  the username, so a username of 27-32 characters (Telegram allows up to 32) breaks every pack.
 - ``postgres``: reachable, and ``alembic_version`` at the head revision of ``shared/migrations``.
 - ``redis``: reachable (``PING``).
 - ``disk``: at least ``PREFLIGHT_MIN_FREE_MB`` free on each of ``PREFLIGHT_DISK_PATHS`` (and ``BACKUP_DIR``).
@@ -30,6 +30,7 @@ from alembic.script import ScriptDirectory
 from pydantic import Field, field_validator
 
 from shared.backup import STAMP_FORMAT, BackupError, expected_tables, generations, target, verify
+from shared.bot_identity import MAX_SET_NAME_CHARS, longest_set_name, max_bot_username_chars
 from shared.db import client_target, create_engine
 from shared.errors import ConfigError
 from shared.migrate import alembic_config
@@ -37,8 +38,6 @@ from shared.preflight import CheckResult, PreflightSettings, emit, fail, ok, ski
 from shared.repositories import Database
 from shared.settings import BotIdentitySettings, ServiceSettings, load_settings
 
-#: Telegram's longest sticker set name (core.telegram.org/bots/api#createnewstickerset: ``name`` 1-64).
-MAX_SET_NAME = 64
 #: Seconds one check may take before it counts as failed (a server that accepts and never answers).
 CHECK_TIMEOUT_S = 20.0
 
@@ -61,15 +60,10 @@ class StoresPreflightSettings(ServiceSettings, PreflightSettings):
         return None if isinstance(value, str) and not value.strip() else value
 
 
-def longest_set_name(bot_username: str) -> str:
-    """The longest sticker set name delivery builds for ``bot_username``: ``sb<32 hex>_by_<bot>``, the
-    shape of ``delivery.packs.sticker_set_name`` (which ``shared`` may not import; a test holds the two
-    together)."""
-    return f"sb{'f' * 32}_by_{bot_username}"
-
-
 def set_name_checks() -> list[CheckResult]:
-    """``BOT_USERNAME`` valid, and the longest set name within :data:`MAX_SET_NAME`."""
+    """``BOT_USERNAME`` valid by Telegram's rules and short enough that the longest set name we build
+    fits Telegram's 64 characters: both are the settings' own validation
+    (:func:`shared.bot_identity.bot_username_problems`), reported here as a failed check, not a traceback."""
     try:
         bot = load_settings(BotIdentitySettings).bot_username
     except ConfigError as exc:
@@ -77,20 +71,14 @@ def set_name_checks() -> list[CheckResult]:
             fail(
                 "settings.bot_username",
                 f"invalid settings: {exc}",
-                "set BOT_USERNAME to the bot's username without @ (what @BotFather shows)",
+                "set BOT_USERNAME to the bot's username without @ (what @BotFather shows), "
+                f"at most {max_bot_username_chars()} characters",
             )
         ]
     name = longest_set_name(bot)
-    if len(name) > MAX_SET_NAME or "__" in name:
-        return [
-            fail(
-                "telegram.set_name_length",
-                f"BOT_USERNAME {bot!r} ({len(bot)} characters) makes sticker set names of {len(name)} "
-                f"characters; Telegram takes at most {MAX_SET_NAME}: every pack would fail",
-                f"use a bot with a username of at most {MAX_SET_NAME - len(longest_set_name(''))} characters",
-            )
-        ]
-    return [ok("telegram.set_name_length", f"longest set name {len(name)} of {MAX_SET_NAME} characters")]
+    return [
+        ok("telegram.set_name_length", f"longest set name {len(name)} of {MAX_SET_NAME_CHARS} characters")
+    ]
 
 
 def _redis_display(url: str) -> str:

@@ -44,11 +44,12 @@ from telegram.error import BadRequest, Forbidden, InvalidToken, TelegramError
 from telegram.ext import Application, CommandHandler, ContextTypes, filters
 from telegram.request import HTTPXRequest
 
+from shared.bot_identity import bot_mismatch
 from shared.errors import ConfigError
 from shared.preflight import CheckResult, PreflightSettings, Report, emit, fail, ok, skip, warn
 from shared.preflight.reports import stored_report
 from shared.repositories import Database
-from shared.settings import BotIdentitySettings, load_settings
+from shared.settings import load_settings
 from telegram_gateway.settings import GatewaySettings
 
 #: Seconds one Bot API call of the preflight may take.
@@ -80,12 +81,12 @@ async def identity_checks(bot: Bot, bot_username: str) -> tuple[list[CheckResult
             )
         ], None
     results = [ok("telegram.bot_token", f"getMe: @{me.username} (id {me.id})")]
-    if (me.username or "").lower() != bot_username.lower():
+    mismatch = bot_mismatch(bot_username, me.username)
+    if mismatch is not None:
         results.append(
             fail(
                 "telegram.bot_username",
-                f"BOT_USERNAME is {bot_username!r} but the token belongs to @{me.username}: every QR code "
-                "and sticker set name would name the wrong bot",
+                mismatch,
                 f"set BOT_USERNAME={me.username}, or use the token of @{bot_username}",
             )
         )
@@ -239,11 +240,10 @@ async def telegram_checks(
 def _settings() -> tuple[GatewaySettings, str, float] | CheckResult:
     try:
         settings = load_settings(GatewaySettings)
-        bot_username = load_settings(BotIdentitySettings).bot_username
         max_skew = load_settings(PreflightSettings).preflight_max_clock_skew_sec
     except ConfigError as exc:
         return fail("settings.telegram", f"invalid settings: {exc}", "correct the named variables")
-    return settings, bot_username, max_skew
+    return settings, settings.bot_username, max_skew
 
 
 async def run_checks() -> list[CheckResult]:
