@@ -36,7 +36,8 @@ def test_a_quick_cost_run_prices_the_default_and_the_one_sheet_pack_from_their_c
     info = CATALOGUE[("gemini", "gemini-3.1-flash-image", "image")]
     assert info.price is not None
     # the image output tokens alone (the prompt and reference images are a fraction of a cent)
-    gemini = {size: info.price.cost(TokenUsage(output_image_tokens=n)) for size, n in info.image_tokens.items()}
+    price = info.price
+    gemini = {size: price.cost(TokenUsage(output_image_tokens=n)) for size, n in info.image_tokens.items()}
     default, one_sheet = rows
     # passport + verify + pack QA; the anchor at 1K and 3 sheets or 1 sheet at 2K
     assert "· 4.0 image + 3.0 vision calls · 12.0/12 valid" in default.ours
