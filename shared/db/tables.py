@@ -242,6 +242,13 @@ api_usage = sa.Table(
     sa.Column("latency_ms", sa.Integer, nullable=False, server_default="0"),
     sa.Column("error", sa.Text),
     sa.Column("created_at", TZ, nullable=False, server_default=sa.func.now()),
+    # migration 0009: the tokens the provider's answer reported (NULL: none reported), by how they are
+    # billed; cost_usd is these times the model's sourced price (shared/ai_models.py)
+    sa.Column("input_text_tokens", sa.Integer),
+    sa.Column("input_image_tokens", sa.Integer),
+    sa.Column("output_text_tokens", sa.Integer),
+    sa.Column("output_image_tokens", sa.Integer),
+    sa.Column("reasoning_tokens", sa.Integer),
     sa.CheckConstraint("call_type IN ('image', 'vision')", name="ck_api_usage_call_type"),
 )
 sa.Index("ix_api_usage_job", api_usage.c.job_id, api_usage.c.created_at)

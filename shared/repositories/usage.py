@@ -10,6 +10,7 @@ from uuid import UUID
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from shared.ai_models import TokenUsage
 from shared.db.tables import api_usage, jobs
 
 __all__ = ["ApiCall", "UsageRepository"]
@@ -31,6 +32,8 @@ class ApiCall:
         image_size: ``1K``/``2K`` for image calls.
         error: redacted error text, if any.
         job_id: the job the call was made for (``None`` outside a job, e.g. the CLI).
+        usage: the tokens the provider's answer reported (``None``: it reported none, or there was no
+            answer; the cost is then the estimate, or 0 for a failure).
     """
 
     provider: str
@@ -43,6 +46,26 @@ class ApiCall:
     image_size: str | None = None
     error: str | None = None
     job_id: UUID | None = None
+    usage: TokenUsage | None = None
+
+
+_TOKEN_COLUMNS = (
+    "input_text_tokens",
+    "input_image_tokens",
+    "output_text_tokens",
+    "output_image_tokens",
+    "reasoning_tokens",
+)
+
+
+def _token_values(usage: TokenUsage | None) -> dict[str, int | None]:
+    return {name: None if usage is None else getattr(usage, name) for name in _TOKEN_COLUMNS}
+
+
+def _usage(row: dict[str, object]) -> TokenUsage | None:
+    if row["input_text_tokens"] is None:
+        return None
+    return TokenUsage(**{name: int(row[name] or 0) for name in _TOKEN_COLUMNS})  # type: ignore[call-overload]
 
 
 class UsageRepository:
@@ -67,6 +90,7 @@ class UsageRepository:
                 cost_usd=round(call.cost_usd, 6),
                 latency_ms=max(0, round(call.latency_s * 1000)),
                 error=call.error[:1000] if call.error else None,
+                **_token_values(call.usage),
             )
         )
 
@@ -118,6 +142,7 @@ class UsageRepository:
                 image_size=m["image_size"],
                 error=m["error"],
                 job_id=m["job_id"],
+                usage=_usage(dict(m)),
             )
             for m in (row._mapping for row in rows)
         ]

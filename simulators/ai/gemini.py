@@ -3,7 +3,8 @@
 The API key comes in ``x-goog-api-key`` (or ``?key=``). ``generationConfig.responseModalities`` holding
 ``IMAGE`` makes an image call (``imageConfig.aspectRatio`` / ``imageSize``), otherwise a vision call
 answering JSON text. Answers are ``GenerateContentResponse`` JSON (``candidates[].content.parts[]`` with
-``inlineData`` or ``text``, ``finishReason``, ``usageMetadata``).
+``inlineData`` or ``text``, ``finishReason``, ``usageMetadata``: a successful answer's by the documented
+token counts, :mod:`simulators.ai.usage`).
 
 A model it does not serve in that role (:class:`simulators.ai.state.ModelBook`) is the API's 404
 ``NOT_FOUND``. Refused with 400 ``INVALID_ARGUMENT``, as the API does: no ``contents``; inline data over
@@ -23,6 +24,7 @@ from aiohttp import web
 
 from simulators.ai.handling import NOT_AN_IMAGE, Call, RejectedRequest, Served, serve_call
 from simulators.ai.state import SimState
+from simulators.ai.usage import gemini_usage_metadata
 from simulators.ai.wire import gemini_error, gemini_invalid
 
 __all__ = ["GeminiApi"]
@@ -186,12 +188,12 @@ class GeminiApi:
             return web.json_response(_response(call.model, [{"text": text}], finish, prompt_tokens, 12))
         if isinstance(payload, bytes):
             part = {"inlineData": {"mimeType": "image/png", "data": base64.b64encode(payload).decode()}}
-            return web.json_response(
-                _response(
-                    call.model, [part], "STOP", prompt_tokens, _IMAGE_TOKENS.get(call.size or "1K", 1290)
-                )
+            body = _response(call.model, [part], "STOP", 0, 0)
+            body["usageMetadata"] = gemini_usage_metadata(
+                call.prompt, call.images, image_size=call.size or "1K"
             )
+            return web.json_response(body)
         text = json.dumps(payload)
-        return web.json_response(
-            _response(call.model, [{"text": text}], "STOP", prompt_tokens, len(text) // 4)
-        )
+        body = _response(call.model, [{"text": text}], "STOP", 0, 0)
+        body["usageMetadata"] = gemini_usage_metadata(call.prompt, call.images, output_text=text)
+        return web.json_response(body)

@@ -3,7 +3,8 @@
 ``input_image`` data URLs, answered as ``output_text``).
 
 The API key comes as ``Authorization: Bearer <key>``. Image answers are ``ImagesResponse`` JSON
-(``data[].b64_json``, ``size``, ``quality``, ``usage``); vision answers are ``Response`` objects.
+(``data[].b64_json``, ``size``, ``quality``, ``usage``); vision answers are ``Response`` objects; their
+``usage`` follows the documented token counts (:mod:`simulators.ai.usage`).
 
 Refused as the API does: a model it does not serve in that role (404 ``model_not_found``,
 :class:`simulators.ai.state.ModelBook`); an image call without ``prompt``, an edit without ``image``
@@ -33,6 +34,7 @@ from PIL import Image
 from simulators.ai.handling import NOT_AN_IMAGE, Call, RejectedRequest, Served, serve_call
 from simulators.ai.rules import openai_image_rejection, responses_rejection
 from simulators.ai.state import CONTENT_KINDS, SimState
+from simulators.ai.usage import openai_images_usage, openai_responses_usage
 from simulators.ai.wire import openai_error, openai_invalid
 
 __all__ = ["OpenAIApi"]
@@ -142,15 +144,7 @@ class OpenAIApi:
                     "output_format": "png",
                     "quality": quality,
                     "size": size,
-                    "usage": {
-                        "input_tokens": 300 * len(call.images) + len(call.prompt) // 4,
-                        "output_tokens": 4160,
-                        "total_tokens": 4160 + 300 * len(call.images),
-                        "input_tokens_details": {
-                            "image_tokens": 300 * len(call.images),
-                            "text_tokens": len(call.prompt) // 4,
-                        },
-                    },
+                    "usage": openai_images_usage(call.prompt, call.images, size=size, quality=quality),
                 }
             )
 
@@ -191,6 +185,7 @@ class OpenAIApi:
                 content = [{"type": "output_text", "text": "The person looks happy.", "annotations": []}]
             else:
                 content = [{"type": "output_text", "text": json.dumps(payload), "annotations": []}]
+            said = "".join(str(part.get("text") or part.get("refusal") or "") for part in content)
             return web.json_response(
                 {
                     "id": f"resp_{uuid.uuid4().hex}",
@@ -210,13 +205,7 @@ class OpenAIApi:
                     "parallel_tool_calls": True,
                     "tool_choice": "auto",
                     "tools": [],
-                    "usage": {
-                        "input_tokens": 800 * len(call.images) + len(call.prompt) // 4,
-                        "output_tokens": 60,
-                        "total_tokens": 860 * max(1, len(call.images)),
-                        "input_tokens_details": {"cached_tokens": 0},
-                        "output_tokens_details": {"reasoning_tokens": 0},
-                    },
+                    "usage": openai_responses_usage(call.prompt, call.images, output_text=said),
                 }
             )
 

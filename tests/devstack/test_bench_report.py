@@ -29,11 +29,15 @@ def test_a_quick_run_measures_and_writes_nothing(tmp_path: Path) -> None:
 def test_a_quick_cost_run_prices_the_default_and_the_one_sheet_pack_from_their_calls(tmp_path: Path) -> None:
     from devstack.bench import cost
     from devstack.bench.report import Options
-    from worker.providers.prices import IMAGE_PRICES
+    from shared.ai_models import CATALOGUE, TokenUsage
 
     rows = cost.measure(Options(quick=True, workdir=tmp_path))
     assert [row.name for row in rows] == ["consistency, 3x4", "consistency, 1x12"]
-    gemini = IMAGE_PRICES["gemini-3.1-flash-image"]
+    info = CATALOGUE[("gemini", "gemini-3.1-flash-image", "image")]
+    assert info.price is not None
+    # the image output tokens alone (the prompt and reference images are a fraction of a cent)
+    price = info.price
+    gemini = {size: price.cost(TokenUsage(output_image_tokens=n)) for size, n in info.image_tokens.items()}
     default, one_sheet = rows
     # passport + verify + pack QA; the anchor at 1K and 3 sheets or 1 sheet at 2K
     assert "· 4.0 image + 3.0 vision calls · 12.0/12 valid" in default.ours
@@ -43,4 +47,5 @@ def test_a_quick_cost_run_prices_the_default_and_the_one_sheet_pack_from_their_c
         usd = float(row.ours.split(" ")[0].lstrip("$"))
         assert round(images[row.name], 3) <= usd < images[row.name] + 0.01  # vision: under a cent
     assert default.ratio == 1.0 and one_sheet.ratio is not None and one_sheet.ratio < 0.5
-    assert one_sheet.met and not default.met and "missed" in default.note
+    # at the sourced prices (2K image $0.1008, 1K $0.0672) even the one-sheet pack misses the $0.15 target
+    assert not one_sheet.met and not default.met and "missed" in default.note

@@ -15,7 +15,7 @@ from devstack.render import VARIANTS
 from shared.outfits import get_outfit
 from tests.simulators.ai.helpers import RunningAiSim, photo
 from worker.context import MemoryArtefacts, RenderContext
-from worker.cost import CostLedger, MemoryUsageStore
+from worker.cost import CostLedger, MemoryUsageStore, UsageStore
 from worker.providers.base import Provider
 from worker.providers.chain import ChainPolicy, ProviderChain
 from worker.render import Pack, render_job
@@ -47,9 +47,11 @@ async def render(
     photo_name: str = "astronaut-portrait.png",
     outfit: str = "chef",
     artefacts: MemoryArtefacts | None = None,
+    store: UsageStore | None = None,
     **overrides: Any,
 ) -> Rendered:
-    """Render one pack through the simulator; never raises (the error is returned)."""
+    """Render one pack through the simulator; never raises (the error is returned). Calls are recorded in
+    ``store`` (e.g. ``api_usage`` through :class:`worker.cost.DbUsageStore`), in memory by default."""
     clients: list[Provider] = [aisim.gemini() if name == "gemini" else aisim.openai() for name in providers]
     chosen = settings(variant, **overrides)
     alerts: list[str] = []
@@ -70,7 +72,7 @@ async def render(
             clients, ChainPolicy(), image_slots=asyncio.Semaphore(9), alert=alert, sleep=no_wait
         ),
         ledger=CostLedger(
-            MemoryUsageStore(),
+            store or MemoryUsageStore(),
             job_id=None,
             created_at=datetime.now(UTC),
             max_cost_usd=chosen.job_max_cost_usd,

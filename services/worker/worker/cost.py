@@ -182,19 +182,31 @@ class CostLedger:
         once, not once each); free again once it drew an image (``content_trusted``)."""
         return self._probes.setdefault(provider, asyncio.Lock())
 
-    async def check_before_call(self, provider: str) -> None:
+    async def check_before_call(self, provider: str, *, estimate_usd: float = 0.0) -> None:
         """Refuse the next call when the job's ceiling or the day's budget is reached.
 
+        ``estimate_usd`` is what the call is expected to cost (:mod:`worker.providers.prices`: the price
+        table at the size asked); the ceiling refuses a call that would take the job past it. The daily
+        budget is the real spend (``api_usage``) only.
+
         Raises:
-            JobCostExceeded: the job spent ``JOB_MAX_COST_USD`` or more (logged ``JOB_COST_LIMIT``).
+            JobCostExceeded: the job spent ``JOB_MAX_COST_USD`` or more, or the call's estimate would take it
+                past that (logged ``JOB_COST_LIMIT``).
             ProviderUnavailable: (``budget``) the UTC day's spend reached ``DAILY_BUDGET_USD``.
         """
         spent = await self.spent()
-        if spent >= self.max_cost_usd:
+        if spent >= self.max_cost_usd or spent + estimate_usd > self.max_cost_usd:
             log.error(
-                "JOB_COST_LIMIT", job_id=str(self.job_id), spent_usd=round(spent, 4), limit=self.max_cost_usd
+                "JOB_COST_LIMIT",
+                job_id=str(self.job_id),
+                spent_usd=round(spent, 4),
+                estimate_usd=round(estimate_usd, 4),
+                limit=self.max_cost_usd,
             )
-            raise JobCostExceeded(f"the job spent {spent:.2f} USD of {self.max_cost_usd:.2f}")
+            raise JobCostExceeded(
+                f"the job spent {spent:.2f} USD of {self.max_cost_usd:.2f}"
+                + (f"; the next call (about {estimate_usd:.3f} USD) would pass it" if estimate_usd else "")
+            )
         if self.daily_budget_usd is not None and provider != "local":
             now = self.clock()
             day = await self.store.spend_since(datetime.combine(now.date(), datetime.min.time(), UTC))

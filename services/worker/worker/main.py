@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import sys
 from collections.abc import Awaitable, Callable
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from functools import partial
 from typing import Unpack
 
@@ -27,6 +27,7 @@ from shared.settings import settings_or_exit
 from shared.streams import Publisher
 from worker.cost import Alerter
 from worker.generation import Generator
+from worker.lifecycle import warn_model_shutdowns
 from worker.providers.factory import build_chain, build_providers
 from worker.render import PipelineRenderer, startup_fields
 from worker.settings import WorkerSettings
@@ -61,11 +62,24 @@ def alerter(db: Database, publisher: Publisher) -> Alerter:
     return alert
 
 
+#: How often the configured models' shutdown dates are looked at (the alert itself is once a day at most).
+LIFECYCLE_INTERVAL_SEC = 3600.0
+
+
 def duties(db: Database, publisher: Publisher, settings: WorkerSettings) -> list[Duty]:
     """The worker's periodic duties: crash recovery, auto-pause end and the ``stk:jobs`` outbox
-    reconciler, every ``RECONCILE_INTERVAL_SEC`` (:func:`worker.sweeper.sweep_once`)."""
+    reconciler, every ``RECONCILE_INTERVAL_SEC`` (:func:`worker.sweeper.sweep_once`); the configured
+    models' shutdown alert, hourly (:func:`worker.lifecycle.warn_model_shutdowns`)."""
     sweep = partial(sweep_once, db, publisher, settings)
-    return [Duty("sweeper", settings.reconcile_interval_sec, sweep, failed_event="SWEEP_FAILED")]
+    alert = alerter(db, publisher)
+
+    async def lifecycle() -> None:
+        await warn_model_shutdowns(settings.configured_models(), alert, today=datetime.now(UTC).date())
+
+    return [
+        Duty("sweeper", settings.reconcile_interval_sec, sweep, failed_event="SWEEP_FAILED"),
+        Duty("model_lifecycle", LIFECYCLE_INTERVAL_SEC, lifecycle, failed_event="MODEL_LIFECYCLE_FAILED"),
+    ]
 
 
 async def run(settings: WorkerSettings, **given: Unpack[Given]) -> int:

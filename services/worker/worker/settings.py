@@ -3,12 +3,22 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Annotated, Literal
 
-from pydantic import Field, SecretStr, field_validator
+from pydantic import Field, SecretStr, ValidationInfo, field_validator
 from pydantic_settings import NoDecode, SettingsConfigDict
 
+from shared.ai_models import Role, model_problem
 from shared.settings import BudgetSettings, CaptureSettings, ProviderName, ServiceSettings
+
+#: The model settings: field → (env name, provider, role).
+MODEL_SETTINGS: dict[str, tuple[str, ProviderName, Role]] = {
+    "gemini_image_model": ("GEMINI_IMAGE_MODEL", "gemini", "image"),
+    "openai_image_model": ("OPENAI_IMAGE_MODEL", "openai", "image"),
+    "gemini_vision_model": ("GEMINI_VISION_MODEL", "gemini", "vision"),
+    "openai_vision_model": ("OPENAI_VISION_MODEL", "openai", "vision"),
+}
 
 
 class PipelineSettings(BudgetSettings):
@@ -44,7 +54,10 @@ class PipelineSettings(BudgetSettings):
     - Providers: ``PRIMARY_AI_PROVIDER`` (gemini), ``FALLBACK_AI_PROVIDER`` (openai; empty = none),
       ``GEMINI_API_KEY``/``OPENAI_API_KEY`` (secrets; a provider without one is skipped),
       ``AI_BASE_URL_GEMINI``/``AI_BASE_URL_OPENAI`` (the simulator in dev and tests), models
-      ``GEMINI_IMAGE_MODEL``, ``OPENAI_IMAGE_MODEL``, ``GEMINI_VISION_MODEL``, ``OPENAI_VISION_MODEL``.
+      ``GEMINI_IMAGE_MODEL`` (gemini-3.1-flash-image), ``OPENAI_IMAGE_MODEL`` (gpt-image-2),
+      ``GEMINI_VISION_MODEL`` (gemini-3.5-flash-lite), ``OPENAI_VISION_MODEL`` (gpt-6.1-terra: OpenAI's
+      named replacement of gpt-5-mini, which shuts down on 2026-12-11). Each must be in
+      ``shared/ai_models.py``, priced and not past its shutdown (a start-up error naming the setting).
     - 429 backoff: ``RATE_LIMIT_DELAYS`` (5,15,30 s), ``RATE_LIMIT_MAX_HINT_SEC`` (a ``retryDelay`` hint
       is honoured up to 60 s), ``RATE_LIMIT_JITTER`` (up to +20 %); ``FALLBACK_ALERT_COOLDOWN_SEC``
       (600: one fallback alert per provider pair per 10 minutes).
@@ -116,7 +129,7 @@ class PipelineSettings(BudgetSettings):
     gemini_image_model: str = Field("gemini-3.1-flash-image", validation_alias="GEMINI_IMAGE_MODEL")
     openai_image_model: str = Field("gpt-image-2", validation_alias="OPENAI_IMAGE_MODEL")
     gemini_vision_model: str = Field("gemini-3.5-flash-lite", validation_alias="GEMINI_VISION_MODEL")
-    openai_vision_model: str = Field("gpt-5-mini", validation_alias="OPENAI_VISION_MODEL")
+    openai_vision_model: str = Field("gpt-6.1-terra", validation_alias="OPENAI_VISION_MODEL")
     rate_limit_delays: Annotated[tuple[float, ...], NoDecode] = Field(
         (5.0, 15.0, 30.0), validation_alias="RATE_LIMIT_DELAYS"
     )
@@ -127,6 +140,24 @@ class PipelineSettings(BudgetSettings):
     # cost
     job_max_cost_usd: float = Field(1.5, gt=0, validation_alias="JOB_MAX_COST_USD")
     image_rpd_warn_frac: float = Field(0.7, gt=0, le=1, validation_alias="IMAGE_RPD_WARN_FRAC")
+
+    @field_validator(*MODEL_SETTINGS)
+    @classmethod
+    def _model_usable(cls, value: str, info: ValidationInfo) -> str:
+        """A model in the catalogue, priced and not past its shutdown (:func:`shared.ai_models.check_model`,
+        today in UTC)."""
+        _env, provider, role = MODEL_SETTINGS[str(info.field_name)]
+        problem = model_problem(provider, value, role, today=datetime.now(UTC).date())
+        if problem is not None:
+            raise ValueError(problem)
+        return value
+
+    def configured_models(self) -> list[tuple[str, ProviderName, str, Role]]:
+        """(env name, provider, model, role) of every model setting."""
+        return [
+            (env, provider, str(getattr(self, name)), role)
+            for name, (env, provider, role) in MODEL_SETTINGS.items()
+        ]
 
     @field_validator("sticker_render_mode", mode="before")
     @classmethod

@@ -68,7 +68,7 @@ class RunningAiSim:
             KEY,
             base_url=f"{self.url}/v1",
             image_model="gpt-image-2",
-            vision_model="gpt-5-mini",
+            vision_model="gpt-6.1-terra",
             timeout_s=timeout_s,
         )
 

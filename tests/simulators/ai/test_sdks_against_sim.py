@@ -77,12 +77,13 @@ async def draw_sheet(aisim: RunningAiSim, name: str) -> bytes:
     """One ``sheet_request()`` image call from a fresh client of provider ``name``, closed afterwards."""
     client = provider(aisim, name)
     try:
-        return await client.generate_image(sheet_request(), timeout_s=30)
+        data, _usage = await client.generate_image(sheet_request(), timeout_s=30)
+        return data
     finally:
         await client.aclose()
 
 
-async def ask_passport(aisim: RunningAiSim, name: str) -> tuple[dict[str, Any], CallUsage]:
+async def ask_passport(aisim: RunningAiSim, name: str) -> tuple[dict[str, Any], CallUsage | None]:
     """One ``passport_request()`` vision call from a fresh client of provider ``name``, closed afterwards:
     the JSON answer and the usage."""
     client = provider(aisim, name)
@@ -122,7 +123,7 @@ async def test_a_sheet_comes_back_drawn_from_the_selfie_with_its_grid(aisim: Run
 async def test_a_vision_call_answers_the_passport_as_json(aisim: RunningAiSim, name: str) -> None:
     answer, usage = await ask_passport(aisim, name)
     assert answer["skin_tone_hex"].startswith("#") and len(answer["face_box"]) == 4
-    assert usage.input_tokens > 0
+    assert usage is not None and usage.input_text_tokens > 0
 
 
 VISION_FAULTS = [

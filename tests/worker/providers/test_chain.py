@@ -15,6 +15,7 @@ from uuid import uuid4
 import pytest
 from PIL import Image
 
+from shared.ai_models import CATALOGUE, TokenUsage
 from shared.errors import (
     ContentRefused,
     ErrorClass,
@@ -50,6 +51,13 @@ REQUEST = ImageRequest(
 VISION = VisionRequest(kind="passport", prompt="p", images=(), schema={})
 
 
+#: What the scripted answers report: a 2K image with one reference image, and a vision answer that reasoned.
+IMAGE_USAGE = TokenUsage(input_text_tokens=200, input_image_tokens=1120, output_image_tokens=1680)
+VISION_USAGE = TokenUsage(input_text_tokens=1000, output_text_tokens=100, reasoning_tokens=50)
+#: Gemini 3.1 Flash Image: $0.50 per 1M input tokens, $60 per 1M image output tokens (shared/ai_models.py).
+GEMINI_IMAGE_USD = (200 * 0.50 + 1120 * 0.50 + 1680 * 60.0) / 1e6
+
+
 def err(error_class: ErrorClass, retry_after_s: float | None = None) -> ProviderCallError:
     return ProviderCallError(error_class, f"scripted {error_class}", status=429, retry_after_s=retry_after_s)
 
@@ -60,7 +68,7 @@ class Scripted:
     def __init__(self, name: str, *outcomes: Outcome) -> None:
         self.name = name
         self.image_model = "gemini-3.1-flash-image" if name == "gemini" else "gpt-image-2"
-        self.vision_model = "gemini-3.5-flash-lite" if name == "gemini" else "gpt-5-mini"
+        self.vision_model = "gemini-3.5-flash-lite" if name == "gemini" else "gpt-6.1-terra"
         self.outcomes = list(outcomes)
         self.calls = 0
 
@@ -73,14 +81,16 @@ class Scripted:
             return await outcome()
         return outcome
 
-    async def generate_image(self, request: ImageRequest, *, timeout_s: float) -> bytes:
-        return await self._next()
+    async def generate_image(
+        self, request: ImageRequest, *, timeout_s: float
+    ) -> tuple[bytes, CallUsage | None]:
+        return await self._next(), IMAGE_USAGE
 
     async def vision_json(
         self, request: VisionRequest, *, timeout_s: float
-    ) -> tuple[dict[str, Any], CallUsage]:
+    ) -> tuple[dict[str, Any], CallUsage | None]:
         await self._next()
-        return {"ok": True}, CallUsage(1000, 100)
+        return {"ok": True}, VISION_USAGE
 
     async def aclose(self) -> None:
         return None
@@ -275,9 +285,39 @@ async def test_every_call_is_recorded_as_it_happens_with_its_outcome_and_cost() 
         ("gemini", "sheet", "image", "ok"),
         ("gemini", "passport", "vision", "ok"),
     ]
-    assert calls[0].cost_usd == 0 and calls[1].cost_usd == pytest.approx(0.067)
-    assert calls[2].cost_usd == pytest.approx((1000 * 0.10 + 100 * 0.40) / 1e6)
+    assert calls[0].cost_usd == 0 and calls[0].usage is None  # a 429 is not billed and reports nothing
+    assert calls[1].cost_usd == pytest.approx(GEMINI_IMAGE_USD) and calls[1].usage == IMAGE_USAGE
+    # gemini-3.5-flash-lite: $0.30 per 1M input, $2.50 per 1M output, thinking billed as output
+    assert calls[2].cost_usd == pytest.approx((1000 * 0.30 + (100 + 50) * 2.50) / 1e6)
+    assert calls[2].usage == VISION_USAGE
     assert job.attempt_spend == pytest.approx(calls[1].cost_usd + calls[2].cost_usd)
+
+
+async def test_each_call_costs_its_reported_usage_times_its_models_sourced_price() -> None:
+    """The cost is the answer's usage at its own model's price: the same tokens from the OpenAI image
+    model cost what gpt-image-2's rates say (text $5, image input $8, image output $30 per 1M), not a
+    per-image list price."""
+    store = MemoryUsageStore()
+    await chain(Scripted("openai"), recorder=Recorder()).image(REQUEST, ledger(store))
+    [(_at, call)] = store.calls
+    price = CATALOGUE[("openai", "gpt-image-2", "image")].price
+    assert price is not None and price.source.startswith("https://developers.openai.com")
+    assert call.cost_usd == pytest.approx((200 * 5.0 + 1120 * 8.0 + 1680 * 30.0) / 1e6)
+    assert call.cost_usd == pytest.approx(price.cost(IMAGE_USAGE))
+
+
+async def test_an_answer_without_usage_is_charged_the_estimate_for_the_size_asked() -> None:
+    class Silent(Scripted):
+        async def generate_image(
+            self, request: ImageRequest, *, timeout_s: float
+        ) -> tuple[bytes, CallUsage | None]:
+            return await self._next(), None
+
+    store = MemoryUsageStore()
+    await chain(Silent("gemini"), recorder=Recorder()).image(REQUEST, ledger(store))
+    [(_at, call)] = store.calls
+    # the prompt "p" (1 token) and a 2K image (1680 tokens at $60 per 1M), no reference images
+    assert call.usage is None and call.cost_usd == pytest.approx((1 * 0.50 + 1680 * 60.0) / 1e6)
 
 
 async def test_the_job_cost_ceiling_is_checked_before_every_call() -> None:
@@ -298,9 +338,10 @@ async def test_the_job_cost_ceiling_is_checked_before_every_call() -> None:
     job = ledger(store, job_id=job_id)
     gemini = Scripted("gemini")
     tight = chain(gemini, recorder=Recorder())
-    await tight.image(REQUEST, job)  # 1.45 spent by an earlier attempt: this call is still allowed
-    with pytest.raises(JobCostExceeded):
-        await tight.image(REQUEST, job)  # 1.517 spent: refused before the call
+    vision = await tight.vision(VISION, job)  # 1.45 spent by an earlier attempt: a vision call still fits
+    assert vision == {"ok": True}
+    with pytest.raises(JobCostExceeded, match="the next call"):
+        await tight.image(REQUEST, job)  # a 2K sheet (about 0.10 USD) would pass 1.50: refused before
     assert gemini.calls == 1
 
 
@@ -412,7 +453,8 @@ async def test_an_image_that_is_not_an_image_is_invalid_billed_and_falls_back(an
     assert result.provider == "openai" and result.image.shape == (64, 64, 3)
     [bad, good] = [call for _at, call in store.calls]
     assert (bad.provider, bad.outcome, good.provider, good.outcome) == ("gemini", "invalid", "openai", "ok")
-    assert bad.cost_usd == pytest.approx(0.067)  # the provider billed it
+    assert bad.cost_usd == pytest.approx(GEMINI_IMAGE_USD)  # the provider billed it: its reported usage
+    assert bad.usage == IMAGE_USAGE
 
 
 async def test_a_call_cancelled_in_flight_is_recorded_and_one_not_yet_sent_is_not() -> None:
@@ -434,7 +476,8 @@ async def test_a_call_cancelled_in_flight_is_recorded_and_one_not_yet_sent_is_no
         task.cancel()
     await asyncio.gather(sent, waiting, return_exceptions=True)
     assert [(c.provider, c.outcome) for _at, c in store.calls] == [("gemini", "cancelled")]
-    assert store.calls[0][1].cost_usd == pytest.approx(0.067)
+    # at the estimate (the answer never came): prompt "p" and a 2K image
+    assert store.calls[0][1].cost_usd == pytest.approx((1 * 0.50 + 1680 * 60.0) / 1e6)
 
 
 async def parallel_refusals(fallback: Scripted) -> tuple[Scripted, list[object]]:

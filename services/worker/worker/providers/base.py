@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 from cartoon.grammar import DrawSpec, ImageKind, ImageRole
+from shared.ai_models import TokenUsage
 from shared.errors import ErrorClass, StickerBoothError
 from shared.logging import redact
 
@@ -92,12 +93,9 @@ class VisionRequest:
     contact_grid: tuple[int, int] = (4, 3)
 
 
-@dataclass(frozen=True, slots=True)
-class CallUsage:
-    """Tokens a vision call used, as the provider reported them (0 when it did not)."""
-
-    input_tokens: int = 0
-    output_tokens: int = 0
+#: The tokens a call used, as the provider's answer reported them, by how they are billed
+#: (:class:`shared.ai_models.TokenUsage`); ``None`` where an answer reported none.
+CallUsage = TokenUsage
 
 
 class ProviderCallError(StickerBoothError):
@@ -118,6 +116,8 @@ class ProviderCallError(StickerBoothError):
         param: for ``config``, the field the provider named, when it named one (``input_fidelity``).
         alert: for ``config``, the admins' alert naming the setting to fix (set by the chain, which knows
             the model and its role; secret-free).
+        usage: what the billed answer reported it used (the call is recorded at that, not at the
+            estimate), when it reported it.
     """
 
     def __init__(
@@ -136,6 +136,11 @@ class ProviderCallError(StickerBoothError):
         self.cause = cause
         self.param = param
         self.alert: str | None = None
+        usage: CallUsage | None = None,
+    ) -> None:
+        self.error_class = error_class
+        self.billed = billed
+        self.usage = usage
         self.message = redact(message)[:500]
         self.status = status
         self.retry_after_s = retry_after_s
@@ -168,8 +173,11 @@ class Provider(Protocol):
     image_model: str
     vision_model: str
 
-    async def generate_image(self, request: ImageRequest, *, timeout_s: float) -> bytes:
-        """The generated image's bytes (PNG or JPEG).
+    async def generate_image(
+        self, request: ImageRequest, *, timeout_s: float
+    ) -> tuple[bytes, CallUsage | None]:
+        """The generated image's bytes (PNG or JPEG) and the tokens the answer reported it used (``None``
+        when it reported none: the call is then charged at the estimate).
 
         Raises:
             ProviderCallError: classified failure, including a response without an image.
@@ -178,8 +186,9 @@ class Provider(Protocol):
 
     async def vision_json(
         self, request: VisionRequest, *, timeout_s: float
-    ) -> tuple[dict[str, Any], CallUsage]:
-        """The model's JSON answer (an object) and the tokens it used.
+    ) -> tuple[dict[str, Any], CallUsage | None]:
+        """The model's JSON answer (an object) and the tokens the answer reported it used (``None`` when
+        it reported none).
 
         Raises:
             ProviderCallError: classified failure, including an answer that is not a JSON object.

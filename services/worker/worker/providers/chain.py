@@ -67,14 +67,15 @@ import numpy as np
 import numpy.typing as npt
 import structlog
 
+from shared.ai_models import Role
 from shared.errors import ContentRefused, ErrorClass, JobError, ProviderUnavailable, RetryableJobError
 from shared.repositories.usage import ApiCall
 from worker.cost import Alerter, CostLedger
-from worker.providers.base import ImageRequest, Provider, ProviderCallError, VisionRequest
+from worker.providers.base import CallUsage, ImageRequest, Provider, ProviderCallError, VisionRequest
 from worker.providers.budget import FleetBudget
 from worker.providers.classify import classify_exception, config_alert
 from worker.providers.images import decode_output
-from worker.providers.prices import image_cost, vision_cost
+from worker.providers.prices import call_cost, estimate_image, estimate_vision
 
 __all__ = ["ChainPolicy", "ImageResult", "ProviderChain"]
 
@@ -112,12 +113,11 @@ class ChainPolicy:
 class _Call(Generic[T]):
     """One request as the chain sends it to any provider."""
 
-    call_type: str  # image | vision
+    call_type: Role  # image | vision
     kind: str  # sheet, anchor, passport, ...
     size: str | None  # 1K | 2K for images
-    send: Callable[[Provider], Awaitable[T]]
-    cost: Callable[[Provider, T], float]  # USD of a successful answer
-    price: Callable[[Provider], float]  # USD of an answer billed but unusable, or cancelled in flight
+    send: Callable[[Provider], Awaitable[tuple[T, CallUsage | None]]]  # the answer and its usage
+    estimate: Callable[[Provider], float]  # USD expected before the call (prices.estimate_*)
     slots: asyncio.Semaphore | None = None  # held while the request is in flight (image calls)
 
 
@@ -185,25 +185,22 @@ class ProviderChain:
             NoFaceError: the ``local`` provider found no face.
         """
 
-        async def call(provider: Provider) -> ImageResult:
-            data = await asyncio.wait_for(
+        async def call(provider: Provider) -> tuple[ImageResult, CallUsage | None]:
+            data, usage = await asyncio.wait_for(
                 provider.generate_image(request, timeout_s=self.policy.image_timeout_s),
                 self.policy.image_timeout_s + self.policy.image_guard_s,
             )
             try:
                 image = await asyncio.to_thread(decode_output, data)
             except ProviderCallError as exc:  # bytes that are not an image: invalid, but billed
-                raise ProviderCallError(exc.error_class, exc.message, billed=True) from exc
-            return ImageResult(data=data, provider=provider.name, image=image)
+                raise ProviderCallError(exc.error_class, exc.message, billed=True, usage=usage) from exc
+            return ImageResult(data=data, provider=provider.name, image=image), usage
 
-        def price(provider: Provider) -> float:
-            return image_cost(provider.image_model, request.size)
-
-        def cost(provider: Provider, _result: ImageResult) -> float:
-            return price(provider)
+        def estimate(provider: Provider) -> float:
+            return estimate_image(provider.name, provider.image_model, request)
 
         return await self._run(
-            _Call("image", request.kind, request.size, call, cost, price, self.image_slots), ledger
+            _Call("image", request.kind, request.size, call, estimate, self.image_slots), ledger
         )
 
     async def vision(
@@ -216,19 +213,16 @@ class ProviderChain:
             The same as :meth:`image`.
         """
         timeout = timeout_s if timeout_s is not None else self.policy.vision_timeout_s
-        usage: dict[str, Any] = {}
 
-        async def call(provider: Provider) -> dict[str, Any]:
-            answer, used = await asyncio.wait_for(
+        async def call(provider: Provider) -> tuple[dict[str, Any], CallUsage | None]:
+            return await asyncio.wait_for(
                 provider.vision_json(request, timeout_s=timeout), timeout + self.policy.vision_guard_s
             )
-            usage[provider.name] = used
-            return answer
 
-        def cost(provider: Provider, _answer: dict[str, Any]) -> float:
-            return vision_cost(provider.vision_model, usage[provider.name])
+        def estimate(provider: Provider) -> float:
+            return estimate_vision(provider.name, provider.vision_model, request)
 
-        return await self._run(_Call("vision", request.kind, None, call, cost, lambda _p: 0.0), ledger)
+        return await self._run(_Call("vision", request.kind, None, call, estimate), ledger)
 
     async def _run(self, call: _Call[T], ledger: CostLedger) -> T:
         refused = await ledger.content_refusals()  # live: parallel calls of the job add to it
@@ -276,8 +270,16 @@ class ProviderChain:
         model = provider.image_model if call.call_type == "image" else provider.vision_model
         delays = self.policy.rate_limit_delays
 
+        def charge(usage: CallUsage | None, estimate: float) -> float:
+            """The reported usage at its price; the estimate when the answer reported none."""
+            return estimate if usage is None else call_cost(provider.name, model, call.call_type, usage)
+
         async def record(
-            started: float | None, outcome: str, cost_usd: float, error: str | None = None
+            started: float | None,
+            outcome: str,
+            cost_usd: float,
+            error: str | None = None,
+            usage: CallUsage | None = None,
         ) -> None:
             await ledger.record(
                 ApiCall(
@@ -290,23 +292,25 @@ class ProviderChain:
                     latency_s=0.0 if started is None else self.clock() - started,
                     image_size=call.size,
                     error=error,
+                    usage=usage,
                 )
             )
 
         for retry in range(len(delays) + 1):
-            await ledger.check_before_call(provider.name)
+            estimate = call.estimate(provider)
+            await ledger.check_before_call(provider.name, estimate_usd=estimate)
             started: float | None = None  # set once the request is on its way
             try:
                 async with call.slots or contextlib.nullcontext(), self._fleet_slot(provider, call):
                     started = self.clock()
-                    result = await call.send(provider)
+                    result, usage = await call.send(provider)
             except JobError:
                 raise
 
             except asyncio.CancelledError:  # sent, then abandoned (a sibling stopped the job, a budget)
                 if started is not None:
                     with contextlib.suppress(Exception, asyncio.CancelledError):
-                        await asyncio.shield(record(started, "cancelled", call.price(provider), "cancelled"))
+                        await asyncio.shield(record(started, "cancelled", estimate, "cancelled"))
                 raise
             except Exception as exc:  # every SDK, transport and timeout error is classified here
                 if started is None and isinstance(exc, ProviderCallError):
@@ -315,10 +319,10 @@ class ProviderChain:
                 if error.error_class is ErrorClass.CONFIG:
                     error.alert = config_alert(provider.name, call.call_type, model, error)
             else:
-                await record(started, "ok", call.cost(provider, result))
+                await record(started, "ok", charge(usage, estimate), usage=usage)
                 return result
-            billed = call.price(provider) if error.billed else 0.0
-            await record(started, str(error.error_class), billed, error.message)
+            billed = charge(error.usage, estimate) if error.billed else 0.0
+            await record(started, str(error.error_class), billed, error.message, error.usage)
             if error.error_class is ErrorClass.RATE_LIMIT and self.budget is not None:
                 # every replica holds this provider's calls (also when this call gives up on it)
                 await self.budget.cool_down(provider.name, self._hold(error, retry))

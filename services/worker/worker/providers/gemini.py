@@ -14,6 +14,8 @@ A response without an image part is never an empty success (REFERENCE.md "Gemini
 ``IMAGE_PROHIBITED_CONTENT``, ``BLOCKLIST``, ``SPII``) is ``content``; any other answer without an image
 (``NO_IMAGE``, ``RECITATION``, text only) is ``invalid``. The same holds for vision answers; only
 an image call's ``content`` stops a job (:mod:`worker.providers.chain`).
+
+Every answer's ``usageMetadata`` is returned with it (:func:`gemini_usage`), for its cost.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from google.genai import types
 from shared.errors import ErrorClass
 from worker.providers.base import CallUsage, ImageRequest, ProviderCallError, VisionRequest, json_object
 
-__all__ = ["CONTENT_FINISH_REASONS", "GeminiProvider"]
+__all__ = ["CONTENT_FINISH_REASONS", "GeminiProvider", "gemini_usage"]
 
 #: ``Candidate.finishReason`` values that are a content refusal (the model's or the image filter's policy
 #: blocked this request, its selfie included): ``content``. ``RECITATION`` / ``IMAGE_RECITATION`` (the
@@ -40,6 +42,47 @@ CONTENT_FINISH_REASONS = frozenset(
 
 def _ms(seconds: float) -> int:
     return max(1, round(seconds * 1000))
+
+
+def _image_tokens(details: list[types.ModalityTokenCount] | None) -> int | None:
+    """The ``IMAGE`` tokens of a per-modality breakdown, or ``None`` when the answer gave none."""
+    if not details:
+        return None
+    return sum(int(d.token_count or 0) for d in details if d.modality == types.MediaModality.IMAGE)
+
+
+def gemini_usage(
+    meta: types.GenerateContentResponseUsageMetadata | None, *, image_answer: bool
+) -> CallUsage | None:
+    """The billed tokens of an answer's ``usageMetadata`` (google-genai ``types.py``; Gemini's pricing
+    page bills input per token whatever its modality, image output at the image rate, text and
+    "thinking" output at the text rate):
+
+    - ``promptTokenCount`` (plus ``toolUsePromptTokenCount``) is input; its ``IMAGE`` share in
+      ``promptTokensDetails`` is image input;
+    - ``candidatesTokenCount`` is output; its ``IMAGE`` share in ``candidatesTokensDetails`` is image
+      output, the rest text; an image answer without that breakdown is counted as image output (errs
+      high);
+    - ``thoughtsTokenCount`` (not part of ``candidatesTokenCount``: ``totalTokenCount`` adds both) is
+      reasoning, billed as output text.
+
+    ``None`` when the answer reported no usage.
+    """
+    if meta is None or (meta.prompt_token_count is None and meta.candidates_token_count is None):
+        return None
+    prompt = int(meta.prompt_token_count or 0) + int(meta.tool_use_prompt_token_count or 0)
+    candidates = int(meta.candidates_token_count or 0)
+    prompt_images = _image_tokens(meta.prompt_tokens_details) or 0
+    output_images = _image_tokens(meta.candidates_tokens_details)
+    if output_images is None:
+        output_images = candidates if image_answer else 0
+    return CallUsage(
+        input_text_tokens=prompt - prompt_images,
+        input_image_tokens=prompt_images,
+        output_text_tokens=candidates - output_images,
+        output_image_tokens=output_images,
+        reasoning_tokens=int(meta.thoughts_token_count or 0),
+    )
 
 
 class GeminiProvider:
@@ -81,9 +124,11 @@ class GeminiProvider:
         parts.append(prompt)
         return parts
 
-    async def generate_image(self, request: ImageRequest, *, timeout_s: float) -> bytes:
+    async def generate_image(
+        self, request: ImageRequest, *, timeout_s: float
+    ) -> tuple[bytes, CallUsage | None]:
         """One image from ``generate_content`` with ``responseModalities=[IMAGE]`` and the image config
-        (aspect ratio, ``1K``/``2K``).
+        (aspect ratio, ``1K``/``2K``), and the answer's usage (:func:`gemini_usage`).
 
         Raises:
             ProviderCallError: classified by the caller from the SDK error, or ``content``/``invalid``
@@ -101,7 +146,7 @@ class GeminiProvider:
             for part in (candidate.content.parts if candidate.content else None) or []:
                 blob = part.inline_data
                 if blob is not None and blob.data and (blob.mime_type or "").startswith("image/"):
-                    return bytes(blob.data)
+                    return bytes(blob.data), gemini_usage(response.usage_metadata, image_answer=True)
         raise self._no_image(response)
 
     @staticmethod
@@ -121,9 +166,9 @@ class GeminiProvider:
 
     async def vision_json(
         self, request: VisionRequest, *, timeout_s: float
-    ) -> tuple[dict[str, Any], CallUsage]:
+    ) -> tuple[dict[str, Any], CallUsage | None]:
         """A JSON object from ``generate_content`` with ``responseMimeType=application/json`` and the
-        request's schema.
+        request's schema, and the answer's usage (:func:`gemini_usage`).
 
         Raises:
             ProviderCallError: ``content`` for a blocked answer, ``invalid`` for one that is not a JSON
@@ -145,13 +190,7 @@ class GeminiProvider:
         )
         if not text:
             raise self._no_image(response)
-        data = json_object(text)
-        meta = response.usage_metadata
-        usage = CallUsage(
-            input_tokens=int(meta.prompt_token_count or 0) if meta else 0,
-            output_tokens=int(meta.candidates_token_count or 0) if meta else 0,
-        )
-        return data, usage
+        return json_object(text), gemini_usage(response.usage_metadata, image_answer=False)
 
     async def aclose(self) -> None:
         """Close the SDK client and our HTTP session."""

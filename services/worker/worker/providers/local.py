@@ -31,8 +31,8 @@ class LocalProvider:
     def __init__(self, catalog: Mapping[str, Outfit]) -> None:
         self._catalog = catalog
 
-    async def generate_image(self, request: ImageRequest, *, timeout_s: float) -> bytes:
-        """A PNG of what ``request.spec`` describes.
+    async def generate_image(self, request: ImageRequest, *, timeout_s: float) -> tuple[bytes, CallUsage]:
+        """A PNG of what ``request.spec`` describes (no tokens: the offline renderer bills nothing).
 
         Raises:
             NoFaceError: the guest's photo has no face (permanent).
@@ -44,7 +44,7 @@ class LocalProvider:
             return encode_png(draw_request(request.kind, request.spec, images, self._catalog))
 
         try:
-            return await asyncio.to_thread(draw)
+            return await asyncio.to_thread(draw), CallUsage()
         except UnanswerableRequest as exc:
             raise ProviderCallError(ErrorClass.INVALID, str(exc)) from exc
 

@@ -18,6 +18,8 @@ as a 400 (``moderation_blocked``, or ``content_policy_violation`` from the DALLÂ
 classified in :mod:`worker.providers.classify`). A ``refusal`` part in a vision answer (the model declines
 to judge the images) is ``invalid``: an unusable answer, never a content refusal of the selfie, so it
 only costs that vision step its answer (QA accepts, the passport is skipped).
+
+Every answer's ``usage`` is returned with it (:func:`images_usage`, :func:`responses_usage`), for its cost.
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ import binascii
 from typing import Any, Literal
 
 import openai
+from openai.types import ImagesResponse
+from openai.types.responses import ResponseUsage
 
 from shared.errors import ErrorClass
 from worker.providers.base import (
@@ -38,7 +42,7 @@ from worker.providers.base import (
     json_object,
 )
 
-__all__ = ["HIGH_FIDELITY_MODELS", "OpenAIProvider"]
+__all__ = ["HIGH_FIDELITY_MODELS", "OpenAIProvider", "images_usage", "responses_usage"]
 
 #: The image models that take ``input_fidelity="high"`` on an edit (openai 3.51.0
 #: ``types/image_edit_params.py``); every other model is sent no ``input_fidelity`` at all.
@@ -59,6 +63,38 @@ def _file(index: int, image: InputImage) -> tuple[str, bytes, str]:
 
 def _data_url(image: InputImage) -> str:
     return f"data:{image.mime};base64,{base64.b64encode(image.data).decode()}"
+
+
+def images_usage(response: ImagesResponse) -> CallUsage | None:
+    """The billed tokens of an image answer's ``usage`` (openai ``types/images_response.py``: text and
+    image input tokens in ``input_tokens_details``; ``output_tokens`` split in ``output_tokens_details``
+    when given, else all image tokens), or ``None`` when it reported none."""
+    usage = response.usage
+    if usage is None:
+        return None
+    details = usage.output_tokens_details
+    image_out = usage.output_tokens if details is None else details.image_tokens
+    return CallUsage(
+        input_text_tokens=usage.input_tokens_details.text_tokens,
+        input_image_tokens=usage.input_tokens_details.image_tokens,
+        output_text_tokens=usage.output_tokens - image_out,
+        output_image_tokens=image_out,
+    )
+
+
+def responses_usage(usage: ResponseUsage | None) -> CallUsage | None:
+    """The billed tokens of a Responses answer's ``usage`` (openai ``types/responses/response_usage.py``):
+    ``input_tokens`` (text and images, one input rate), ``output_tokens`` of which
+    ``output_tokens_details.reasoning_tokens`` are reasoning (billed as output); ``None`` when it
+    reported none."""
+    if usage is None:
+        return None
+    reasoning = usage.output_tokens_details.reasoning_tokens if usage.output_tokens_details else 0
+    return CallUsage(
+        input_text_tokens=usage.input_tokens,
+        output_text_tokens=usage.output_tokens - reasoning,
+        reasoning_tokens=reasoning,
+    )
 
 
 class OpenAIProvider:
@@ -82,8 +118,11 @@ class OpenAIProvider:
             api_key=api_key, base_url=base_url, max_retries=0, timeout=timeout_s
         )
 
-    async def generate_image(self, request: ImageRequest, *, timeout_s: float) -> bytes:
-        """One PNG from ``images.edit`` (references given) or ``images.generate``.
+    async def generate_image(
+        self, request: ImageRequest, *, timeout_s: float
+    ) -> tuple[bytes, CallUsage | None]:
+        """One PNG from ``images.edit`` (references given) or ``images.generate``, and the answer's usage
+        (:func:`images_usage`).
 
         Raises:
             openai.OpenAIError: the SDK's errors (classified by the chain).
@@ -119,15 +158,16 @@ class OpenAIProvider:
         for item in response.data or []:
             if item.b64_json:
                 try:
-                    return base64.b64decode(item.b64_json, validate=True)
+                    return base64.b64decode(item.b64_json, validate=True), images_usage(response)
                 except binascii.Error as exc:
                     raise ProviderCallError(ErrorClass.INVALID, f"b64_json is not base64: {exc}") from exc
         raise ProviderCallError(ErrorClass.INVALID, "no image in the answer")
 
     async def vision_json(
         self, request: VisionRequest, *, timeout_s: float
-    ) -> tuple[dict[str, Any], CallUsage]:
-        """A JSON object from the Responses API with a JSON-schema text format.
+    ) -> tuple[dict[str, Any], CallUsage | None]:
+        """A JSON object from the Responses API with a JSON-schema text format, and the answer's usage
+        (:func:`responses_usage`).
 
         Raises:
             openai.OpenAIError: the SDK's errors (classified by the chain).
@@ -147,13 +187,7 @@ class OpenAIProvider:
             for part in getattr(item, "content", None) or []:
                 if getattr(part, "type", "") == "refusal":
                     raise ProviderCallError(ErrorClass.INVALID, f"refused: {getattr(part, 'refusal', '')}")
-        text = response.output_text
-        data = json_object(text)
-        usage = response.usage
-        return data, CallUsage(
-            input_tokens=int(usage.input_tokens) if usage else 0,
-            output_tokens=int(usage.output_tokens) if usage else 0,
-        )
+        return json_object(response.output_text), responses_usage(response.usage)
 
     async def aclose(self) -> None:
         """Close the SDK's HTTP client."""

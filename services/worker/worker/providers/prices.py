@@ -1,56 +1,85 @@
-"""What a provider call costs: the one price table (USD), per model and image size.
+"""What a provider call costs, from the one price table: :data:`shared.ai_models.CATALOGUE` (USD per
+million tokens of each kind, each price with its source and the day it was read).
 
-Image calls are billed per image at the size asked for; vision calls per token (USD per million input
-and output tokens), with a flat estimate when a provider does not report tokens. Prices as listed on
-ai.google.dev/pricing and openai.com/api/pricing for the default models of spec/002; check them before
-an event and change them here only. An unknown model is billed at the dearest known price of its kind,
-so the cost ceiling errs on the safe side. Failed calls cost nothing (providers do not bill errors).
+- **A call that answered** costs the usage its answer reported times its model's price
+  (:func:`call_cost`): Gemini ``usageMetadata``, OpenAI's ``usage`` on image and Responses answers,
+  mapped to :class:`shared.ai_models.TokenUsage` by the adapters.
+- **Before a call** the job's ceiling (``JOB_MAX_COST_USD``) is checked against an estimate
+  (:func:`estimate_image`, :func:`estimate_vision`): the prompt's text at 4 characters a token (both
+  vendors' rule of thumb: ai.google.dev/gemini-api/docs/tokens, OpenAI's tokenizer guide), each
+  reference image at the model's documented input tokens per image, and, for an image, the image-output
+  tokens of the size asked (:attr:`shared.ai_models.ModelInfo.image_tokens`, the dearest aspect we ask at
+  that size); for a vision answer an allowance of :data:`VISION_OUTPUT_ALLOWANCE` tokens of text and
+  reasoning (not a documented figure: our JSON answers are a few hundred tokens, reasoning varies).
+- **The estimate is also the charge** of an answer that reported no usage, of a billed but unusable
+  answer without usage, and of a call cancelled in flight (the provider may still bill it).
+- Failed calls cost nothing (the providers do not bill errors).
+
+Every model the worker calls is priced: the worker refuses to start on one that is not
+(:func:`shared.ai_models.check_model`), so an unpriced model here is a programming error (``LookupError``).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
 
-from worker.providers.base import CallUsage
+from shared.ai_models import ModelInfo, Price, Role, TokenUsage, lookup
+from worker.providers.base import ImageRequest, VisionRequest
 
-__all__ = ["IMAGE_PRICES", "VISION_PRICES", "VisionPrice", "image_cost", "vision_cost"]
+__all__ = [
+    "VISION_OUTPUT_ALLOWANCE",
+    "call_cost",
+    "estimate_image",
+    "estimate_vision",
+    "model_price",
+]
 
-#: USD per generated image, by model and size (``1K``: about 1024 px on the long side, ``2K``: 2048).
-IMAGE_PRICES: dict[str, dict[str, float]] = {
-    "gemini-3.1-flash-image": {"1K": 0.039, "2K": 0.067},
-    "gemini-3-pro-image": {"1K": 0.134, "2K": 0.134},
-    "gpt-image-2": {"1K": 0.063, "2K": 0.25},  # 1K at medium quality, 2K sheets at high quality
-    "local": {"1K": 0.0, "2K": 0.0},
-}
-
-
-@dataclass(frozen=True, slots=True)
-class VisionPrice:
-    """USD per million input and output tokens, and the flat USD estimate when no usage is reported."""
-
-    input_per_m: float
-    output_per_m: float
-    flat: float
+#: Output tokens (text and reasoning) assumed for a vision answer before it is sent.
+VISION_OUTPUT_ALLOWANCE = 2000
 
 
-VISION_PRICES: dict[str, VisionPrice] = {
-    "gemini-3.5-flash-lite": VisionPrice(0.10, 0.40, 0.001),
-    "gpt-5-mini": VisionPrice(0.25, 2.00, 0.003),
-    "local": VisionPrice(0.0, 0.0, 0.0),
-}
+def _info(provider: str, model: str, role: Role) -> tuple[ModelInfo, Price]:
+    info = lookup(provider, model, role)
+    if info is None or info.price is None:
+        raise LookupError(f"no sourced price for {provider} {role} model {model!r} (shared/ai_models.py)")
+    return info, info.price
 
 
-def image_cost(model: str, size: str) -> float:
-    """USD for one image of ``size`` (``1K``/``2K``) from ``model``."""
-    prices = IMAGE_PRICES.get(model)
-    if prices is None:
-        return max(p.get(size, max(p.values())) for p in IMAGE_PRICES.values())
-    return prices.get(size, max(prices.values()))
+def model_price(provider: str, model: str, role: Role) -> Price:
+    """The sourced price of ``model``.
+
+    Raises:
+        LookupError: the model is not in the catalogue or has no price.
+    """
+    return _info(provider, model, role)[1]
 
 
-def vision_cost(model: str, usage: CallUsage) -> float:
-    """USD for one vision call of ``model`` that used ``usage`` tokens."""
-    price = VISION_PRICES.get(model) or max(VISION_PRICES.values(), key=lambda p: p.output_per_m)
-    if usage.input_tokens == 0 and usage.output_tokens == 0:
-        return price.flat
-    return (usage.input_tokens * price.input_per_m + usage.output_tokens * price.output_per_m) / 1e6
+def call_cost(provider: str, model: str, role: Role, usage: TokenUsage) -> float:
+    """USD of one answered call: the usage it reported times its model's price."""
+    return model_price(provider, model, role).cost(usage)
+
+
+def _text_tokens(prompt: str) -> int:
+    return math.ceil(len(prompt) / 4)
+
+
+def estimate_image(provider: str, model: str, request: ImageRequest) -> float:
+    """USD one image call of ``request`` is expected to cost (see the module docstring)."""
+    info, price = _info(provider, model, "image")
+    usage = TokenUsage(
+        input_text_tokens=_text_tokens(request.prompt),
+        input_image_tokens=info.input_image_tokens * len(request.images),
+        output_image_tokens=info.image_tokens.get(request.size, max(info.image_tokens.values(), default=0)),
+    )
+    return price.cost(usage)
+
+
+def estimate_vision(provider: str, model: str, request: VisionRequest) -> float:
+    """USD one vision call of ``request`` is expected to cost (see the module docstring)."""
+    info, price = _info(provider, model, "vision")
+    usage = TokenUsage(
+        input_text_tokens=_text_tokens(request.prompt),
+        input_image_tokens=info.input_image_tokens * len(request.images),
+        output_text_tokens=VISION_OUTPUT_ALLOWANCE,
+    )
+    return price.cost(usage)
