@@ -35,7 +35,6 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 __all__ = [
     "PARTS",
     "REPORT_KEY",
-    "SHUTDOWN_WARN_DAYS",
     "CheckResult",
     "PreflightSettings",
     "Report",
@@ -54,8 +53,6 @@ PARTS: tuple[str, ...] = ("shared.preflight.stores", "telegram_gateway.preflight
 #: The ``settings`` row holding the last full report (:meth:`Report.to_json`).
 REPORT_KEY = "preflight_report"
 
-#: A configured model whose announced shutdown is this close is a warning (issue 18 item 5).
-SHUTDOWN_WARN_DAYS = 30
 
 _MARK = {"ok": "ok  ", "warn": "WARN", "skip": "skip", "fail": "FAIL"}
 

@@ -9,7 +9,7 @@ For each provider of the chain (``PRIMARY_AI_PROVIDER``, ``FALLBACK_AI_PROVIDER`
   ``client.models.retrieve``, 404 ``model_not_found`` otherwise; Gemini ``client.aio.models.get``, 404
   ``NOT_FOUND``), is in the catalogue (:func:`shared.ai_models.lookup`; the worker refuses a model it does
   not know), has a price (:func:`priced`), and is not past its shutdown (fail) nor within
-  :data:`shared.preflight.SHUTDOWN_WARN_DAYS` of it (warn). The shutdown date is the catalogue's or the
+  :data:`shared.ai_models.SHUTDOWN_WARNING` of it (warn). The shutdown date is the catalogue's or the
   one OpenAI's ``Model.shutdown_date`` reports, whichever is sooner.
 
 A provider of the chain without its key is skipped by the worker (a warning here); ``local`` needs
@@ -29,25 +29,15 @@ from google import genai
 from google.genai import errors as genai_errors
 from google.genai import types as genai_types
 
-from shared.ai_models import Role, lookup
+from shared.ai_models import SHUTDOWN_WARNING, Role, lookup, price_known
 from shared.errors import ConfigError
-from shared.preflight import SHUTDOWN_WARN_DAYS, CheckResult, emit, fail, ok, warn
+from shared.preflight import CheckResult, emit, fail, ok, warn
 from shared.settings import load_settings
-from worker.providers.prices import IMAGE_PRICES, VISION_PRICES
 from worker.settings import PipelineSettings
 
 #: Seconds one model lookup may take.
 CALL_TIMEOUT_S = 20.0
 ROLES: tuple[Role, ...] = ("image", "vision")
-
-
-def priced(model: str, role: Role) -> bool:
-    """Whether ``model`` has a price of its own in ``worker.providers.prices`` for ``role``.
-
-    The one place the preflight decides "priced"; the ai-cost work adds the catalogue's own helper, which
-    this should call once merged.
-    """
-    return model in (IMAGE_PRICES if role == "image" else VISION_PRICES)
 
 
 class ModelMissing(Exception):
@@ -138,10 +128,10 @@ async def model_check(
             f"{setting}={model} is not in the catalogue (shared/ai_models.py): the worker will not call it",
             f"set {setting} to a model of the catalogue, or add it there with its source",
         )
-    if not priced(model, role):
+    if not price_known(provider, model, role):
         return fail(
             name,
-            f"{setting}={model} has no price (worker/providers/prices.py): its cost is unknown",
+            f"{setting}={model} has no sourced price (shared/ai_models.py): its cost is unknown",
             "add the model's price with its source",
         )
     shutdowns = [d for d in (catalogued.shutdown, announced) if d is not None]
@@ -152,7 +142,7 @@ async def model_check(
             f"{setting}={model} was shut down on {shutdown}: every call is a 404",
             f"set {setting} to a current model of the catalogue",
         )
-    if shutdown is not None and (shutdown - today).days <= SHUTDOWN_WARN_DAYS:
+    if shutdown is not None and shutdown - today <= SHUTDOWN_WARNING:
         return warn(
             name,
             f"{setting}={model} shuts down on {shutdown}, in {(shutdown - today).days} days",

@@ -130,16 +130,13 @@ class ProviderCallError(StickerBoothError):
         billed: bool = False,
         cause: str | None = None,
         param: str | None = None,
+        usage: CallUsage | None = None,
     ) -> None:
         self.error_class = error_class
         self.billed = billed
         self.cause = cause
         self.param = param
         self.alert: str | None = None
-        usage: CallUsage | None = None,
-    ) -> None:
-        self.error_class = error_class
-        self.billed = billed
         self.usage = usage
         self.message = redact(message)[:500]
         self.status = status
