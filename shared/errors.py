@@ -46,6 +46,10 @@ tell "retry later" from "permanent" without knowing which library failed.
     │                                `error_class`; the provider chain turns it into a JobError
     ├── BackupError                  (shared.backup) a backup or restore step failed: exit 1, older
     │                                generations kept
+    ├── ModelMissing                 (worker.preflight) the provider answered that a configured model
+    │                                does not exist (404): a failed preflight check
+    ├── KeyRefused                   (worker.preflight) the provider refused the configured key: a
+    │                                failed preflight check
     ├── TelegramError                the Bot API answered `ok: false` (carries code, description, retry_after)
     └── StickerTooLarge              (telegram_gateway.sticker_sets) one sticker alone is over Telegram's
                                      request size (413); also a PTB ``BadRequest``: permanent

@@ -71,6 +71,6 @@ def create_app(config: AiSimConfig) -> web.Application:
     GeminiApi(state, serve, config.accepts).add_routes(app.router)
     OpenAIApi(state, serve, config.accepts).add_routes(app.router)
     ControlApi(state).add_routes(app.router)
-    ModelsApi(config.accepts).add_routes(app.router)
+    ModelsApi(state.models, config.accepts).add_routes(app.router)
     app.router.add_get("/healthz", _healthz)
     return app

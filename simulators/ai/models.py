@@ -1,8 +1,9 @@
 """The providers' "get one model" endpoints, which the preflight asks whether a configured model exists.
 
-Known models are those of :data:`shared.ai_models.CATALOGUE` (the one list of models this product may
-call) whose announced shutdown is still ahead: from that day the real APIs answer 404 for the model
-(platform.openai.com/docs/deprecations: "shutdown date", after which requests fail).
+Known models are the simulator's :class:`simulators.ai.state.ModelBook`, the same the generation routes
+answer from: :data:`shared.ai_models.CATALOGUE` (the one list of models this product may call) less the
+models whose announced shutdown has come (from that day the real APIs answer 404 for the model,
+platform.openai.com/docs/deprecations), plus what tests add, less what they retire (``POST /sim/models``).
 
 - OpenAI ``GET /v1/models/{model}`` (``client.models.retrieve``; openai 3.51.0 ``resources/models.py``
   requests ``/models/{model}`` under the base URL ``…/v1``) answers the ``Model`` object
@@ -26,12 +27,13 @@ Both SDKs ask ``GET /v1/models/{model}`` of the one simulator: a request carryin
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import date
 from typing import Any
 
 from aiohttp import web
 
-from shared.ai_models import CATALOGUE, ModelInfo
+from shared.ai_models import CATALOGUE
+from simulators.ai.state import ModelBook
 from simulators.ai.wire import gemini_error, openai_error
 
 __all__ = ["ModelsApi"]
@@ -40,13 +42,12 @@ __all__ = ["ModelsApi"]
 _CREATED = 1744588800
 
 
-def _live(provider: str, name: str, today: datetime) -> list[ModelInfo]:
-    """The catalogue entries of ``name`` at ``provider`` not yet shut down on ``today``."""
-    return [
-        m
-        for m in CATALOGUE.values()
-        if m.provider == provider and m.name == name and (m.shutdown is None or m.shutdown > today.date())
+def _shutdown(provider: str, name: str) -> date | None:
+    """The catalogue's announced shutdown of ``name`` at ``provider`` (either role), if any."""
+    dates = [
+        m.shutdown for m in CATALOGUE.values() if (m.provider, m.name) == (provider, name) and m.shutdown
     ]
+    return min(dates) if dates else None
 
 
 def _bearer(request: web.Request) -> str | None:
@@ -57,8 +58,14 @@ def _bearer(request: web.Request) -> str | None:
 class ModelsApi:
     """``GET`` one model, for OpenAI and Gemini; ``accepts`` decides which keys are valid."""
 
-    def __init__(self, accepts: Any) -> None:
+    def __init__(self, book: ModelBook, accepts: Any) -> None:
+        self._book = book
         self._accepts = accepts
+
+    def _roles(self, provider: str, model: str) -> list[str]:
+        """The roles in which ``provider`` serves ``model`` today (the simulator's :class:`ModelBook`: the
+        catalogue less models past their shutdown, plus what tests added, less what they retired)."""
+        return [role for role in ("image", "vision") if self._book.exists(provider, model, role)]
 
     def add_routes(self, router: web.UrlDispatcher) -> None:
         router.add_get("/v1/models/{model}", self.either_model)
@@ -75,8 +82,7 @@ class ModelsApi:
         if not self._accepts(_bearer(request)):
             status, body, headers = openai_error("auth", model, None)
             return web.json_response(body, status=status, headers=headers)
-        known = _live("openai", model, datetime.now(UTC))
-        if not known:
+        if not self._roles("openai", model):
             body = {
                 "error": {
                     "message": f"The model '{model}' does not exist",
@@ -86,7 +92,7 @@ class ModelsApi:
                 }
             }
             return web.json_response(body, status=404)
-        shutdown = known[0].shutdown
+        shutdown = _shutdown("openai", model)
         return web.json_response(
             {
                 "id": model,
@@ -104,15 +110,15 @@ class ModelsApi:
         if not self._accepts(key):
             status, body, headers = gemini_error("auth", model, None)
             return web.json_response(body, status=status, headers=headers)
-        known = _live("gemini", model, datetime.now(UTC))
-        if not known:
+        roles = self._roles("gemini", model)
+        if not roles:
             error = {
                 "code": 404,
                 "message": f"Model is not found: models/{model} for api version {version}",
                 "status": "NOT_FOUND",
             }
             return web.json_response({"error": error}, status=404)
-        image = any(m.role == "image" for m in known)
+        image = "image" in roles
         return web.json_response(
             {
                 "name": f"models/{model}",

@@ -69,11 +69,29 @@ async def test_configured_keys_and_models_pass(env: pytest.MonkeyPatch) -> None:
     ("provider", "setting"), [("gemini", "GEMINI_IMAGE_MODEL"), ("openai", "OPENAI_VISION_MODEL")]
 )
 async def test_an_unknown_model_fails_naming_it(env: pytest.MonkeyPatch, provider: str, setting: str) -> None:
+    """A model the catalogue does not know is refused by the settings (the worker would not start)."""
     env.setenv(setting, "no-such-model-7")
+    [check] = await preflight.run_checks(today=TODAY)
+    assert (check.name, check.status) == ("settings.ai", "fail")
+    assert setting in check.detail and "no-such-model-7" in check.detail
+
+
+@pytest.mark.parametrize(
+    ("provider", "setting", "model"),
+    [
+        ("gemini", "GEMINI_IMAGE_MODEL", "gemini-3.1-flash-image"),
+        ("openai", "OPENAI_VISION_MODEL", "gpt-5-mini"),
+    ],
+)
+async def test_a_model_the_provider_no_longer_serves_fails_naming_it(
+    env: pytest.MonkeyPatch, aisim: RunningAiSim, provider: str, setting: str, model: str
+) -> None:
+    """Catalogued, but the provider answers 404 (withdrawn earlier than announced, or from this account)."""
     role = "image" if "IMAGE" in setting else "vision"
+    await aisim.post("/sim/models", {"provider": provider, "name": model, "role": role, "exists": False})
     check = named(await preflight.run_checks(today=TODAY), f"ai.{provider}.{role}")
     assert check.status == "fail"
-    assert f"{setting}=no-such-model-7" in check.detail and "404" in check.detail
+    assert f"{setting}={model}" in check.detail and "404" in check.detail
 
 
 @pytest.mark.parametrize("provider", ["gemini", "openai"])
@@ -114,9 +132,3 @@ async def test_a_settings_error_is_a_failed_check(env: pytest.MonkeyPatch) -> No
     results = await preflight.run_checks(today=TODAY)
     assert statuses(results) == {"settings.ai": "fail"}
     assert "PRIMARY_AI_PROVIDER" in results[0].detail
-
-
-def test_priced_reads_the_price_table() -> None:
-    assert preflight.priced("gpt-image-2", "image")
-    assert not preflight.priced("gpt-image-2", "vision")
-    assert not preflight.priced("no-such-model-7", "image")

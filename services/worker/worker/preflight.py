@@ -30,7 +30,7 @@ from google.genai import errors as genai_errors
 from google.genai import types as genai_types
 
 from shared.ai_models import SHUTDOWN_WARNING, Role, lookup, price_known
-from shared.errors import ConfigError
+from shared.errors import ConfigError, StickerBoothError
 from shared.preflight import CheckResult, emit, fail, ok, warn
 from shared.settings import load_settings
 from worker.settings import PipelineSettings
@@ -40,11 +40,11 @@ CALL_TIMEOUT_S = 20.0
 ROLES: tuple[Role, ...] = ("image", "vision")
 
 
-class ModelMissing(Exception):
+class ModelMissing(StickerBoothError):
     """The provider answered that the model does not exist (404)."""
 
 
-class KeyRefused(Exception):
+class KeyRefused(StickerBoothError):
     """The provider refused the key (401, or Gemini's 400 ``API_KEY_INVALID`` / 403)."""
 
 

@@ -198,7 +198,7 @@ def config(cause: str, param: str | None = None) -> ProviderCallError:
     ("call", "cause", "expected"),
     [
         ("image", "model", "OPENAI_IMAGE_MODEL=gpt-image-2 does not exist at openai"),
-        ("vision", "model", "OPENAI_VISION_MODEL=gpt-5-mini does not exist at openai"),
+        ("vision", "model", "OPENAI_VISION_MODEL=gpt-6.1-terra does not exist at openai"),
         ("image", "parameter", "rejects a parameter (input_fidelity) the worker sends to OPENAI_IMAGE"),
         ("vision", "verification", "verify the organization of OPENAI_API_KEY"),
     ],
