@@ -148,10 +148,13 @@ def test_a_lead_the_landing_could_not_send_is_kept_and_sent_once_after_a_reload(
     try:
         page = context.new_page()
         sent_ids: list[str] = []
-        page.on(
-            "request",
-            lambda r: sent_ids.append(r.post_data_json["requestId"]) if r.method == "POST" else None,
-        )
+
+        def on_request(request: Request) -> None:
+            body = request.post_data_json if request.method == "POST" else None
+            if body:
+                sent_ids.append(body["requestId"])
+
+        page.on("request", on_request)
 
         def unavailable(route: Route) -> None:
             route.fulfill(status=503, json={"error": {"code": "database_unavailable"}})
