@@ -4,8 +4,14 @@ A generation is ``pg_dump --format=custom`` of ``DATABASE_URL``, stored in ``BAC
 ``<database>-<YYYYmmddTHHMMSSZ>.dump`` (UTC). It is written under a hidden ``.….partial`` name and renamed
 into place only after the integrity check passes: ``pg_restore --list`` reads the archive's table of
 contents and it must hold the data of every table in :func:`shared.db.table_names` plus
-``alembic_version`` (a dump of an empty or wrong database is refused), then ``pg_restore --file=/dev/null``
-reads every data block (``--list`` alone accepts a truncated file: the TOC is at the start). After a good
+``alembic_version`` (a dump of an empty or wrong database is refused); the archive's schema
+(``pg_restore --schema-only``, every definition its TOC holds: tables, columns, constraints, indexes,
+sequences, with their names and owners) must be, line for line, what ``pg_dump --schema-only`` gives for
+the database right after (issue 19: ``--list`` prints only each entry's tag, and ``--file=/dev/null``
+only writes the definitions out, so a damaged ``CREATE TABLE`` passed both and only the restore found
+it); and ``pg_restore --file=/dev/null`` reads every data block first (``--list`` alone accepts a
+truncated file: the TOC is at the start; a damaged block fails its zlib check). A migration that runs
+between the dump and the check fails that day's backup (the next run takes a good one). After a good
 generation the oldest beyond ``BACKUP_KEEP`` are deleted; a failed run deletes nothing but its own partial
 file, so the older good generations survive. Blobs (selfies, stickers) are ``bytea`` rows of ``blobs`` and
 are in the dump.
@@ -180,12 +186,14 @@ def dump(db: Target, path: Path) -> None:
         os.fsync(handle.fileno())
 
 
-def verify(path: Path, expected: frozenset[str]) -> frozenset[str]:
-    """The integrity check: the archive's TOC lists the data of every ``expected`` table and every data
-    block reads to its end. Returns the ``schema.table`` names whose data the archive holds.
+def verify(path: Path, expected: frozenset[str], db: Target) -> frozenset[str]:
+    """The integrity check of an archive of ``db`` (module docstring): the TOC lists the data of every
+    ``expected`` table, its definitions are the database's schema, and every data block reads to its end.
+    Returns the ``schema.table`` names whose data the archive holds.
 
     Raises:
-        BackupError: stage ``check`` when pg_restore cannot read the TOC or a block, or a table is missing.
+        BackupError: stage ``check`` when pg_restore cannot read the TOC or a block, a table is missing, or
+            a definition differs from the database's (damage in the TOC).
     """
     toc = _run("check", [_tool("pg_restore"), "--list", str(path)], os.environ)
     found = frozenset(
@@ -195,7 +203,35 @@ def verify(path: Path, expected: frozenset[str]) -> frozenset[str]:
     if missing:
         raise BackupError("check", f"the dump holds no data for {', '.join(sorted(missing))}")
     _run("check", [_tool("pg_restore"), f"--file={os.devnull}", str(path)], os.environ)
+    archived = _run("check", [_tool("pg_restore"), "--schema-only", "--file=-", str(path)], os.environ)
+    live = _run(
+        "check", [_tool("pg_dump"), "--schema-only", "--no-password", f"--dbname={db.conninfo}"], db.env
+    )
+    _same_schema(_schema_lines(archived), _schema_lines(live))
     return found
+
+
+#: Lines of a schema script that differ between two runs over the same schema: the random key of
+#: ``\restrict``/``\unrestrict`` (pg_dump 17.6, 16.10, 15.14 and later) and the tools' version comments.
+_RUN_LINES = re.compile(r"^(\\(un)?restrict |-- Dumped (from database|by pg_dump) version )")
+
+
+def _schema_lines(script: str) -> list[str]:
+    return [line for line in script.splitlines() if not _RUN_LINES.match(line)]
+
+
+def _same_schema(archived: list[str], live: list[str]) -> None:
+    if archived == live:
+        return
+    at = next(
+        (n for n, (a, b) in enumerate(zip(archived, live, strict=False)) if a != b),
+        min(len(archived), len(live)),
+    )
+    shown = archived[at][:80] if at < len(archived) else "(the archive ends)"
+    raise BackupError(
+        "check",
+        f"the archive's definitions differ from the database's at line {at + 1} of the schema: {shown!r}",
+    )
 
 
 def rotate(directory: Path, database: str, keep: int) -> tuple[Path, ...]:
@@ -244,7 +280,7 @@ def _take_backup(settings: BackupSettings, *, now: datetime | None) -> Generatio
         partial = directory / f".{final.name}.partial"
         try:
             dump(db, partial)
-            tables = verify(partial, expected_tables())
+            tables = verify(partial, expected_tables(), db)
         except BaseException:
             partial.unlink(missing_ok=True)
             raise

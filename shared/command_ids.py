@@ -26,6 +26,7 @@ format string or regex.
 | ``digest:<YYYY-MM-DD>`` | the daily digest (UTC day) | — |
 | ``alert:<16 hex of sha1(key)>:<ns>`` | an admin alert (:mod:`shared.alerts`) | — |
 | ``erase_set:<16 hex of sha1(set name)>[:<n>]`` | erasure: delete a sticker set, ``n`` ≥ 2 | attempt |
+| ``erase_post:<chat id>:<message id>`` | erasure: blank an erased lead's card or notice | — |
 
 ``run`` is the job run's ``created_at`` in whole epoch seconds: an admin retry resets ``created_at``, so a
 retried run tells the guest again. Any id may end in ``:again`` (repeatedly): the resend of a command that
@@ -318,6 +319,12 @@ def erase_set(set_name: str, attempt: int = 1) -> str:
     attempt 1's id is every attempt's prefix. The name is hashed: the id names no job."""
     name_hash = hashlib.sha1(set_name.encode()).hexdigest()[:16]
     return f"{ERASE_SET_PREFIX}{name_hash}" + (f":{attempt}" if attempt > 1 else "")
+
+
+def erase_post(chat_id: int, message_id: int) -> str:
+    """Blanking the staff-group message ``message_id`` of ``chat_id`` (a card or repeat notice) that showed
+    an erased lead (issue 19); no answer is routed back."""
+    return f"erase_post:{chat_id}:{message_id}"
 
 
 #: The start of every set deletion's id (:func:`erase_set`), resends included; its ``LIKE`` pattern.

@@ -10,6 +10,13 @@ than the rate limiter waits is resent by :func:`resend_flooded_set_deletions`, a
 (400 ``STICKERSET_INVALID``) counts as deleted (the gateway's executor). Once a deletion has succeeded its
 command rows, which name the set, are removed by :func:`purge_set_deletions`.
 
+A landing visitor is erased by their contact (:func:`erase_lead_contact`, issue 19): their lead, its repeat
+notices and the commands that carried them go in one transaction, and the card and notices already posted
+in the staff group are edited through the outbox to :data:`ERASED_POST_TEXT` (no name, no contact, no
+buttons): the gateway can only edit a bot message, and an edit is repeatable, so a lost answer costs
+nothing. A card still being sent when the lead is erased is not covered (its row is gone when the answer
+comes back).
+
 Callers: the gateway's ``/delete`` conversation (:mod:`telegram_gateway.erasure`), the admin API
 (``POST /admin/erasures``), and delivery, for a set whose creation finished after its job was erased.
 The result is logged by :func:`log_erasure` with counts only: no names, no Telegram ids, no job ids.
@@ -24,11 +31,11 @@ from uuid import UUID
 import structlog
 
 from shared import command_ids
-from shared.commands import DeleteStickerSet, load
+from shared.commands import DeleteStickerSet, EditMessageText, load
 from shared.domain import FINAL_COMMAND_STATUSES
 from shared.outbox import add_command, dispatch_commands
 from shared.repositories import Database, Repositories
-from shared.repositories.erasure import ErasedRows
+from shared.repositories.erasure import ErasedLeads, ErasedRows
 from shared.streams import Publisher
 
 log = structlog.get_logger(__name__)
@@ -80,6 +87,37 @@ async def queue_set_deletion(repos: Repositories, set_name: str) -> str:
     command_id = command_ids.erase_set(set_name, len(earlier) + 1)
     await add_command(repos, command_id, DeleteStickerSet(name=set_name))
     return command_id
+
+
+#: What an erased lead's card and notices say afterwards.
+ERASED_POST_TEXT = "Lead erased on the visitor's request."
+
+
+@dataclass(frozen=True, slots=True)
+class LeadErasure:
+    """One visitor's leads erased: what was deleted, and the post edits to dispatch after the commit."""
+
+    rows: ErasedLeads
+    commands: list[str]
+
+    @property
+    def found(self) -> bool:
+        return bool(self.rows.leads)
+
+
+async def erase_lead_contact(repos: Repositories, contact_key: str) -> LeadErasure:
+    """Erase the lead of ``contact_key`` (the lead form's contact, normalised) with its repeats, and queue
+    the edit of its posted card and notices to :data:`ERASED_POST_TEXT`, in the open transaction;
+    dispatch :attr:`LeadErasure.commands` after the commit."""
+    rows = await repos.erasure.erase_leads(contact_key)
+    commands = []
+    for chat_id, message_id in rows.posts:
+        command_id = command_ids.erase_post(chat_id, message_id)
+        edit = EditMessageText(chat_id=chat_id, message_id=message_id, text=ERASED_POST_TEXT)
+        await add_command(repos, command_id, edit)
+        commands.append(command_id)
+    log.info("LEAD_ERASED", found=bool(rows.leads), posts=len(commands), **rows.counts())
+    return LeadErasure(rows=rows, commands=commands)
 
 
 def log_erasure(erasure: Erasure, *, source: str) -> None:

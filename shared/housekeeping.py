@@ -18,7 +18,11 @@ so tests advance the clock instead of sleeping), each window a setting of
 - ``trim_streams``: Redis stream entries (``stk:*``, ``tg:*``, their ``:dead`` streams)
   ``STREAM_RETENTION_HOURS`` after they were added (:func:`shared.streams.trim_before`; why that is safe:
   :class:`shared.settings.RetentionSettings`). Its first argument is arq's Redis pool, not the database;
-  it has no batches (one ``XTRIM`` per stream); its kind is ``stream_entries``.
+  it has no batches (one ``XTRIM`` per stream); its kind is ``stream_entries``;
+- ``remove_gone_consumers``: stream consumers (one per replica start) idle ``STREAM_CONSUMER_IDLE_MIN``
+  with no pending entry are deleted from their groups (:func:`shared.streams.remove_gone_consumers`;
+  never a live one, never one holding entries nobody claimed); on arq's Redis pool too; its kind is
+  ``stream_consumers``.
 
 Each job loops over batches of ``RETENTION_BATCH_SIZE`` rows, one transaction each, rows locked by others
 skipped (:mod:`shared.repositories.retention`), until a batch finds fewer than that; so it never holds
@@ -87,6 +91,8 @@ HOUSEKEEPING_KEEP_RESULT_S = 3600
 RESTART_DELAY_S = 5.0
 #: The ``kind`` label of stream entries in ``stk_retention_deleted_total``.
 STREAM_ENTRIES = "stream_entries"
+#: The ``kind`` label of deleted stream consumers in ``stk_retention_deleted_total``.
+STREAM_CONSUMERS = "stream_consumers"
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,6 +106,7 @@ class RetentionPolicy:
     lead: timedelta
     stream: timedelta
     batch_size: int
+    consumer_idle: timedelta = timedelta(hours=1)
 
     @classmethod
     def from_settings(cls, settings: RetentionSettings) -> RetentionPolicy:
@@ -111,6 +118,7 @@ class RetentionPolicy:
             lead=timedelta(days=settings.lead_retention_days),
             stream=timedelta(hours=settings.stream_retention_hours),
             batch_size=settings.retention_batch_size,
+            consumer_idle=timedelta(minutes=settings.stream_consumer_idle_min),
         )
 
 
@@ -245,6 +253,25 @@ async def trim_streams(
     return Purged(batches=1, deleted={STREAM_ENTRIES: total}, api_usage_unlinked=0, done=True)
 
 
+async def remove_gone_consumers(
+    redis: aioredis.Redis, policy: RetentionPolicy, *, now: datetime, max_batches: int | None = None
+) -> Purged:
+    """Stream consumers idle ``policy.consumer_idle`` with no pending entry (``now`` and ``max_batches``
+    unused: Redis's clock measures idleness). Logs ``STREAM_CONSUMERS_REMOVED`` with their names (a
+    replica's ``<service>-<host>-<pid>``, nothing personal) and ``RETENTION_PURGED`` with the count.
+
+    Raises:
+        redis.exceptions.RedisError: Redis failed; a later run removes the rest.
+    """
+    removed = await streams.remove_gone_consumers(redis, idle_s=policy.consumer_idle.total_seconds())
+    if removed:
+        metrics.RETENTION_DELETED.labels(kind=STREAM_CONSUMERS).inc(len(removed))
+        log.info("STREAM_CONSUMERS_REMOVED", consumers=removed)
+    deleted = {STREAM_CONSUMERS: len(removed)}
+    log.info("RETENTION_PURGED", job="remove_gone_consumers", batches=1, done=True, deleted=deleted)
+    return Purged(batches=1, deleted=deleted, api_usage_unlinked=0, done=True)
+
+
 Job = Callable[..., Awaitable[Purged]]
 #: Every housekeeping job, in the order they run in one period.
 JOBS: tuple[Job, ...] = (
@@ -254,9 +281,10 @@ JOBS: tuple[Job, ...] = (
     purge_tg_commands,
     purge_leads,
     trim_streams,
+    remove_gone_consumers,
 )
 #: The jobs that work on Redis (arq's pool, ``ctx["redis"]``) instead of the database (``ctx["db"]``).
-REDIS_JOBS: frozenset[Job] = frozenset({trim_streams})
+REDIS_JOBS: frozenset[Job] = frozenset({trim_streams, remove_gone_consumers})
 
 
 def _arq_job(job: Job) -> WorkerCoroutine:

@@ -70,7 +70,7 @@ LEADS = Counter("stk_leads_total", "Lead events", ["event"])
 LEADS_PENDING_AGE = Gauge("stk_leads_pending_age_seconds", "Age of the oldest lead without a posted card (s)")
 RETENTION_DELETED = Counter(
     "stk_retention_deleted_total",
-    "Rows, blobs and stream entries deleted by retention (shared.housekeeping)",
+    "Rows, blobs, stream entries and gone stream consumers deleted by housekeeping (shared.housekeeping)",
     ["kind"],
 )
 HTTP_REQUESTS = Counter("stk_http_requests_total", "HTTP requests served", ["route", "status"])
@@ -111,7 +111,16 @@ _ZERO_EVENTS: tuple[tuple[str, dict[str, str]], ...] = (
     # what retention deletes (shared.housekeeping, in delivery)
     *(
         ("stk_retention_deleted_total", {"kind": k})
-        for k in ("selfie", "sticker", "session", "tg_command", "photo_refusal", "lead", "stream_entries")
+        for k in (
+            "selfie",
+            "sticker",
+            "session",
+            "tg_command",
+            "photo_refusal",
+            "lead",
+            "stream_entries",
+            "stream_consumers",
+        )
     ),
 )
 _COUNTERS = {

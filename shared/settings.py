@@ -154,7 +154,9 @@ class RetentionSettings(BaseSettings):
     ``tg:updates:leads`` has no row: one unread for a day (leads down that long) is lost. A dead letter is
     alerted when it is written and kept as long. ``RETENTION_BATCH_SIZE`` (200): rows per transaction.
     ``HOUSEKEEPING_EVERY_MIN`` (15, a divisor of 60): how often the housekeeping runs, so a window is
-    overrun by at most that long.
+    overrun by at most that long. ``STREAM_CONSUMER_IDLE_MIN`` (60): a stream consumer idle this long with
+    no pending entry is gone (a replica that stopped) and is deleted from its group
+    (:func:`shared.streams.remove_gone_consumers`); a live one reads every ``STREAM_BLOCK_MS``.
     """
 
     model_config = SettingsConfigDict(env_file=None, extra="ignore", case_sensitive=False)
@@ -167,6 +169,7 @@ class RetentionSettings(BaseSettings):
     stream_retention_hours: int = Field(24, ge=1, validation_alias="STREAM_RETENTION_HOURS")
     retention_batch_size: int = Field(200, ge=1, le=10_000, validation_alias="RETENTION_BATCH_SIZE")
     housekeeping_every_min: int = Field(15, ge=1, le=60, validation_alias="HOUSEKEEPING_EVERY_MIN")
+    stream_consumer_idle_min: float = Field(60, gt=0, validation_alias="STREAM_CONSUMER_IDLE_MIN")
 
     @field_validator("housekeeping_every_min")
     @classmethod

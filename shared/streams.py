@@ -479,6 +479,63 @@ async def trim_before(client: aioredis.Redis, before: datetime) -> dict[str, int
     return deleted
 
 
+#: Deletes consumer ARGV[2] of group ARGV[1] of stream KEYS[1] only if, at that moment, it has no pending
+#: entry and has been idle at least ARGV[3] ms (``XINFO CONSUMERS`` ``pending``, ``idle``); a script runs
+#: atomically, so a consumer that reads an entry between the look and the delete is never deleted with it.
+#: Returns ``XGROUP DELCONSUMER``'s answer (its pending count, 0) or -1 when it was kept.
+_DELETE_IF_GONE = """
+for _, info in ipairs(redis.call('XINFO', 'CONSUMERS', KEYS[1], ARGV[1])) do
+  local consumer = {}
+  for i = 1, #info, 2 do consumer[info[i]] = info[i + 1] end
+  if consumer['name'] == ARGV[2] then
+    if tonumber(consumer['pending']) == 0 and tonumber(consumer['idle']) >= tonumber(ARGV[3]) then
+      return redis.call('XGROUP', 'DELCONSUMER', KEYS[1], ARGV[1], ARGV[2])
+    end
+    return -1
+  end
+end
+return -1
+"""
+
+
+async def remove_gone_consumers(client: aioredis.Redis, *, idle_s: float) -> list[str]:
+    """Delete, from every consumer group of every stream under :data:`STREAM_PREFIXES`, the consumers
+    that are gone: idle (no read, claim or ack) for at least ``idle_s`` seconds and without a pending
+    entry, either because they acked all they read or because another consumer claimed what they left
+    (``XAUTOCLAIM`` after ``STREAM_LEASE_SEC``). Every replica start adds a consumer named
+    ``<service>-<host>-<pid>`` (:func:`shared.runtime.consumer_name`) and Redis keeps it until
+    ``XGROUP DELCONSUMER``. A live consumer reads every ``STREAM_BLOCK_MS`` (or, with every slot busy, holds
+    pending entries), so it is never idle that long; a consumer with pending entries nobody claimed is
+    kept whatever its idle time, since deleting it would drop them from the group. The check and the
+    delete are one script (atomic).
+
+    Returns:
+        ``<stream>/<group>/<consumer>`` of each consumer deleted.
+
+    Raises:
+        redis.exceptions.RedisError: Redis failed or could not be reached (a later run does the rest).
+    """
+    delete_if_gone = client.register_script(_DELETE_IF_GONE)
+    idle_ms = int(idle_s * 1000)
+    removed: list[str] = []
+    for prefix in STREAM_PREFIXES:
+        async for key in client.scan_iter(match=f"{prefix}*", count=1000, _type="stream"):
+            name = key.decode() if isinstance(key, bytes) else str(key)
+            for group_info in await client.xinfo_groups(name):
+                group = _text(group_info["name"])
+                for info in await client.xinfo_consumers(name, group):
+                    consumer = _text(info["name"])
+                    if int(info["pending"]) or int(info["idle"]) < idle_ms:
+                        continue
+                    if int(await delete_if_gone(keys=[name], args=[group, consumer, idle_ms])) >= 0:
+                        removed.append(f"{name}/{group}/{consumer}")
+    return removed
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
 def build_consumer(
     redis: aioredis.Redis,
     settings: ServiceSettings,

@@ -20,7 +20,11 @@ afterwards cannot reference the deleted job (blobs: foreign-key error; usage: un
 :meth:`shared.repositories.usage.UsageRepository.record`). ``blobs``/``job_events`` also cascade on the
 ``jobs`` delete, which catches a row committed between this transaction's reads.
 
-Leads are a separate flow, not linked to Telegram guests, and are not touched.
+Leads are a separate flow, not linked to Telegram guests: :meth:`ErasureRepository.erase_leads` erases a
+landing visitor by the normalised contact the lead form collected (``leads.contact_key``): their lead
+(locked first), its repeat notices, and the ``tg_commands`` rows of its card and notices
+(``lead:<id>:…``, ``repeat:<id>:…``, which hold the name and contact), returning the staff-group messages
+(card, notices) that show them, for :mod:`shared.erasure` to blank through the outbox (issue 19).
 """
 
 from __future__ import annotations
@@ -33,10 +37,35 @@ from uuid import UUID
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from shared.db.tables import api_usage, blobs, job_events, jobs, photo_refusals, sessions, tg_commands
+from shared.db.tables import (
+    api_usage,
+    blobs,
+    job_events,
+    jobs,
+    lead_repeats,
+    leads,
+    photo_refusals,
+    sessions,
+    tg_commands,
+)
 from shared.domain import CommandStatus
 
-__all__ = ["ErasedRows", "ErasureRepository"]
+__all__ = ["ErasedLeads", "ErasedRows", "ErasureRepository"]
+
+
+@dataclass(frozen=True, slots=True)
+class ErasedLeads:
+    """What erasing a visitor's leads removed: rows per table, and the staff-group messages
+    (``(chat_id, message_id)``, card and repeat notices) that still show their name and contact."""
+
+    leads: int = 0
+    lead_repeats: int = 0
+    tg_commands: int = 0
+    posts: tuple[tuple[int, int], ...] = field(default=())
+
+    def counts(self) -> dict[str, int]:
+        """The counts per table (no contacts, no ids: safe to log)."""
+        return {"leads": self.leads, "lead_repeats": self.lead_repeats, "tg_commands": self.tg_commands}
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,6 +172,45 @@ class ErasureRepository:
             photo_refusals=_count(refusals),
             api_usage_unlinked=erased.api_usage_unlinked,
             sticker_sets=erased.sticker_sets,
+        )
+
+    async def erase_leads(self, contact_key: str) -> ErasedLeads:
+        """Delete the lead of ``contact_key`` (:func:`ingest.contact.parse_contact`'s key, e.g.
+        ``email:ann@example.com``; one lead per key, its later submissions are its repeats) with its
+        repeats and the ``tg_commands`` of its card and notices. Returns the counts and the posted
+        messages that show them. Nothing found: all zero."""
+        lead = (
+            await self.conn.execute(
+                sa.select(leads.c.id, leads.c.card_chat_id, leads.c.card_message_id)
+                .where(leads.c.contact_key == contact_key)
+                .with_for_update()
+            )
+        ).first()
+        if lead is None:
+            return ErasedLeads()
+        repeats = (
+            await self.conn.execute(
+                sa.select(lead_repeats.c.id, lead_repeats.c.message_id)
+                .where(lead_repeats.c.lead_id == lead.id)
+                .with_for_update()
+            )
+        ).all()
+        posts = []
+        if lead.card_chat_id is not None and lead.card_message_id is not None:
+            posts.append((int(lead.card_chat_id), int(lead.card_message_id)))
+            posts += [(int(lead.card_chat_id), int(r.message_id)) for r in repeats if r.message_id]
+        own = [tg_commands.c.command_id.startswith(f"lead:{lead.id}:")]
+        own += [tg_commands.c.command_id.startswith(f"repeat:{r.id}:") for r in repeats]
+        commands = await self.conn.execute(sa.delete(tg_commands).where(sa.or_(*own)))
+        repeat_rows = await self.conn.execute(
+            sa.delete(lead_repeats).where(lead_repeats.c.lead_id == lead.id)
+        )
+        lead_rows = await self.conn.execute(sa.delete(leads).where(leads.c.id == lead.id))
+        return ErasedLeads(
+            leads=_count(lead_rows),
+            lead_repeats=_count(repeat_rows),
+            tg_commands=_count(commands),
+            posts=tuple(posts),
         )
 
     async def erase_jobs(self, job_ids: Collection[UUID]) -> ErasedRows:

@@ -11,7 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 
 import pytest
-from playwright.sync_api import Browser, BrowserContext, ConsoleMessage, Page, Request, expect
+from playwright.sync_api import Browser, BrowserContext, ConsoleMessage, Page, Request, Route, expect
 
 from devstack.processes import Stack
 from shared.db import create_engine
@@ -117,5 +117,74 @@ def test_the_landing_page_fits_a_desktop_in_english_by_default(browser: Browser,
         assert form_box and hero_box and form_box["x"] > hero_box["x"] + hero_box["width"] - 1  # side by side
         assert page.evaluate("document.documentElement.scrollWidth") <= DESKTOP["width"]
         screenshot(page, "landing-en-desktop")
+    finally:
+        context.close()
+
+
+def leads_with_contact(stack: Stack, contact_key: str) -> list[int]:
+    async def read() -> list[int]:
+        db = Database(create_engine(stack.config.database_url))
+        try:
+            async with db.transaction() as repos:
+                return [
+                    lead.id
+                    for lead, _repeats in await repos.leads.list_recent(limit=1000)
+                    if lead.contact_key == contact_key
+                ]
+        finally:
+            await db.dispose()
+
+    with ThreadPoolExecutor(1) as thread:
+        return thread.submit(asyncio.run, read()).result()
+
+
+def test_a_lead_the_landing_could_not_send_is_kept_and_sent_once_after_a_reload(
+    browser: Browser, stack: Stack
+) -> None:
+    """Issue 19 (DESIGN.md §8): ingest answers 503 to every POST of the first visit; the lead is kept on
+    the device (localStorage) and, the page loaded again, sent with its requestId: it arrives once."""
+    context = browser.new_context(viewport=PHONE, locale="en-GB")
+    context.set_default_timeout(20_000)
+    try:
+        page = context.new_page()
+        sent_ids: list[str] = []
+
+        def on_request(request: Request) -> None:
+            body = request.post_data_json if request.method == "POST" else None
+            if body:
+                sent_ids.append(body["requestId"])
+
+        page.on("request", on_request)
+
+        def unavailable(route: Route) -> None:
+            route.fulfill(status=503, json={"error": {"code": "database_unavailable"}})
+
+        page.route("**/leads", unavailable)
+        page.goto(f"{stack.ingest_url}/landing")
+        page.get_by_label("Your name").fill("Kept Visitor")
+        page.get_by_label("Phone, e-mail or Telegram @username").fill("kept.visitor@example.com")
+        page.get_by_label("About the event").fill("A conference, 400 guests")
+        page.locator("#lead-consent").check()
+        page.get_by_role("button", name="Send").click()
+        status = page.locator("[data-sticker-lead-status]")
+        expect(status).to_have_text(
+            "We could not send your request yet. It is kept on this device and will be sent automatically."
+        )
+        assert len(sent_ids) == 3  # the first try and its two retries
+        assert leads_with_contact(stack, "email:kept.visitor@example.com") == []
+
+        page.unroute("**/leads")  # ingest answers again
+        page.reload()
+        expect(status).to_have_text(
+            re.compile(r"^Thank you! Your request #(\d+) is with us, we will contact you soon\.$")
+        )
+        number = int(status.inner_text().split("#", 1)[1].split(" ", 1)[0])
+        assert leads_with_contact(stack, "email:kept.visitor@example.com") == [number]
+        assert len(set(sent_ids)) == 1 and len(sent_ids) >= 4, sent_ids  # one requestId throughout
+        assert page.evaluate("window.localStorage.getItem('stickerBoothLeadOutbox')") is None
+        expect(page.get_by_label("Your name")).to_have_value("")
+        page.reload()  # nothing is sent twice
+        page.wait_for_timeout(1000)
+        assert leads_with_contact(stack, "email:kept.visitor@example.com") == [number]
     finally:
         context.close()

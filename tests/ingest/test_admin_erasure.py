@@ -11,7 +11,9 @@ import redis.asyncio as aioredis
 import sqlalchemy as sa
 
 from shared import command_ids, streams
-from shared.db.tables import blobs, jobs, sessions
+from shared.commands import SendMessage
+from shared.db.tables import blobs, jobs, lead_repeats, leads, sessions, tg_commands
+from shared.outbox import add_command
 from shared.repositories import Database
 from tests.ingest.conftest import ADMIN_AUTH
 
@@ -104,3 +106,56 @@ async def test_an_admin_erases_the_guest_of_a_job(admin_client: httpx.AsyncClien
     assert await counts(db) == (1, 1, 1)
     unknown = await admin_client.post("/admin/erasures", json={"job_id": str(uuid4())}, headers=AUTH)
     assert unknown.status_code == 200 and unknown.json()["found"] is False
+
+
+async def test_an_admin_erases_a_landing_visitor_by_contact(
+    admin_client: httpx.AsyncClient, db: Database, redis: aioredis.Redis
+) -> None:
+    """Issue 19: a lead can be erased on request, named by the contact as the form collects it (written
+    any way the form accepts); its posted card and notice are blanked through the outbox."""
+    base = {"name": "Maria", "message": "300 guests", "consent": True}
+    for request_id, contact in [("req-a0000001", "+7 999 000-00-00"), ("req-a0000002", "8 (999) 000 00 00")]:
+        answer = await admin_client.post("/leads", json={**base, "requestId": request_id, "contact": contact})
+        assert answer.status_code == 201, answer.text
+    other = {**base, "requestId": "req-b0000001", "contact": "ann@example.com", "name": "Ann"}
+    assert (await admin_client.post("/leads", json=other)).status_code == 201
+    async with db.transaction() as repos:  # as the leads service leaves them once posted
+        [(lead_id,)] = (
+            await repos.conn.execute(sa.select(leads.c.id).where(leads.c.contact_key == "tel:+79990000000"))
+        ).all()
+        await repos.conn.execute(
+            sa.update(leads).where(leads.c.id == lead_id).values(card_chat_id=-100, card_message_id=10)
+        )
+        await repos.conn.execute(
+            sa.update(lead_repeats).where(lead_repeats.c.lead_id == lead_id).values(message_id=11)
+        )
+        [(repeat_id,)] = (await repos.conn.execute(sa.select(lead_repeats.c.id))).all()
+        card = SendMessage(chat_id=-100, text="Maria +7 999 000-00-00 300 guests")
+        await add_command(repos, command_ids.send_post("card", lead_id, 1), card)
+        await add_command(repos, command_ids.send_post("notice", repeat_id, 1), card)
+    await redis.delete(streams.TG_OUTBOX)
+
+    bad = await admin_client.post("/admin/erasures", json={"contact": "not a contact"}, headers=AUTH)
+    assert bad.status_code == 422
+    both = {"contact": "+79990000000", "tg_user_id": 5}
+    assert (await admin_client.post("/admin/erasures", json=both, headers=AUTH)).status_code == 422
+    response = await admin_client.post("/admin/erasures", json={"contact": "+79990000000"}, headers=AUTH)
+    assert response.status_code == 200, response.text
+    assert response.json() == {
+        "found": True,
+        "deleted": {"leads": 1, "lead_repeats": 1, "tg_commands": 2},
+        "lead_posts_queued": 2,
+    }
+    async with db.transaction() as repos:
+        kept = (await repos.conn.execute(sa.select(leads.c.contact))).scalars().all()
+        assert kept == ["ann@example.com"]
+        assert not (await repos.conn.execute(sa.select(lead_repeats.c.id))).all()
+        query = sa.select(tg_commands.c.command_id, tg_commands.c.params)
+        remaining = (await repos.conn.execute(query)).all()
+    edits = {row.command_id: row.params for row in remaining}
+    assert set(edits) == {command_ids.erase_post(-100, 10), command_ids.erase_post(-100, 11)}
+    assert all("Maria" not in str(p) and "999" not in str(p) for p in edits.values())
+    assert {p["message_id"] for p in edits.values()} == {10, 11}
+    assert await redis.xlen(streams.TG_OUTBOX) == 2
+    again = await admin_client.post("/admin/erasures", json={"contact": "@nobody_here"}, headers=AUTH)
+    assert again.json()["found"] is False

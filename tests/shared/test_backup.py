@@ -304,11 +304,46 @@ def test_the_check_reads_the_table_of_contents_and_every_block(tmp_path: Path, d
     half.write_bytes(good.path.read_bytes()[: good.size_bytes // 2])
     garbage = tmp_path / "garbage.dump"
     garbage.write_bytes(b"PGDMP" + b"\x00" * 64)
-    assert backup.verify(good.path, backup.expected_tables()) == good.tables
+    db = backup.target(database_url)
+    assert backup.verify(good.path, backup.expected_tables(), db) == good.tables
     for broken in (half, garbage):
         with pytest.raises(backup.BackupError) as refused:
-            backup.verify(broken, backup.expected_tables())
+            backup.verify(broken, backup.expected_tables(), db)
         assert refused.value.stage == "check"
+
+
+def flipped(source: Path, destination: Path, marker: bytes, offset: int = 0) -> Path:
+    """A copy of the archive ``source`` with one byte changed at ``offset`` after ``marker``."""
+    data = bytearray(source.read_bytes())
+    at = data.index(marker) + offset
+    data[at] ^= 0x20 if chr(data[at]).isalpha() else 0x01
+    destination.write_bytes(bytes(data))
+    return destination
+
+
+async def test_damage_in_the_table_of_contents_or_a_data_block_fails_the_check(
+    db: Database, tmp_path: Path, database_url: str
+) -> None:
+    """Issue 19: a byte changed in a definition the TOC holds (a ``CREATE TABLE``, an index) passed
+    ``--list`` and ``--file=/dev/null`` alike; only the restore found it. A byte changed in a data block
+    fails its zlib check."""
+    await fill_every_table(db)
+    good = backup.take_backup(settings(database_url, tmp_path / "backups"), now=T0)
+    target = backup.target(database_url)
+    damaged = [
+        flipped(good.path, tmp_path / "toc-table.dump", b"CREATE TABLE public.jobs", 20),
+        flipped(good.path, tmp_path / "toc-column.dump", b"CREATE TABLE public.blobs (", 32),
+        flipped(good.path, tmp_path / "toc-index.dump", b"CREATE INDEX ", 15),
+    ]
+    data = bytearray(good.path.read_bytes())
+    data[len(data) - 100] ^= 0x55  # inside the last table's data block (the data follow the TOC)
+    (tmp_path / "data-block.dump").write_bytes(bytes(data))
+    damaged.append(tmp_path / "data-block.dump")
+    for archive in damaged:
+        with pytest.raises(backup.BackupError) as refused:
+            backup.verify(archive, backup.expected_tables(), target)
+        assert refused.value.stage == "check", archive.name
+    assert backup.verify(good.path, backup.expected_tables(), target) == good.tables
 
 
 def test_a_dump_of_an_unmigrated_database_is_refused(scratch: str, tmp_path: Path) -> None:

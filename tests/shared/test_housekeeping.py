@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
@@ -276,6 +277,44 @@ async def test_stream_entries_go_their_window_after_they_were_added_dead_letters
     (logged,) = [e for e in logs if e["event"] == "RETENTION_PURGED"]
     assert logged["job"] == "trim_streams" and logged["deleted"] == {"stream_entries": 6}  # counts only
     assert (await housekeeping.trim_streams(redis, POLICY, now=now)).deleted == {"stream_entries": 0}
+
+
+async def test_gone_consumers_are_removed_never_a_live_one_or_one_holding_unclaimed_entries(
+    redis: aioredis.Redis,
+) -> None:
+    """Issue 19: every replica start adds a consumer (``<service>-<host>-<pid>``) that Redis keeps for
+    ever; those gone (idle, nothing pending, or what they held claimed by another) are deleted."""
+    stream, group = streams.JOBS, "worker"
+    await redis.xgroup_create(stream, group, id="0", mkstream=True)
+    for n in range(4):
+        await redis.xadd(stream, {"n": str(n)})
+
+    async def read_one(consumer: str) -> str:
+        [[_stream, [(entry_id, _fields)]]] = await redis.xreadgroup(group, consumer, {stream: ">"}, count=1)
+        return str(entry_id)
+
+    await redis.xack(stream, group, await read_one("worker-old-1"))  # stopped after acking
+    left = await read_one("worker-old-2")  # killed holding an entry ...
+    await redis.xclaim(stream, group, "worker-new-9", min_idle_time=0, message_ids=[left])  # ... taken over
+    await read_one("worker-old-3")  # killed holding an entry nobody took over yet
+    policy = dataclasses.replace(POLICY, consumer_idle=timedelta(seconds=0.5))
+    await asyncio.sleep(0.6)  # Redis measures idleness by its own clock
+    await read_one("worker-live-7")  # reads now
+
+    with capture_logs() as logs:
+        purged = await housekeeping.remove_gone_consumers(redis, policy, now=datetime.now(UTC))
+
+    names = {c["name"] for c in await redis.xinfo_consumers(stream, group)}
+    assert names == {"worker-old-3", "worker-new-9", "worker-live-7"}
+    assert purged.deleted == {"stream_consumers": 2}
+    (removed,) = [e for e in logs if e["event"] == "STREAM_CONSUMERS_REMOVED"]
+    assert sorted(removed["consumers"]) == [
+        f"{stream}/{group}/worker-old-1",
+        f"{stream}/{group}/worker-old-2",
+    ]
+    pending = await redis.xpending(stream, group)
+    assert pending["pending"] == 3  # nothing held was dropped
+    assert housekeeping.remove_gone_consumers in housekeeping.JOBS  # scheduled with the others
 
 
 async def test_two_schedulers_on_one_redis_run_each_cron_job_once(

@@ -245,6 +245,27 @@ async def test_parallel_sheets_are_cancelled_when_one_is_refused_and_still_recor
     assert len(await usage(db, job)) == len(calls)  # the abandoned calls are recorded too
 
 
+@pytest.mark.parametrize(
+    ("down", "alerted"), [("outage", False), ("drop", False), ("credit", True), ("model_not_found", True)]
+)
+async def test_a_refusal_while_the_primary_is_down_asks_for_another_photo_and_pauses_nothing(
+    run_job: RunJob, db: Database, aisim: RunningAiSim, down: str, alerted: bool
+) -> None:
+    # Issue 19: Gemini is down (or out of credit, or our model setting is wrong); OpenAI answers and
+    # refuses this selfie. The refusal decides: the booth goes on for everyone else (OpenAI serves them).
+    await aisim.fault(down, provider="gemini", count=50)
+    await aisim.fault("safety", provider="openai", call="image", count=50)
+    job, sleeps = await run_job()
+    assert (job.status, job.error_class, job.attempts) == ("failed", "content", 0)
+    async with db.transaction() as repos:
+        assert await maintenance.current_pause(repos) is None
+    assert await stored_texts(db, "send_message") == [text("content_refused", "en")]
+    assert [c["outcome"] for c in image_calls(await aisim.calls()) if c["provider"] == "openai"] == ["safety"]
+    admin = await stored_texts(db, "send_admin_message")
+    assert bool([t for t in admin if "gemini failed" in t and "refused" in t]) is alerted
+    assert sleeps.waits == []
+
+
 async def test_after_one_providers_refusal_the_other_draws_the_whole_job(
     run_job: RunJob, aisim: RunningAiSim
 ) -> None:

@@ -30,6 +30,7 @@ from worker.imaging.cut import SheetCut, cut_sheet
 from worker.providers.base import ImageRequest, VisionRequest
 from worker.providers.chain import ImageResult, ProviderChain
 from worker.settings import PipelineSettings
+from worker.store_outage import DEFAULT_PATIENCE_S, patiently
 
 __all__ = [
     "ArtefactCache",
@@ -82,21 +83,30 @@ class ArtefactCache(Protocol):
 
 
 class DbArtefacts:
-    """Artefacts as blobs of the job (``blobs.kind`` = ``passport`` / ``anchor``)."""
+    """Artefacts as blobs of the job (``blobs.kind`` = ``passport`` / ``anchor``); while Postgres is
+    unavailable each read and write is tried again for up to ``patience_s`` (``STORE_WAIT_MAX_SEC``,
+    :func:`worker.store_outage.patiently`)."""
 
-    def __init__(self, db: Database, job_id: UUID) -> None:
+    def __init__(self, db: Database, job_id: UUID, *, patience_s: float = DEFAULT_PATIENCE_S) -> None:
         self._db = db
         self._job_id = job_id
+        self._patience_s = patience_s
 
     async def get(self, kind: str) -> bytes | None:
-        async with self._db.transaction() as repos:
-            found = await repos.blobs.for_job(self._job_id, kind)
-        return found[0].data if found else None
+        async def read() -> bytes | None:
+            async with self._db.transaction() as repos:
+                found = await repos.blobs.for_job(self._job_id, kind)
+            return found[0].data if found else None
+
+        return await patiently(read, patience_s=self._patience_s, what=kind)
 
     async def put(self, kind: str, data: bytes, content_type: str) -> None:
-        async with self._db.transaction() as repos:
-            await repos.blobs.delete_for_job(self._job_id, kind)
-            await repos.blobs.put(kind=kind, data=data, content_type=content_type, job_id=self._job_id)
+        async def write() -> None:
+            async with self._db.transaction() as repos:
+                await repos.blobs.delete_for_job(self._job_id, kind)
+                await repos.blobs.put(kind=kind, data=data, content_type=content_type, job_id=self._job_id)
+
+        await patiently(write, patience_s=self._patience_s, what=kind)
 
 
 class MemoryArtefacts:

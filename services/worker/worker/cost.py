@@ -13,7 +13,7 @@ import asyncio
 import dataclasses
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Protocol
+from typing import Protocol, TypeVar
 from uuid import UUID
 
 import structlog
@@ -21,8 +21,9 @@ import structlog
 from shared import metrics
 from shared.days import pacific_day_start
 from shared.errors import ErrorClass, JobCostExceeded, ProviderUnavailable
-from shared.repositories import Database
+from shared.repositories import Database, Repositories
 from shared.repositories.usage import ApiCall
+from worker.store_outage import DEFAULT_PATIENCE_S, patiently
 
 __all__ = [
     "Alerter",
@@ -35,6 +36,7 @@ __all__ = [
 ]
 
 log = structlog.get_logger(__name__)
+T = TypeVar("T")
 
 #: ``(key, text, cooldown)`` → whether an admin alert was queued (:func:`shared.alerts.send_alert`).
 Alerter = Callable[[str, str, timedelta], Awaitable[bool]]
@@ -70,30 +72,38 @@ def _refusers(calls: Sequence[ApiCall]) -> set[str]:
 
 class DbUsageStore:
     """``api_usage`` through :class:`shared.repositories.usage.UsageRepository`, one transaction per
-    call (written as it happens, so a killed attempt's spend still counts)."""
+    call (written as it happens, so a killed attempt's spend still counts). While Postgres is unavailable
+    each read and write is tried again for up to ``patience_s`` (``STORE_WAIT_MAX_SEC``): a store outage
+    holds the render, it does not fail it (:func:`worker.store_outage.patiently`)."""
 
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Database, *, patience_s: float = DEFAULT_PATIENCE_S) -> None:
         self._db = db
+        self._patience_s = patience_s
+
+    async def _patiently(self, what: str, query: Callable[[Repositories], Awaitable[T]]) -> T:
+        async def once() -> T:
+            async with self._db.transaction() as repos:
+                return await query(repos)
+
+        return await patiently(once, patience_s=self._patience_s, what=what)
 
     async def record(self, call: ApiCall) -> None:
-        async with self._db.transaction() as repos:
-            await repos.usage.record(call)
+        await self._patiently("api_usage", lambda repos: repos.usage.record(call))
 
     async def job_spend(self, job_id: UUID, *, since: datetime) -> float:
-        async with self._db.transaction() as repos:
-            return await repos.usage.job_spend(job_id, since=since)
+        return await self._patiently("api_usage", lambda repos: repos.usage.job_spend(job_id, since=since))
 
     async def spend_since(self, since: datetime) -> float:
-        async with self._db.transaction() as repos:
-            return await repos.usage.spend_since(since)
+        return await self._patiently("api_usage", lambda repos: repos.usage.spend_since(since))
 
     async def image_requests_since(self, provider: str, since: datetime) -> int:
-        async with self._db.transaction() as repos:
-            return await repos.usage.image_requests_since(provider, since)
+        return await self._patiently(
+            "api_usage", lambda repos: repos.usage.image_requests_since(provider, since)
+        )
 
     async def content_refusals(self, job_id: UUID) -> set[str]:
-        async with self._db.transaction() as repos:
-            return _refusers(await repos.usage.for_job(job_id))
+        calls = await self._patiently("api_usage", lambda repos: repos.usage.for_job(job_id))
+        return _refusers(calls)
 
 
 class MemoryUsageStore:

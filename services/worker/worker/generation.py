@@ -2,7 +2,9 @@
 
 Idempotent: a redelivered hint finds the job already claimed or finished and does nothing. Rendering is the
 injected async renderer (:class:`worker.render.PipelineRenderer`: provider calls, CPU work in threads); the
-job's heartbeat is refreshed meanwhile so crash recovery can tell a slow job from a dead one.
+job's heartbeat is refreshed meanwhile so crash recovery can tell a slow job from a dead one, and its
+ownership lease is held in Redis so it can also tell a Postgres outage from a dead owner; the job's writes
+wait for the store to come back (:mod:`worker.store_outage`).
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Awaitable, Callable
+from functools import partial
 from typing import Any
 from uuid import UUID
 
@@ -18,7 +21,7 @@ import structlog
 
 from shared import metrics, streams
 from shared.domain import Job, JobStatus
-from shared.errors import ErrorClass, JobError, PermanentJobError, ProviderUnavailable
+from shared.errors import DatabaseUnavailable, ErrorClass, JobError, PermanentJobError, ProviderUnavailable
 from shared.maintenance import current_pause
 from shared.messages import JobQueued, JobRendered
 from shared.outfits import Outfit
@@ -27,6 +30,7 @@ from shared.streams import Publisher
 from worker import outcomes
 from worker.render import Pack
 from worker.settings import WorkerSettings
+from worker.store_outage import keep_lease, patiently
 
 log = structlog.get_logger(__name__)
 
@@ -74,7 +78,29 @@ class Generator:
             job = await repos.jobs.claim(job_id, owner=self.owner)
         if job is None:
             return
-        heartbeat = asyncio.create_task(self._heartbeat(job.id))
+        # Both beat until the job's outcome is stored (also while a write waits for the store).
+        beats = [
+            asyncio.create_task(self._heartbeat(job.id)),
+            asyncio.create_task(
+                keep_lease(
+                    self.publisher.redis,
+                    job.id,
+                    self.owner,
+                    every_s=self.settings.heartbeat_sec,
+                    ttl_s=self.settings.heartbeat_timeout_sec,
+                )
+            ),
+        ]
+        try:
+            await self._attempt(job)
+        finally:
+            for beat in beats:
+                beat.cancel()
+
+    async def _patiently(self, write: Callable[[], Awaitable[object]], what: str) -> None:
+        await patiently(write, patience_s=self.settings.store_wait_max_sec, what=what)
+
+    async def _attempt(self, job: Job) -> None:
         try:
             pack = await self._render(job)
         except asyncio.CancelledError:
@@ -84,42 +110,68 @@ class Generator:
                 )
             raise
         except PermanentJobError as exc:
-            await outcomes.fail_permanently(
-                self.db,
-                self.publisher,
-                job,
-                owner=self.owner,
-                exc=exc,
-                max_captures=self.settings.max_captures_per_session,
+            await self._patiently(
+                partial(
+                    outcomes.fail_permanently,
+                    self.db,
+                    self.publisher,
+                    job,
+                    owner=self.owner,
+                    exc=exc,
+                    max_captures=self.settings.max_captures_per_session,
+                ),
+                "job outcome",
             )
             return
         except ProviderUnavailable as exc:
-            await outcomes.pause_and_refund(
-                self.db, self.publisher, job, owner=self.owner, exc=exc, notify=self.notify
+            await self._patiently(
+                partial(
+                    outcomes.pause_and_refund,
+                    self.db,
+                    self.publisher,
+                    job,
+                    owner=self.owner,
+                    exc=exc,
+                    notify=self.notify,
+                ),
+                "job outcome",
+            )
+            return
+        except DatabaseUnavailable as exc:
+            # Postgres stayed away longer than STORE_WAIT_MAX_SEC: the store failed, not the job nor the
+            # worker; the job goes back to the queue without an attempt consumed once it answers.
+            log.warning("JOB_STORE_OUTAGE", job_id=str(job.id), error=str(exc))
+            await self._patiently(
+                partial(outcomes.requeue_after_store_outage, self.db, job, owner=self.owner), "job outcome"
             )
             return
         except Exception as exc:
             error_class = exc.error_class if isinstance(exc, JobError) else ErrorClass.INTERNAL
             log.exception("JOB_ATTEMPT_FAILED", job_id=str(job.id), error_class=str(error_class))
-            await outcomes.retry_or_fail(
-                self.db,
-                self.publisher,
-                job,
-                owner=self.owner,
-                error_class=error_class,
-                error=f"{type(exc).__name__}: {exc}",
-                max_attempts=self.settings.max_attempts,
-                retry_delay_s=self.settings.retry_delay_sec,
+            await self._patiently(
+                partial(
+                    outcomes.retry_or_fail,
+                    self.db,
+                    self.publisher,
+                    job,
+                    owner=self.owner,
+                    error_class=error_class,
+                    error=f"{type(exc).__name__}: {exc}",
+                    max_attempts=self.settings.max_attempts,
+                    retry_delay_s=self.settings.retry_delay_sec,
+                ),
+                "job outcome",
             )
             return
-        finally:
-            heartbeat.cancel()
-        await self._store(job, pack)
-        await outcomes.clear_outage_streak(self.db)
+        await self._patiently(lambda: self._store(job, pack), "stickers")
+        await self._patiently(lambda: outcomes.clear_outage_streak(self.db), "outage streak")
 
     async def _render(self, job: Job) -> Pack:
-        async with self.db.transaction() as repos:
-            selfies = await repos.blobs.for_job(job.id, "selfie")
+        async def read() -> list[Any]:
+            async with self.db.transaction() as repos:
+                return list(await repos.blobs.for_job(job.id, "selfie"))
+
+        selfies = await patiently(read, patience_s=self.settings.store_wait_max_sec, what="selfie")
         if not selfies:
             raise PermanentJobError("the selfie is missing")
         outfit = self.catalog.get(job.outfit_id)

@@ -98,6 +98,7 @@ async def run(settings: WorkerSettings, **given: Unpack[Given]) -> int:
             db=rt.db,
             alert=alert,
             cut_slots=asyncio.Semaphore(settings.cut_max_parallel),
+            store_patience_s=settings.store_wait_max_sec,
         )
         generator = Generator(
             db=rt.db,

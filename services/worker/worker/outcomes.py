@@ -22,7 +22,8 @@ from shared.joblife import fail_job, failure_command_id, guest_failure_text, is_
 from shared.logging import redact
 from shared.outbox import dispatch_commands, tell_guest
 from shared.repositories import Database
-from shared.streams import Publisher
+from shared.streams import REDIS_ERRORS, Publisher
+from worker.store_outage import lease_holder
 
 log = structlog.get_logger(__name__)
 
@@ -99,10 +100,23 @@ async def requeue_on_shutdown(db: Database, job: Job, *, owner: str, free_requeu
     log.warning("JOB_REQUEUED_ON_SHUTDOWN", job_id=str(job.id), free=free)
 
 
+async def requeue_after_store_outage(db: Database, job: Job, *, owner: str) -> None:
+    """``processing → queued`` without consuming an attempt: Postgres was unavailable longer than the
+    worker waits for it (``STORE_WAIT_MAX_SEC``), so the attempt could not go on; due at once."""
+    async with db.transaction() as repos:
+        await repos.jobs.requeue_refunded(job.id, owner=owner, error_class=ErrorClass.INTERNAL)
+    log.warning("JOB_REQUEUED_STORE_OUTAGE", job_id=str(job.id))
+
+
 async def recover_crashed(
     db: Database, publisher: Publisher, *, heartbeat_timeout_s: float, max_attempts: int
 ) -> int:
     """Recover ``processing`` jobs whose owner stopped heart-beating (killed, OOM): ``crashed``.
+
+    A heartbeat is a write to Postgres, so a stale one also means an owner that could not reach Postgres
+    (an outage, a cut connection): a job whose owner still holds its lease in Redis
+    (:mod:`worker.store_outage`) is alive and left alone; when Redis cannot be asked, nothing is recovered
+    this round (issue 19).
 
     A crashed attempt is charged (spec/000 "After a hard kill"): the job is requeued with one attempt
     consumed, or failed with the guest's failure text when that reaches ``max_attempts``. Returns how many
@@ -113,6 +127,14 @@ async def recover_crashed(
         stale = await repos.jobs.stale_processing(heartbeat_before=cutoff)
     recovered = 0
     for job in stale:
+        try:
+            holder = await lease_holder(publisher.redis, job.id)
+        except REDIS_ERRORS as exc:
+            log.warning("CRASH_RECOVERY_DEFERRED", job_id=str(job.id), error=type(exc).__name__)
+            return recovered  # cannot tell a dead owner from one cut off Postgres: wait
+        if holder is not None and holder == job.owner:
+            log.info("JOB_OWNER_ALIVE", job_id=str(job.id), owner=job.owner)
+            continue
         failed_ids: list[str] = []
         async with db.transaction() as repos:
             if job.attempts + 1 >= max_attempts:

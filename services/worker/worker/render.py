@@ -38,6 +38,7 @@ from worker.steps.anchor import anchor_portrait
 from worker.steps.inputs import Inputs, face_crop, prepare_inputs
 from worker.steps.passport import appearance_passport
 from worker.steps.slots import Slot, stickers_of
+from worker.store_outage import DEFAULT_PATIENCE_S
 from worker.variants.classic import render_classic
 from worker.variants.composite import render_composite
 from worker.variants.consistency import render_consistency
@@ -180,6 +181,7 @@ class PipelineRenderer:
         cut_slots: the process-wide ``CUT_MAX_PARALLEL`` semaphore.
         usage: where calls are recorded (default ``api_usage``).
         clock: UTC now.
+        store_patience_s: how long its writes wait for Postgres to come back (``STORE_WAIT_MAX_SEC``).
     """
 
     def __init__(
@@ -192,13 +194,15 @@ class PipelineRenderer:
         cut_slots: asyncio.Semaphore,
         usage: UsageStore | None = None,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        store_patience_s: float = DEFAULT_PATIENCE_S,
     ) -> None:
         self.settings = settings
         self.chain = chain
         self.db = db
         self.alert = alert
         self.cut_slots = cut_slots
-        self.usage = usage or DbUsageStore(db)
+        self.usage = usage or DbUsageStore(db, patience_s=store_patience_s)
+        self.store_patience_s = store_patience_s
         self.clock = clock
 
     async def __call__(self, job: Job, selfie: bytes, outfit: Outfit) -> Pack:
@@ -218,7 +222,7 @@ class PipelineRenderer:
             settings=self.settings,
             chain=self.chain,
             ledger=ledger,
-            artefacts=DbArtefacts(self.db, job.id),
+            artefacts=DbArtefacts(self.db, job.id, patience_s=self.store_patience_s),
             cut_slots=self.cut_slots,
             alert=self.alert,
         )

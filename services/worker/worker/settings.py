@@ -201,8 +201,10 @@ class WorkerSettings(ServiceSettings, PipelineSettings, CaptureSettings):
     ``WORKER_SLOTS``: jobs rendered at once per replica. ``MAX_ATTEMPTS`` (2) and ``RETRY_DELAY_SEC`` (10 s)
     from spec/002 "Retries, timeouts and limits". ``HEARTBEAT_SEC``: how often a running job refreshes
     ``jobs.heartbeat_at``; ``HEARTBEAT_TIMEOUT_SEC``: a ``processing`` job silent that long has a dead owner
-    and is recovered as ``crashed`` (DESIGN.md §5). ``NOTIFY_URL``: POSTed a fixed, secret-free text on the
-    first queue pause of an episode (e.g. ntfy).
+    and is recovered as ``crashed`` (DESIGN.md §5) unless its owner still holds the job's lease in Redis
+    (:mod:`worker.store_outage`). ``STORE_WAIT_MAX_SEC``: how long the worker's writes during a job wait
+    for Postgres to come back before the job gives up (s). ``NOTIFY_URL``: POSTed a fixed, secret-free
+    text on the first queue pause of an episode (e.g. ntfy).
 
     The pipeline's settings are those of :class:`PipelineSettings`.
     """
@@ -212,4 +214,5 @@ class WorkerSettings(ServiceSettings, PipelineSettings, CaptureSettings):
     retry_delay_sec: float = Field(10.0, ge=0, validation_alias="RETRY_DELAY_SEC")
     heartbeat_sec: float = Field(5.0, gt=0, validation_alias="HEARTBEAT_SEC")
     heartbeat_timeout_sec: float = Field(30.0, gt=0, validation_alias="HEARTBEAT_TIMEOUT_SEC")
+    store_wait_max_sec: float = Field(300.0, ge=0, validation_alias="STORE_WAIT_MAX_SEC")
     notify_url: str | None = Field(None, validation_alias="NOTIFY_URL")

@@ -427,13 +427,80 @@ async def test_a_refusal_is_remembered_by_the_next_attempt_and_the_others_failur
     store = MemoryUsageStore()
     job_id = uuid4()
     gemini = Scripted("gemini", err(ErrorClass.CONTENT))
-    openai = Scripted("openai", err(ErrorClass.OUTAGE))
+    openai = Scripted("openai", err(ErrorClass.TIMEOUT))
     shared = chain(gemini, openai, recorder=Recorder())
-    with pytest.raises(ProviderUnavailable) as raised:  # openai is down: pause, not a refusal
+    with pytest.raises(RetryableJobError) as raised:  # openai's own failure: charged, not a refusal
         await shared.image(REQUEST, ledger(store, job_id=job_id))
-    assert raised.value.error_class is ErrorClass.OUTAGE
-    result = await shared.image(REQUEST, ledger(store, job_id=job_id))  # the attempt after the pause
+    assert raised.value.error_class is ErrorClass.TIMEOUT
+    result = await shared.image(REQUEST, ledger(store, job_id=job_id))  # the retry
     assert (result.provider, gemini.calls, openai.calls) == ("openai", 1, 2)
+
+
+# Issue 19: a refusal is never an outage. A provider that could not look at the selfie (down, rate
+# limited, out of credit, a bad key or setting) does not outvote one that looked and refused: pausing the
+# booth for one guest's photo stops every other guest, whom the refuser serves.
+PAUSES = [
+    ErrorClass.OUTAGE,
+    ErrorClass.RATE_LIMIT,
+    ErrorClass.QUOTA_DAY,
+    ErrorClass.CREDIT,
+    ErrorClass.AUTH,
+    ErrorClass.CONFIG,
+]
+
+
+@pytest.mark.parametrize("down", PAUSES)
+async def test_a_refusal_while_the_primary_cannot_answer_fails_the_job_as_content(down: ErrorClass) -> None:
+    recorder = Recorder()
+    gemini = Scripted("gemini", *[err(down)] * 4)  # a 429 is retried 3 times first
+    openai = Scripted("openai", err(ErrorClass.CONTENT))
+    with pytest.raises(ContentRefused) as raised:
+        await chain(gemini, openai, recorder=recorder).image(REQUEST, ledger())
+    assert raised.value.error_class is ErrorClass.CONTENT
+    assert openai.calls == 1
+    # the admins still learn of what is theirs to fix; an outage or a rate limit alerts no one here
+    expected = (
+        []
+        if down in (ErrorClass.OUTAGE, ErrorClass.RATE_LIMIT, ErrorClass.QUOTA_DAY)
+        else ["fallback:gemini->refused"]
+    )
+    assert [key for key, _cooldown in recorder.alerts] == expected
+
+
+@pytest.mark.parametrize("down", PAUSES)
+async def test_a_refusal_in_an_earlier_attempt_wins_over_the_others_outage_in_this_one(
+    down: ErrorClass,
+) -> None:
+    store = MemoryUsageStore()
+    job_id = uuid4()
+    gemini = Scripted("gemini", err(ErrorClass.CONTENT))
+    openai = Scripted("openai", err(ErrorClass.TIMEOUT), *[err(down)] * 4)
+    shared = chain(gemini, openai, recorder=Recorder())
+    with pytest.raises(RetryableJobError):
+        await shared.image(REQUEST, ledger(store, job_id=job_id))
+    with pytest.raises(ContentRefused):  # the retry: gemini refused earlier, openai is down now
+        await shared.image(REQUEST, ledger(store, job_id=job_id))
+    assert gemini.calls == 1
+
+
+async def test_a_parallel_sheets_refusal_wins_over_this_calls_outage() -> None:
+    refused = asyncio.Event()
+
+    async def down_after_the_refusal() -> bytes:
+        await refused.wait()
+        raise err(ErrorClass.OUTAGE)
+
+    gemini = Scripted("gemini", down_after_the_refusal, err(ErrorClass.OUTAGE))
+    openai = Scripted("openai", err(ErrorClass.CONTENT))
+    shared, job = chain(gemini, openai, recorder=Recorder()), ledger()
+    first = asyncio.ensure_future(shared.image(REQUEST, job))  # in flight at gemini
+    await asyncio.sleep(0)
+    with pytest.raises(ContentRefused):  # a sibling sheet: gemini is down, openai refused
+        await shared.image(REQUEST, job)
+    refused.set()
+    with pytest.raises(ContentRefused):  # gemini is down now and openai refused: not an outage
+        await first
+    assert openai.calls == 1
 
 
 async def test_a_vision_refusal_never_takes_a_provider_out_of_the_job() -> None:

@@ -10,7 +10,12 @@
  * timeout after 5 s, 5xx) twice with the same id, after 1 s and 2 s, and a visitor who presses Send again
  * after an error also reuses it, so the server answers with the same lead number instead of a second lead.
  * On any failure the form keeps what the visitor typed (also across a reload, in sessionStorage) and says
- * clearly what happened. The consent checkbox (name "consent") must be ticked: the body carries
+ * clearly what happened. A lead that could not be sent (the server down or answering 5xx after the retries)
+ * is also kept on the visitor's device (localStorage "stickerBoothLeadOutbox", DESIGN.md §8) and sent again
+ * with its requestId until ingest accepts it, so it arrives once: when the page is loaded again (also after
+ * it was closed), when the browser comes back online, and every 5 s for those whose wait is over (5 s,
+ * 15 s, 60 s, 5 min, then every 15 min: the lead backoff of spec/000; a 429 waits its Retry-After). A lead
+ * the server refuses (422) is dropped: nothing of it was stored. The consent checkbox (name "consent") must be ticked: the body carries
  * consent: true, and without it the form is not sent (the server would answer 422 consent_required).
  * Texts follow <html lang> (en or ru) at the moment they are shown, so a language switch applies.
  * Also loadable with require() for tests: it then exports the functions only.
@@ -32,6 +37,9 @@
   var FIELDS = ["name", "contact", "message"];
   var UTM = ["utm_source", "utm_medium", "utm_campaign", "utm_term", "utm_content"];
   var DRAFT_KEY = "stickerBoothLeadDraft";
+  var OUTBOX_KEY = "stickerBoothLeadOutbox";
+  var RESEND_DELAYS_MS = [5000, 15000, 60000, 300000, 900000]; // spec/000 lead backoff, then 15 min
+  var RESEND_TICK_MS = 5000;
   var TEXTS = {
     en: {
       sending: "Sending…",
@@ -41,6 +49,7 @@
       consent: "Please tick the consent box: we need it to answer you.",
       limited: "Too many requests from your network. Please try again in a few minutes.",
       failed: "We could not send your request. Your text is kept here: please try again in a moment.",
+      queued: "We could not send your request yet. It is kept on this device and will be sent automatically.",
     },
     ru: {
       sending: "Отправляем…",
@@ -50,6 +59,7 @@
       consent: "Отметьте согласие: без него мы не можем ответить на заявку.",
       limited: "Слишком много заявок из вашей сети. Попробуйте через несколько минут.",
       failed: "Не получилось отправить заявку. Текст сохранён здесь — попробуйте ещё раз чуть позже.",
+      queued: "Пока не получилось отправить заявку. Она сохранена на этом устройстве и уйдёт автоматически.",
     },
   };
 
@@ -135,6 +145,75 @@
     return { ok: false, reason: "unavailable", attempts: delays.length + 1 };
   }
 
+  function readOutbox(storage) {
+    try {
+      var items = JSON.parse(storage.getItem(OUTBOX_KEY) || "[]");
+      return Array.isArray(items) ? items : [];
+    } catch (_broken) {
+      return [];
+    }
+  }
+
+  function writeOutbox(storage, items) {
+    try {
+      if (items.length) {
+        storage.setItem(OUTBOX_KEY, JSON.stringify(items));
+      } else {
+        storage.removeItem(OUTBOX_KEY);
+      }
+    } catch (_fullOrBlocked) {
+      // nothing more can be kept
+    }
+  }
+
+  /* Keep an unsent payload (with its requestId) in storage, to be sent again by resendUnsent. */
+  function keepUnsent(storage, payload, now) {
+    var items = readOutbox(storage).filter(function (item) {
+      return item.payload.requestId !== payload.requestId;
+    });
+    items.push({ payload: payload, tries: 1, nextAt: now + RESEND_DELAYS_MS[0] });
+    writeOutbox(storage, items);
+  }
+
+  /*
+   * Send again the kept payloads whose wait is over (all of them with force), one try each, with their
+   * own requestId. Accepted ones (200/201) and refused ones (422) leave storage; the others wait the next
+   * delay. Resolves to the accepted results, each {ok, number, repeat, attempts, requestId}.
+   */
+  async function resendUnsent(storage, endpoint, options, now, force) {
+    var accepted = [];
+    var settled = {};
+    var waiting = {};
+    var due = readOutbox(storage).filter(function (item) {
+      return force || item.nextAt <= now;
+    });
+    for (var i = 0; i < due.length; i++) {
+      var item = due[i];
+      var result = await submitLead(endpoint, item.payload, Object.assign({}, options, { retryDelaysMs: [] }));
+      if (result.ok) {
+        result.requestId = item.payload.requestId;
+        accepted.push(result);
+        settled[item.payload.requestId] = true;
+      } else if (result.reason === "invalid") {
+        settled[item.payload.requestId] = true;
+      } else {
+        var delay = RESEND_DELAYS_MS[Math.min(item.tries, RESEND_DELAYS_MS.length - 1)];
+        if (result.reason === "rate_limited" && result.retryAfter) delay = result.retryAfter * 1000;
+        waiting[item.payload.requestId] = { payload: item.payload, tries: item.tries + 1, nextAt: now + delay };
+      }
+    }
+    // merged with what was kept meanwhile (another tab, a new failure)
+    var items = readOutbox(storage)
+      .filter(function (kept) {
+        return !settled[kept.payload.requestId];
+      })
+      .map(function (kept) {
+        return waiting[kept.payload.requestId] || kept;
+      });
+    writeOutbox(storage, items);
+    return accepted;
+  }
+
   function collectUtm(search) {
     var utm = {};
     var params = new URLSearchParams(search || "");
@@ -167,6 +246,7 @@
     };
     var status = form.querySelector ? form.querySelector("[data-sticker-lead-status]") : null;
     var storage = env.storage || null;
+    var outbox = env.outbox || null;
     var busy = false;
 
     function say(text, isError) {
@@ -251,10 +331,25 @@
         say(onlyConsent ? texts().consent : texts().invalid, true);
       } else {
         saveDraft(requestId);
-        say(result.reason === "rate_limited" ? texts().limited : texts().failed, true);
+        if (outbox && result.reason === "unavailable") {
+          keepUnsent(outbox, payload, Date.now());
+          say(texts().queued, true);
+        } else {
+          say(result.reason === "rate_limited" ? texts().limited : texts().failed, true);
+        }
       }
       return result;
     }
+
+    /* A kept lead was accepted later (resendUnsent): the form it came from is done. */
+    submit.resent = function (result) {
+      if (form.dataset.requestId === result.requestId) {
+        delete form.dataset.requestId;
+        if (storage) storage.removeItem(DRAFT_KEY);
+        if (form.reset) form.reset();
+      }
+      say((result.repeat ? texts().repeat : texts().sent).replace("{n}", result.number), false);
+    };
 
     restoreDraft();
     if (form.addEventListener) {
@@ -269,24 +364,57 @@
   function autoBind(doc, script) {
     if (!doc) return;
     var endpoint = (script && script.getAttribute("data-endpoint")) || "/leads";
+    var view = doc.defaultView;
+    var outbox = null;
+    try {
+      outbox = view.localStorage;
+    } catch (_blocked) {
+      outbox = null;
+    }
+    var bound = [];
+    var resending = false;
+    async function resend(force) {
+      if (!outbox || resending) return;
+      resending = true;
+      try {
+        var accepted = await resendUnsent(outbox, endpoint, {}, Date.now(), force);
+        accepted.forEach(function (result) {
+          bound.forEach(function (submit) {
+            submit.resent(result);
+          });
+        });
+      } finally {
+        resending = false;
+      }
+    }
     var bindAll = function () {
       var forms = doc.querySelectorAll("form[data-sticker-lead]");
       Array.prototype.forEach.call(forms, function (form) {
         var storage = null;
         try {
-          storage = doc.defaultView.sessionStorage;
+          storage = view.sessionStorage;
         } catch (_blocked) {
           storage = null;
         }
-        bindForm(form, {
-          endpoint: endpoint,
-          storage: storage,
-          location: doc.location,
-          language: function () {
-            return language(doc);
-          },
-        });
+        bound.push(
+          bindForm(form, {
+            endpoint: endpoint,
+            storage: storage,
+            outbox: outbox,
+            location: doc.location,
+            language: function () {
+              return language(doc);
+            },
+          })
+        );
       });
+      resend(true); // on load: whatever an earlier visit could not send
+      view.addEventListener("online", function () {
+        resend(true);
+      });
+      view.setInterval(function () {
+        resend(false);
+      }, RESEND_TICK_MS);
     };
     if (doc.readyState === "loading") {
       doc.addEventListener("DOMContentLoaded", bindAll);
@@ -297,6 +425,8 @@
 
   return {
     submitLead: submitLead,
+    keepUnsent: keepUnsent,
+    resendUnsent: resendUnsent,
     bindForm: bindForm,
     autoBind: autoBind,
     collectUtm: collectUtm,

@@ -9,7 +9,8 @@ to 20 % jitter (log ``RATE_LIMIT``); every other failure, ``quota_day`` and ``cr
 the next provider at once. When a later provider serves, one fallback alert per provider pair per 10
 minutes goes to the admins.
 
-When no provider serves, the failures decide (DESIGN.md §5): any ``credit`` → the queue pauses
+When no provider serves and none refused the selfie as content (see below), the failures decide
+(DESIGN.md §5): any ``credit`` → the queue pauses
 (``ProviderUnavailable(credit)``); else any ``auth`` → pause (``auth``); else any ``config`` (no such
 model, a parameter the model rejects, an account not set up for the call) → pause (``config``, its
 alert naming the setting to fix: :func:`worker.providers.classify.config_alert`); else when every
@@ -32,8 +33,18 @@ find out one at a time whether the fallback accepts the selfie (``CostLedger.con
 parallel sheets refused by the primary send it to the fallback once, not three times. When every provider of
 the chain has refused, the chain raises :class:`ContentRefused` and sends nothing more for the job, vision
 calls included; the worker fails the job (``content``, no retry) and the guest is asked for another photo.
-When only some refused, the others' failures decide as above (an outage still pauses, a timeout is still
-charged), and the refusers are skipped on the next try.
+When only some refused, a refusal by a provider that answered wins over the others' failures that would
+pause the queue (issue 19): ``outage``, ``rate_limit``, ``quota_day``, ``credit``, ``auth`` and ``config``
+say that a provider could not look at the selfie, not that it would accept it, while the refuser did look.
+DESIGN.md §5 pauses the queue only when *no provider serves*, but a refuser serves every other guest (the
+pause would stop the whole booth, auto-resuming only when the primary comes back, or waiting for
+``/resume``, because of one guest's photo), so the job fails ``content`` at once (:class:`ContentRefused`,
+no retry) and the guest is asked for another photo instead of being told "temporarily unavailable". A
+``credit``, ``auth`` or ``config`` fault so outvoted still alerts the admins (the same alert, key and
+cool-down as a fallback's): it is theirs to fix and the other guests' jobs now go to the fallback. The
+failures that are the job's own (``timeout``, ``invalid``, ``internal``) are charged as above: the attempt is
+retried after 10 s and the provider that did not answer gets the selfie again; the refusers are skipped on
+the next try.
 
 A vision call's ``content`` (a Gemini vision prompt blocked) or ``invalid`` (a model's ``refusal`` to
 judge, an answer that is not JSON) never latches a provider: it only costs that vision step its answer
@@ -83,6 +94,8 @@ log = structlog.get_logger(__name__)
 T = TypeVar("T")
 
 _UNAVAILABLE = frozenset({ErrorClass.OUTAGE, ErrorClass.RATE_LIMIT, ErrorClass.QUOTA_DAY})
+# a provider's state, not the job's: these pause the queue when no provider serves
+_PAUSES = _UNAVAILABLE | {ErrorClass.CREDIT, ErrorClass.AUTH, ErrorClass.CONFIG}
 _CHARGED_ORDER = (ErrorClass.CONTENT, ErrorClass.TIMEOUT, ErrorClass.INVALID, ErrorClass.INTERNAL)
 
 
@@ -180,7 +193,8 @@ class ProviderChain:
         Raises:
             ProviderUnavailable: no provider served, for a reason that pauses the queue.
             RetryableJobError: no provider served, and the attempt is charged.
-            ContentRefused: every provider has refused this job's images as content.
+            ContentRefused: every provider has refused this job's images as content, or one refused and
+                the others did not answer for a reason that would pause the queue (module doc).
             JobCostExceeded: the job's ceiling was reached before a call.
             NoFaceError: the ``local`` provider found no face.
         """
@@ -259,11 +273,21 @@ class ProviderChain:
             if failures:
                 await self._fallback_alert(failures[0], provider.name, call.kind)
             return result
+        # The refusers are out of this job (``refused`` is live: a parallel call's refusal counts too).
+        others = [(name, e) for name, e in failures if name not in refused]
         if all(p.name in refused for p in self.providers):
             summary = "; ".join(f"{name}: {error}" for name, error in failures) or "refused earlier"
             raise ContentRefused(f"{call.kind}: every provider refused this selfie as content ({summary})")
-        # The refusers are out of this job; what the others answered decides (an outage still pauses).
-        others = [(name, e) for name, e in failures if name not in refused]
+        if refused and all(e.error_class in _PAUSES for _name, e in others):
+            # a refusal by a provider that answered wins over the others' unavailability (module doc)
+            for failure in others:
+                if failure[1].error_class not in _UNAVAILABLE:  # credit, auth, config: the admins' to fix
+                    await self._fallback_alert(failure, None, call.kind)
+            summary = "; ".join(f"{name}: {error}" for name, error in failures) or "refused earlier"
+            raise ContentRefused(
+                f"{call.kind}: refused as content by {', '.join(sorted(refused))}; "
+                f"the others did not answer ({summary})"
+            )
         raise self._give_up(others or failures, call.kind)
 
     async def _with_backoff(self, provider: Provider, call: _Call[T], ledger: CostLedger) -> T:
@@ -350,7 +374,11 @@ class ProviderChain:
             return contextlib.nullcontext()
         return self.budget.slot(provider.name, "image" if call.call_type == "image" else "vision")
 
-    async def _fallback_alert(self, failed: tuple[str, ProviderCallError], served: str, kind: str) -> None:
+    async def _fallback_alert(
+        self, failed: tuple[str, ProviderCallError], served: str | None, kind: str
+    ) -> None:
+        """Alert the admins that ``failed`` did not serve: ``served`` did instead, or (``None``) another
+        provider refused the selfie as content, so nobody will (one alert per pair per cool-down)."""
         name, error = failed
         log.warning(
             "PROVIDER_FALLBACK", failed=name, served=served, kind=kind, error_class=str(error.error_class)
@@ -358,10 +386,11 @@ class ProviderChain:
         if self.alert is None:
             return
         cause = error.alert or error.message[:120]  # a config fault names the setting to fix
+        then = f"{served} served instead" if served else "the job's selfie was refused by another provider"
         with contextlib.suppress(Exception):  # an alert never fails the job
             await self.alert(
-                f"fallback:{name}->{served}",
-                f"AI provider {name} failed ({error.error_class}: {cause}); {served} served instead.",
+                f"fallback:{name}->{served or 'refused'}",
+                f"AI provider {name} failed ({error.error_class}: {cause}); {then}.",
                 timedelta(seconds=self.policy.fallback_alert_cooldown_s),
             )
 
