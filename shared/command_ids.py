@@ -16,6 +16,7 @@ format string or regex.
 | ``job:<job uuid>:link[:<n>]`` | delivery: the link message, attempt ``n`` ≥ 2 | attempt |
 | ``job:<job uuid>:resend_link:<n>`` | ingest: the admin page's "Resend link", press ``n`` | press |
 | ``job:<job uuid>:preview`` | delivery: one sticker of the set, after the link | — |
+| ``job:<job uuid>:find_link:<n>`` | delivery: look for link attempt ``n`` of unknown outcome | attempt |
 | ``lead:<id>:card:<n>`` / ``repeat:<id>:notice:<n>`` | leads: send the post, attempt ``n`` | attempt |
 | ``lead:<id>:find:<n>`` / ``repeat:<id>:find:<n>`` | leads: search for the post, probe ``n`` | probe |
 | ``lead:<id>:edit:<n>`` | leads: the card edited to status version ``n`` | version |
@@ -67,6 +68,7 @@ __all__ = [
     "digest",
     "erase_set",
     "failure_text",
+    "find_link",
     "find_post",
     "generating_notice",
     "job_pattern",
@@ -95,6 +97,7 @@ JobStep = Literal[
     "link",
     "resend_link",
     "preview",
+    "find_link",
 ]
 PostOp = Literal["send", "find"]
 AGAIN = ":again"
@@ -111,7 +114,7 @@ _JOB = re.compile(
     r"(?P<bare>generating|preview)"
     r"|(?P<run_step>unavailable|still_working|failure_text):(?P<run>\d+)"
     rf"|(?P<try_step>create_set|link)(?::(?P<attempt>{_LATER}))?"
-    r"|(?P<poll>poll|resend_link):(?P<n>\d+)"
+    r"|(?P<poll>poll|resend_link|find_link):(?P<n>\d+)"
     r")$"
 )
 _POST = re.compile(
@@ -271,6 +274,12 @@ def preview(job_id: UUID) -> str:
     """The one preview sticker of a job's set, sent after its link message (one per job, never repeated:
     an admin resend of the link does not send it again)."""
     return f"job:{job_id}:preview"
+
+
+def find_link(job_id: UUID, attempt: int) -> str:
+    """The search for link attempt ``attempt`` (1-based) in the guest's chat, after its outcome was unknown
+    (issue 19); outside the ``job:<id>:link`` prefix, so it is never counted as a link attempt."""
+    return f"job:{job_id}:find_link:{attempt}"
 
 
 def send_post(kind: str, post_id: int, attempt: int) -> str:

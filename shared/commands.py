@@ -192,12 +192,17 @@ class FindBotMessage(_Command):
     """Search ``chat_id`` for the bot message that carries ``reply_markup`` (it identifies the message),
     above ``after_message_id``, skipping ``skip_message_ids``, within ``max_probes`` Bot API calls and
     stopping after ``end_gap`` consecutive missing ids (:mod:`telegram_gateway.message_probe`). Repeatable.
+
+    With ``before_message_id`` (the id of a message known to have been sent after the one looked for) the
+    search walks down from below it to ``after_message_id`` instead, and is conclusive only when it got
+    there (issue 19: a guest's link message whose answer was lost).
     """
 
     method: Literal["find_bot_message"] = "find_bot_message"
     chat_id: int
     reply_markup: InlineKeyboard
     after_message_id: int = 0
+    before_message_id: int | None = None
     skip_message_ids: tuple[int, ...] = ()
     max_probes: int = 30
     end_gap: int = 3

@@ -28,15 +28,21 @@ def pack_link(set_name: str) -> str:
     return f"https://t.me/addstickers/{set_name}"
 
 
-def link_message(chat_id: int, set_name: str, language: str | None) -> SendMessage:
+def link_message(
+    chat_id: int, set_name: str, language: str | None, *, late: bool = False, after_failure: bool = False
+) -> SendMessage:
     """The link message to private chat ``chat_id`` for sticker set ``set_name``, in the guest's
     ``language`` (a Telegram ``language_code``; :func:`shared.texts.language_of`): the ``pack_ready``
-    text with the link, and one "Add stickers" URL button."""
+    text with the link, and one "Add stickers" URL button. The words fit the wait (issue 19):
+    ``pack_ready_late`` ("sorry for the wait") when ``late`` (past the 15-minute deadline),
+    ``pack_ready_after_failure`` (says that the earlier "something went wrong" was wrong) when the
+    guest was sent the failure text before."""
     link = pack_link(set_name)
     button = {"text": text("add_stickers", language), "url": link}
+    key = "pack_ready_after_failure" if after_failure else "pack_ready_late" if late else "pack_ready"
     return SendMessage(
         chat_id=chat_id,
-        text=text("pack_ready", language, link=link),
+        text=text(key, language, link=link),
         reply_markup={"inline_keyboard": [[button]]},
     )
 
@@ -54,17 +60,24 @@ async def queue_link_message(
     set_name: str,
     language: str | None,
     reply_to: str | None = None,
+    late: bool = False,
+    after_failure: bool = False,
 ) -> bool:
     """Record :func:`link_message` under ``command_id`` in the open transaction (dispatch after the
     commit, :func:`shared.outbox.dispatch_commands`); ``False`` if that id was recorded before.
 
-    ``reply_to``: the service whose ``tg:results:<service>`` gets the outcome (delivery: ``delivery``).
+    ``reply_to``: the service whose ``tg:results:<service>`` gets the outcome (delivery: ``delivery``);
+    ``late``, ``after_failure``: the words that fit the wait (:func:`link_message`).
     """
-    message = link_message(chat_id, set_name, language)
+    message = link_message(chat_id, set_name, language, late=late, after_failure=after_failure)
     return await add_command(repos, command_id, message, reply_to=reply_to)
 
 
-async def queue_preview(repos: Repositories, command_id: str, *, chat_id: int, set_name: str) -> bool:
-    """Record :func:`preview_sticker` under ``command_id`` (no result is asked for); ``False`` if that id
-    was recorded before, so a redelivered "link sent" never queues a second preview."""
-    return await add_command(repos, command_id, preview_sticker(chat_id, set_name))
+async def queue_preview(
+    repos: Repositories, command_id: str, *, chat_id: int, set_name: str, reply_to: str | None = None
+) -> bool:
+    """Record :func:`preview_sticker` under ``command_id``; ``False`` if that id was recorded before, so a
+    redelivered "link sent" never queues a second preview. No result is asked for, except by delivery
+    when it sends the preview first, as the upper bound of the search for a link message whose outcome
+    was unknown (``reply_to``; :mod:`delivery.packs`)."""
+    return await add_command(repos, command_id, preview_sticker(chat_id, set_name), reply_to=reply_to)

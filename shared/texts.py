@@ -39,6 +39,20 @@ TEXTS: Final[dict[str, dict[str, str]]] = {
         "en": "Your sticker pack is ready! Tap to add it: {link}",
         "ru": "Твой набор стикеров готов! Нажми, чтобы добавить: {link}",
     },
+    # the link sent after the 15-minute deadline (a Telegram flood wait held it; the set was complete):
+    # no failure text went out, the guest only waited longer (issue 19)
+    "pack_ready_late": {
+        "en": "Sorry for the wait — your sticker pack is ready! Tap to add it: {link}",
+        "ru": "Прости, что пришлось подождать — твой набор стикеров готов! Нажми, чтобы добавить: {link}",
+    },
+    # the link of a job whose failure text went out before (an admin retry of a job failed at the
+    # deadline): it says so, never as if nothing had been said (issue 19)
+    "pack_ready_after_failure": {
+        "en": "We wrote earlier that something went wrong, but your sticker pack made it after all — "
+        "sorry for the confusion and the wait! Tap to add it: {link}",
+        "ru": "Раньше мы написали, что что-то пошло не так, но твой набор стикеров всё-таки готов — "
+        "прости за путаницу и ожидание! Нажми, чтобы добавить: {link}",
+    },
     "add_stickers": {"en": "Add stickers", "ru": "Добавить стикеры"},
     "help": {
         "en": "How to get your own sticker pack:\n"

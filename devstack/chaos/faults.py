@@ -28,6 +28,23 @@ Each kind: how it is injected → the expected guest outcome.
   delivered) → delivered, no message twice.
 - ``tg:slow-after-apply``: ``createNewStickerSet`` for one guest applied, answered after 20 s (past the
   client's time-out) → delivered, one set.
+- ``tg:link-lost-before``: the guest's link message (``text_contains`` the set link) dropped before
+  Telegram applied it, or answered 500 without applying → delivered, the link exactly once (issue 19).
+- ``tg:link-lost-after``: the link message applied, then the connection dropped or a 500 answered →
+  delivered, the link exactly once (found in the chat, not sent again).
+- ``tg:hold-past-deadline:link``: a flood hold of ``LONG_HOLD_S`` on the guest's chat from their link
+  message on, and the run moves the job's photo back by the deadline (:data:`DEADLINE_SHIFT_S`) while the
+  link waits, so the hold outlasts the time left → delivered late with "sorry for the wait", never
+  "something went wrong".
+- ``tg:burst``: a Telegram user (not a guest) sends :data:`BURST_MESSAGES` messages at once (each reply
+  paced 1 s by their chat) → no guest's Start answer waits for them (``ANSWER_BOUND_S``).
+- ``ai:content-during-outage``: Gemini overloaded and OpenAI's ``moderation_blocked`` on the same job →
+  the ``content_refused`` text (designed) or delivered; the booth is never auto-paused for it (an auto
+  pause whose reason no injected fault explains is let down; mend on another branch).
+- ``kiosk:slow-uplink``: one kiosk uploads its photo at :data:`SLOW_UPLINK_BPS` → delivered (mend of the
+  kiosk's upload on another branch).
+- ``postgres:two-outages``: Postgres stopped :data:`PG_OUTAGE_S` twice with a short gap (within one render)
+  → delivered, never ``crashed`` (mend of the worker on another branch).
 - ``ai:rate_limit``: Gemini 429 with ``RetryInfo.retryDelay`` 2 s → delivered.
 - ``ai:quota_day``: Gemini 429 on a per-day quota → delivered (OpenAI serves).
 - ``ai:credit``: both providers out of credit, in turn 402, the credit texts (``prepayment credits are
@@ -69,8 +86,27 @@ WORKER_SLOTS = 2
 PRIMARY_PROVIDER = "gemini"
 #: A long flood wait (s): above the gateway's ``TELEGRAM_FLOOD_WAIT_MAX_SEC`` (30), within every deadline.
 LONG_HOLD_S = 120
+#: ``tg:hold-past-deadline:link``: how far the run moves a held job's photo back (s): the 15-minute deadline
+#: (``DELIVERY_DEADLINE_SEC``) then passes during the ``LONG_HOLD_S`` hold without a 15-minute run.
+DEADLINE_SHIFT_S = 15 * 60 - 30
+#: The set link in the link message's text: what the link faults aim at (``text_contains``).
+LINK_TEXT = "t.me/addstickers/"
+#: ``tg:burst``: messages one user sends at once; more than ``ANSWER_BOUND_S`` (60) at the 1 reply/s of
+#: their chat, so a burst that held every other guest's Start for its length shows in the ledger.
+BURST_MESSAGES = 80
+BURST_USER = 880_000
+#: ``kiosk:slow-uplink``: bytes per second of the kiosk's upload (about 200 kbit/s, issue 19).
+SLOW_UPLINK_BPS = 25_000
+#: ``postgres:two-outages``: each outage (s), and the gap between them (issue 19: two of 35 s in one render).
+PG_OUTAGE_S = 35.0
+PG_OUTAGE_GAP_S = 5.0
 
-STACK_KINDS = (*(f"kill:{s}" for s in SERVICES), "redis_restart", "postgres_restart")
+STACK_KINDS = (
+    *(f"kill:{s}" for s in SERVICES),
+    "redis_restart",
+    "postgres_restart",
+    "postgres:two-outages",
+)
 GUEST_TG_KINDS = (
     "tg:429-short:send-private",
     "tg:429-long:send-private",
@@ -83,7 +119,12 @@ GUEST_TG_KINDS = (
     "tg:drop",
     "tg:drop-after-apply",
     "tg:slow-after-apply",
+    "tg:link-lost-before",
+    "tg:link-lost-after",
+    "tg:hold-past-deadline:link",
 )
+#: Faults of the outside world aimed at no guest: a chatty Telegram user.
+USER_TG_KINDS = ("tg:burst",)
 GROUP_TG_KINDS = ("tg:429-short:send-group", "tg:429-long:send-group")
 AI_KINDS = (
     "ai:rate_limit",
@@ -94,6 +135,7 @@ AI_KINDS = (
     "ai:content",
     "ai:timeout",
     "ai:not_image",
+    "ai:content-during-outage",
 )
 PHOTO_KINDS = (
     "photo:cmyk",
@@ -104,6 +146,7 @@ PHOTO_KINDS = (
     "photo:no_face:pug_heic",
 )
 BURST = "kiosk:burst20"
+SLOW_UPLINK = "kiosk:slow-uplink"
 #: ``api_usage.outcome`` (the worker's error class) → the AI fault kind that produces it.
 AI_OUTCOME_KIND = {
     "rate_limit": "ai:rate_limit",
@@ -121,16 +164,29 @@ def _kind(name: str) -> FaultKind:
     if name == "kill:worker":
         return FaultKind(name, "delivered or crashed", frozenset({"crashed"}), per_fault=WORKER_SLOTS)
     if name in ("ai:credit", "ai:auth"):
-        return FaultKind(name, "unavailable, then delivered", pauses=True)
+        reason = name.removeprefix("ai:")  # the auto pause's reason: the worker's error class
+        return FaultKind(name, "unavailable, then delivered", pauses=True, pause_reasons=frozenset({reason}))
     if name in ("tg:429-short:send-private", "tg:429-long:send-private", "tg:5xx", "tg:drop"):
         return FaultKind(name, "delivered", holds_reply=True)
-    if name == "ai:content":
+    if name in ("ai:content", "ai:content-during-outage"):
         return FaultKind(name, "content_refused or delivered", frozenset({"content"}))
+    if name == "tg:hold-past-deadline:link":
+        return FaultKind(name, "delivered late, with sorry for the wait")
     return FaultKind(name, "delivered")
 
 
 KINDS: dict[str, FaultKind] = {
-    k: _kind(k) for k in (*STACK_KINDS, *GUEST_TG_KINDS, *GROUP_TG_KINDS, *AI_KINDS, *PHOTO_KINDS, BURST)
+    k: _kind(k)
+    for k in (
+        *STACK_KINDS,
+        *GUEST_TG_KINDS,
+        *USER_TG_KINDS,
+        *GROUP_TG_KINDS,
+        *AI_KINDS,
+        *PHOTO_KINDS,
+        BURST,
+        SLOW_UPLINK,
+    )
 }
 
 
@@ -167,6 +223,15 @@ def guest_tg_faults(kind: str, user_id: int, occurrence: int) -> list[dict[str, 
         return [{"method": "sendMessage", "kind": "drop", "chat_id": user_id}]
     if kind == "tg:drop-after-apply":
         return [{"method": "sendMessage", "kind": "drop_after_apply", "chat_id": user_id}]
+    link = {"method": "sendMessage", "chat_id": user_id, "text_contains": LINK_TEXT}
+    if kind == "tg:link-lost-before":
+        return [{**link, "kind": "drop"} if occurrence % 2 == 0 else {**link, "error_code": 500}]
+    if kind == "tg:link-lost-after":
+        if occurrence % 2 == 0:
+            return [{**link, "kind": "drop_after_apply"}]
+        return [{**link, "kind": "error_after_apply", "error_code": 500}]
+    if kind == "tg:hold-past-deadline:link":
+        return [{**link, "retry_after": LONG_HOLD_S, **hold}]
     if kind == "tg:slow-after-apply":
         return [
             {"method": "createNewStickerSet", "kind": "delay_after_apply", "seconds": 20, "chat_id": user_id}
@@ -207,4 +272,6 @@ def ai_faults(kind: str, occurrence: int) -> list[dict[str, object]]:
         return [{"kind": "timeout", "provider": "gemini", "delay_s": 25}]
     if kind == "ai:not_image":
         return [{"kind": "no_image", "provider": "gemini", "call": "image"}]
+    if kind == "ai:content-during-outage":
+        return [{"kind": "overloaded", "provider": "gemini"}, {"kind": "safety", "provider": "openai"}]
     raise ValueError(kind)

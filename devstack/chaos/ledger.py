@@ -11,7 +11,11 @@ the run's own records); output is a :class:`Ledger` that gives every guest exact
   injected fault kind that can cause that class (:class:`FaultKind.causes`, ``per_fault`` jobs per
   injection), or the upload of a photo without a face was refused with 422 ``no_face``.
 - ``let_down``: anything else (a generic failure text without an injected cause, a wrong text, two texts,
-  silence, a late link, a good photo refused with a 4xx).
+  silence, a late link, a good photo refused with a 4xx); and, since issue 19: the preview sticker with no
+  link text, a link after a "something went wrong", a pause or maintenance text while the booth was
+  auto-paused for a reason no injected fault explains (one guest's photo pausing the whole booth, e.g. a
+  content refusal classed as an outage). A link past the deadline is ``delivered`` only with the words
+  for it (``pack_ready_late``, "sorry for the wait").
 
 Totals: ``lost`` (an accepted photo with no outcome at all, a lead with no card or no number),
 ``duplicated`` (two links or two sets for a guest, any bot message sent twice to a guest chat or the leads
@@ -49,6 +53,9 @@ CLASS_TEXTS: dict[str, frozenset[str]] = {
     "content": frozenset({"content_refused"}),
 }
 GENERIC = frozenset({"failed"})
+#: The link message, in the words that fit the wait (:func:`shared.link_message.link_message`).
+LINK_KEYS = frozenset({"pack_ready", "pack_ready_late", "pack_ready_after_failure"})
+LATE_LINK = "pack_ready_late"
 #: The link's preview sticker (``job:<id>:preview``), read as ``[sticker <set name>]`` (chaos.run): once,
 #: and only with a link.
 PREVIEW = "sticker_preview"
@@ -85,8 +92,9 @@ class FaultKind:
     """What one kind of injected fault may do to guests (the expected outcome of the module table).
 
     ``causes``: the error classes of failed jobs it can explain (each injection explains ``per_fault``
-    jobs); ``pauses``: it may pause the queue, so "unavailable" and maintenance texts are expected;
-    ``holds_reply``: aimed at the guest's own reply to Start (which may then come late or never).
+    jobs); ``pauses``: it may pause the queue, so "unavailable" and maintenance texts are expected, for an
+    auto pause whose reason (the worker's error class) is one of ``pause_reasons`` (any reason when
+    empty); ``holds_reply``: aimed at the guest's own reply to Start (which may then come late or never).
     """
 
     name: str
@@ -95,6 +103,7 @@ class FaultKind:
     per_fault: int = 1
     pauses: bool = False
     holds_reply: bool = False
+    pause_reasons: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -141,6 +150,15 @@ class StickerSet:
 
 
 @dataclass(frozen=True)
+class PauseSeen:
+    """A pause of the booth the run saw (``GET /admin/status``): ``source`` ``auto``/``admin``/``env``,
+    ``reason`` (an auto pause's: the worker's error class, e.g. ``credit``, ``outage``)."""
+
+    source: str
+    reason: str
+
+
+@dataclass(frozen=True)
 class LeadSubmission:
     """A lead the run posted; ``number`` is what ``POST /leads`` answered (``None``: never answered)."""
 
@@ -161,6 +179,7 @@ class Observed:
     injected: Counter[str]
     exits: list[ProcessExit] = field(default_factory=list)
     deadline_s: float = DEADLINE_S
+    pauses: list[PauseSeen] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -182,6 +201,8 @@ class Ledger:
     duplicated: list[str] = field(default_factory=list)
     unexpected_exits: list[str] = field(default_factory=list)
     link_s: list[float] = field(default_factory=list)
+    #: Auto pauses no injected fault explains (a whole booth paused by one guest's photo).
+    unexplained_pauses: list[str] = field(default_factory=list)
 
     @property
     def let_down(self) -> list[Verdict]:
@@ -189,8 +210,10 @@ class Ledger:
 
     @property
     def ok(self) -> bool:
-        """No guest let down, nothing lost or duplicated, no unexpected exit."""
-        return not (self.let_down or self.lost or self.duplicated or self.unexpected_exits)
+        """No guest let down, nothing lost or duplicated, no unexpected exit, no unexplained pause."""
+        return not (
+            self.let_down or self.lost or self.duplicated or self.unexpected_exits or self.unexplained_pauses
+        )
 
     def link_pct(self, pct: int) -> float:
         """The ``pct``-th percentile (nearest rank) of seconds from accepted upload to link; 0 for none."""
@@ -234,6 +257,7 @@ class Ledger:
         ]
         lines += [f"LOST {x}" for x in self.lost] + [f"DUPLICATED {x}" for x in self.duplicated]
         lines += [f"UNEXPECTED EXIT {x}" for x in self.unexpected_exits]
+        lines += [f"UNEXPLAINED PAUSE {x}" for x in self.unexplained_pauses]
         lines.append(self.summary())
         return "\n".join(lines)
 
@@ -279,14 +303,23 @@ def judge(observed: Observed, kinds: Mapping[str, FaultKind]) -> Ledger:
     """Judge a run: one verdict per guest, the leads, the exits (see the module docstring)."""
     ledger = Ledger(injected=Counter(observed.injected), leads=len(observed.leads))
     causes = _Causes(observed.injected, kinds)
-    pause_injected = any(kinds[k].pauses for k, n in observed.injected.items() if n and k in kinds)
+    pausing = [kinds[k] for k, n in observed.injected.items() if n and k in kinds and kinds[k].pauses]
+    ledger.unexplained_pauses = sorted(
+        {
+            f"auto pause ({p.reason}) that no injected fault explains"
+            for p in observed.pauses
+            if p.source == "auto"
+            and not any(not k.pause_reasons or p.reason in k.pause_reasons for k in pausing)
+        }
+    )
+    pause_injected = bool(pausing) and not ledger.unexplained_pauses
     sets_of: dict[int, list[StickerSet]] = defaultdict(list)
     for sticker_set in observed.sets:
         sets_of[sticker_set.owner_user_id].append(sticker_set)
     for guest in observed.guests:
         messages = observed.messages.get(guest.user_id, [])
         _duplicate_texts(f"guest {guest.user_id}", messages, ledger, prompts=guest.starts)
-        links = [m for m in messages if classify(m.text) == "pack_ready"]
+        links = [m for m in messages if classify(m.text) in LINK_KEYS]
         owned = sets_of.get(guest.user_id, [])
         if len(links) > 1:
             ledger.duplicated.append(f"guest {guest.user_id}: {len(links)} links")
@@ -321,7 +354,8 @@ def _judge_guest(
 ) -> tuple[str, str, str | None]:
     """(outcome, reason, the fault kind credited with a designed failure)."""
     keys = [classify(m.text) for m in messages]
-    links = [m for m, k in zip(messages, keys, strict=True) if k == "pack_ready"]
+    links = [m for m, k in zip(messages, keys, strict=True) if k in LINK_KEYS]
+    link_key = next((k for k in keys if k in LINK_KEYS), None)
     finals = [k for k in keys if k in FAILURE_KEYS]
     if guest.job_id is None:
         if not guest.face and guest.upload_status == 422 and guest.upload_code == "no_face":
@@ -335,17 +369,26 @@ def _judge_guest(
     paused = {"unavailable", "maintenance"} & set(keys)
     if paused and not pause_injected:
         return LET_DOWN, f"{'/'.join(sorted(paused))} text without an injected pause", None
-    allowed = ON_THE_WAY | {"pack_ready", *FAILURE_KEYS} | ({PREVIEW} if links else set())
+    if PREVIEW in keys and not links:
+        return LET_DOWN, "no link text: only the preview sticker", None
+    allowed = ON_THE_WAY | LINK_KEYS | {*FAILURE_KEYS} | ({PREVIEW} if links else set())
     if unknown := [m.text for m, k in zip(messages, keys, strict=True) if k not in allowed]:
         return LET_DOWN, f"an unexpected text: {unknown[0][:60]!r}", None
     if links and finals:
+        first_final = next(m for m, k in zip(messages, keys, strict=True) if k in FAILURE_KEYS)
+        if first_final.date <= links[0].date:
+            return LET_DOWN, f"a link after a failure text ({finals[0]})", None
         return LET_DOWN, f"a link and a failure text ({finals[0]})", None
     if links:
         late = links[0].date - (guest.accepted_at or links[0].date)
         if job.status != "delivered":
             return LET_DOWN, f"a link but the job is {job.status}", None
-        if late > observed.deadline_s:
-            return LET_DOWN, f"link after {late:.0f}s (deadline {observed.deadline_s:.0f}s)", None
+        if late > observed.deadline_s and link_key != LATE_LINK:
+            return (
+                LET_DOWN,
+                f"link after {late:.0f}s (deadline {observed.deadline_s:.0f}s) without a sorry",
+                None,
+            )
         if not owned or owned[0].sticker_count != 12:
             return LET_DOWN, f"a link but the set has {owned[0].sticker_count if owned else 0} stickers", None
         return DELIVERED, "", None

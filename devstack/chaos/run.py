@@ -36,6 +36,7 @@ from devstack.chaos.ledger import (
     LeadSubmission,
     Ledger,
     Observed,
+    PauseSeen,
     StickerSet,
     judge,
 )
@@ -118,6 +119,8 @@ class Chaos:
         self.stop = threading.Event()
         self.injected: Counter[str] = Counter()
         self.resumes = 0
+        self.pauses: set[PauseSeen] = set()  # every pause the steward saw
+        self.shifted: set[str] = set()  # jobs moved back by ``tg:hold-past-deadline:link``
 
     # --- set-up -------------------------------------------------------------------------------------
 
@@ -162,6 +165,13 @@ class Chaos:
                 self.redis.restart_empty()
             elif kind == "postgres_restart":
                 self.pg.restart()
+            elif kind == "postgres:two-outages":
+                for n in range(2):
+                    self.pg.stop()
+                    time.sleep(F.PG_OUTAGE_S)
+                    self.pg.start()
+                    if n == 0:
+                        time.sleep(F.PG_OUTAGE_GAP_S)
         self.injected[kind] += 1
         deadline = time.monotonic() + 90
         while time.monotonic() < deadline and not self.stop.is_set():
@@ -196,6 +206,47 @@ class Chaos:
             httpx.post(f"{self.stack.ai_sim_url}/sim/faults", json=body, timeout=10).raise_for_status()
         self.injected[kind] += 1
 
+    def inject_burst(self, _kind: str, occurrence: int) -> None:
+        """``tg:burst``: one Telegram user (no guest) sends ``BURST_MESSAGES`` messages at once."""
+        assert self.stack is not None
+        user = F.BURST_USER + occurrence
+        with httpx.Client(base_url=self.stack.sim_url, timeout=10) as sim:
+            for n in range(F.BURST_MESSAGES):
+                body = {"text": f"forwarded message {n}", "first_name": "Chatty", "language_code": "en"}
+                sim.post(f"/sim/users/{user}/messages", json=body).raise_for_status()
+        self.injected["tg:burst"] += 1
+
+    def move_held_links_back(self, users: frozenset[int]) -> None:
+        """``tg:hold-past-deadline:link``: once a job of one of ``users`` has its link refused with 429, move
+        its photo (``created_at`` and its first event) back by ``DEADLINE_SHIFT_S``, so that the 15-minute
+        deadline passes while the link waits out the hold (the time left is shorter than the hold)."""
+        assert self.stack is not None
+        db_url = self.stack.config.database_url
+        ids = ", ".join(str(int(u)) for u in users)
+        while users and not self.stop.wait(1.0):
+            with contextlib.suppress(OSError, asyncpg.PostgresError):
+                held = _query(
+                    db_url,
+                    "SELECT DISTINCT j.id::text AS id FROM jobs j JOIN sessions s ON s.id = j.session_id"
+                    " JOIN tg_commands c ON c.command_id LIKE 'job:' || j.id::text || ':link%'"
+                    f" WHERE s.tg_user_id IN ({ids}) AND c.status = 'failed'"
+                    " AND (c.error->>'error_code')::int = 429",
+                    timeout_s=5,
+                )
+                for row in held:
+                    if row["id"] in self.shifted:
+                        continue
+                    job_id, shift = row["id"], f"make_interval(secs => {float(F.DEADLINE_SHIFT_S)})"
+                    _query(
+                        db_url,
+                        f"WITH j AS (UPDATE jobs SET created_at = created_at - {shift} WHERE id = '{job_id}'"
+                        f" RETURNING id) UPDATE job_events SET at = at - {shift}"
+                        f" WHERE job_id = '{job_id}' RETURNING job_id",
+                        timeout_s=5,
+                    )
+                    self.shifted.add(job_id)
+                    print(f"chaos: job {job_id} moved back {F.DEADLINE_SHIFT_S:.0f}s while its link is held")
+
     def inject_group(self, kind: str, _occurrence: int) -> None:
         assert self.stack is not None
         for body in F.group_tg_faults(kind, self.stack.config.leads_chat_id):
@@ -216,6 +267,8 @@ class Chaos:
                 pause = httpx.get(f"{self.stack.ingest_url}/admin/status", headers=auth, timeout=5).json()[
                     "pause"
                 ]
+                if pause:
+                    self.pauses.add(PauseSeen(str(pause.get("source")), str(pause.get("reason"))))
                 if pause and pause.get("source") == "auto":
                     paused_since = paused_since or time.monotonic()
                     if time.monotonic() - paused_since >= PAUSE_RESUME_AFTER_S:
@@ -263,6 +316,10 @@ def plan_guests(
     for plan in plans:
         if plan.photo.label not in ("jpeg", "png"):
             plan.tags += (f"photo:{plan.photo.label}",)
+    if F.SLOW_UPLINK not in skip:
+        for plan in [p for p in reversed(faceful) if p.uplink_bps is None][:reps]:
+            plan.uplink_bps = F.SLOW_UPLINK_BPS
+            plan.tags += (F.SLOW_UPLINK,)
     return plans
 
 
@@ -335,7 +392,11 @@ def simulator_view(sim_url: str, chat_ids: list[int]) -> tuple[dict[int, list[Bo
 
 
 def observe(
-    stack: Stack, guests: list[Guest], leads: list[LeadSubmission], injected: Counter[str]
+    stack: Stack,
+    guests: list[Guest],
+    leads: list[LeadSubmission],
+    injected: Counter[str],
+    pauses: set[PauseSeen] | None = None,
 ) -> Observed:
     """Everything the ledger needs, from the rows, the Telegram simulator and the run's records."""
     db_url = stack.config.database_url
@@ -365,6 +426,7 @@ def observe(
         leads_chat_id=stack.config.leads_chat_id,
         injected=injected,
         exits=list(stack.exits),
+        pauses=sorted(pauses or (), key=lambda p: (p.source, p.reason)),
     )
 
 
@@ -420,6 +482,16 @@ def run(
                 ),
                 daemon=True,
             ),
+            threading.Thread(
+                target=chaos._loop,
+                args=(_spread(F.USER_TG_KINDS, reps, chaos.rng, skip), interval, chaos.inject_burst),
+                daemon=True,
+            ),
+            threading.Thread(
+                target=chaos.move_held_links_back,
+                args=(frozenset(p.user_id for p in guests_plan if "tg:hold-past-deadline:link" in p.tags),),
+                daemon=True,
+            ),
         ]
         for thread in threads:
             thread.start()
@@ -438,17 +510,17 @@ def run(
                     plan.tags += (F.BURST,)
             for plan in wave:
                 for kind in plan.tags:
-                    if kind.startswith(("tg:", "photo:")):
+                    if kind.startswith(("tg:", "photo:")) or kind == F.SLOW_UPLINK:
                         chaos.injected[kind] += 1
             kiosk = functools.partial(play_guest, stack.ingest_url, stack.sim_url, before_upload=barrier)
             with ThreadPoolExecutor(max_workers=len(wave)) as pool:
                 guests += list(pool.map(kiosk, wave))
         visitor.join()
-        for thread in threads[2:]:
+        for thread in threads[2:-1]:
             thread.join()
         swept = _meet_the_rest(chaos, stack, guests, lead_results, guests_plan, first_lead=leads)
         wait_settled(stack.config.database_url, settle_s)
-        ledger = judge(observe(stack, guests, lead_results, chaos.injected), F.KINDS)
+        ledger = judge(observe(stack, guests, lead_results, chaos.injected, chaos.pauses), F.KINDS)
         notes, unmet = _notes(chaos, stack)
         notes.append(f"sweep waves: {swept} ({swept * SWEEP_GUESTS} guests, {swept} leads)")
         result = RunResult(ledger, notes=notes, unmet=unmet, swept=swept)

@@ -12,7 +12,7 @@ import io
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -85,6 +85,8 @@ class GuestPlan:
     outfit: str
     tags: tuple[str, ...] = ()
     tg_faults: list[tuple[str, dict[str, object]]] = field(default_factory=list)
+    #: ``kiosk:slow-uplink``: the kiosk's upload trickles at this many bytes per second.
+    uplink_bps: int | None = None
 
 
 def retrying(
@@ -182,11 +184,7 @@ def play_guest(
                 before_upload.wait(timeout=120)
         capture = uuid.uuid4().hex
         upload = retrying(
-            lambda: kiosk.post(
-                f"/sessions/{session['id']}/photo",
-                files={"photo": (plan.photo.filename, plan.photo.data)},
-                data={"capture_id": capture},
-            )
+            lambda: _upload(kiosk, f"/sessions/{session['id']}/photo", plan, capture),
         )
         if upload is None:
             return gave_up("upload_unanswered")
@@ -205,6 +203,25 @@ def play_guest(
             started_at=started,
             starts=starts,
         )
+
+
+def _upload(kiosk: httpx.Client, path: str, plan: GuestPlan, capture: str) -> httpx.Response:
+    """The kiosk's photo upload; with ``plan.uplink_bps`` its body trickles at that rate (a slow venue
+    uplink: 4 KB every ``4096 / uplink_bps`` seconds)."""
+    files = {"photo": (plan.photo.filename, plan.photo.data)}
+    request = kiosk.build_request("POST", path, files=files, data={"capture_id": capture})
+    if plan.uplink_bps is None:
+        return kiosk.send(request)
+    body, rate = request.read(), plan.uplink_bps
+
+    def trickle() -> Iterator[bytes]:
+        for start in range(0, len(body), 4096):
+            time.sleep(4096 / rate)
+            yield body[start : start + 4096]
+
+    headers = {k: v for k, v in request.headers.items() if k.lower() != "content-length"}
+    slow = kiosk.build_request("POST", path, content=trickle(), headers=headers)
+    return kiosk.send(slow)
 
 
 def submit_lead(ingest_url: str, n: int) -> LeadSubmission:

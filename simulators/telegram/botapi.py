@@ -104,7 +104,7 @@ class BotApi:
             held = sim.holds.refusal(method.name, chat_id)
             if held is not None:
                 raise held
-            fault = sim.faults.take(method.name, chat_id, _sticker_count(params))
+            fault = sim.faults.take(method.name, chat_id, _sticker_count(params), params.text("text"))
             if fault is not None and fault.hold:
                 sim.holds.start(fault, method.name)
             outcome = await self._run(method, params, fault)

@@ -19,7 +19,10 @@ Kinds (``seconds`` is used by the delays, ``error_code``/``description``/``retry
 
 ``min_stickers`` aims it at calls sending at least that many stickers (a ``createNewStickerSet`` too large
 for Telegram, which then answers 413 every time; a smaller request passes). ``chat_id`` aims a fault at
-the calls for one chat only (their ``chat_id``, or the ``user_id`` of the sticker calls). ``hold`` makes a
+the calls for one chat only (their ``chat_id``, or the ``user_id`` of the sticker calls). ``text_contains``
+aims it at the calls whose ``text`` contains that string, e.g. ``t.me/addstickers/`` for only the link
+message of a guest (issue 19: its answer lost before or after Telegram applied it), not the other texts
+to the same chat. ``hold`` makes a
 429 a *flood hold*, as Telegram does: once answered, every later call for that chat (with ``chat_id``) or
 of that method (without) is refused with 429 and the seconds still to wait, until ``retry_after`` seconds
 have passed (:class:`FloodHolds`; ``POST /sim/holds/lift`` lets the time pass).
@@ -61,6 +64,7 @@ class FaultSpec(BaseModel):
     hold: bool = False
     min_stickers: int | None = Field(None, ge=1)
     visible_stickers: int | None = Field(None, ge=0)
+    text_contains: str | None = Field(None, min_length=1)
 
     @model_validator(mode="after")
     def _hold_is_a_429(self) -> FaultSpec:
@@ -78,12 +82,14 @@ class FaultSpec(BaseModel):
         keep = len(stickers) - 1 if self.visible_stickers is None else self.visible_stickers
         return stickers[: max(0, keep)]
 
-    def matches(self, method: str, chat_id: int | None, stickers: int = 0) -> bool:
-        """Whether this fault is for a call of ``method`` (lower case) for ``chat_id`` with ``stickers``."""
+    def matches(self, method: str, chat_id: int | None, stickers: int = 0, text: str = "") -> bool:
+        """Whether this fault is for a call of ``method`` (lower case) for ``chat_id`` with ``stickers``
+        and ``text``."""
         return (
             self.method.lower() in (method, "*")
             and self.chat_id in (None, chat_id)
             and stickers >= (self.min_stickers or 0)
+            and (self.text_contains is None or self.text_contains in text)
         )
 
     def error(self) -> BotApiError:
@@ -117,12 +123,14 @@ class FaultQueue:
         """Queue a fault (after any already queued for the same method)."""
         self._pending.append(spec.model_copy())
 
-    def take(self, method: str, chat_id: int | None = None, stickers: int = 0) -> FaultSpec | None:
-        """The fault for this call of ``method`` for ``chat_id`` sending ``stickers``, if any, counting it
-        down."""
+    def take(
+        self, method: str, chat_id: int | None = None, stickers: int = 0, text: str = ""
+    ) -> FaultSpec | None:
+        """The fault for this call of ``method`` for ``chat_id`` sending ``stickers`` with ``text``, if
+        any, counting it down."""
         wanted = method.lower()
         for spec in self._pending:
-            if spec.matches(wanted, chat_id, stickers):
+            if spec.matches(wanted, chat_id, stickers, text):
                 spec.count -= 1
                 if spec.count <= 0:
                     self._pending.remove(spec)

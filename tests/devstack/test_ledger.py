@@ -16,6 +16,7 @@ from devstack.chaos.ledger import (
     JobRow,
     LeadSubmission,
     Observed,
+    PauseSeen,
     ProcessExit,
     StickerSet,
     classify,
@@ -271,4 +272,63 @@ def test_the_links_preview_sticker_is_allowed_once_and_only_with_a_link() -> Non
     failed.jobs["j1"] = JobRow("j1", "failed", "internal", 1)
     failed.messages[1] = msgs(1, en("linked"), en("failed"), "[sticker a_by_bot]")
     verdict = judge(failed, KINDS).verdicts[0]
-    assert verdict.outcome == LET_DOWN and "unexpected text" in verdict.reason
+    assert verdict.outcome == LET_DOWN and verdict.reason == "no link text: only the preview sticker"
+
+
+# --- issue 19: what the ledger did not see --------------------------------------------------------------
+
+
+def test_a_guest_with_only_the_preview_sticker_and_no_link_text_is_let_down() -> None:
+    """A link whose answer was lost and never sent again: the job is ``delivered``, the preview came."""
+    world = delivered_world()
+    world.messages[1] = msgs(1, en("linked"), en("generating"), "[sticker a_by_bot]")
+    ledger = judge(world, KINDS)
+    verdict = ledger.verdicts[0]
+    assert verdict.outcome == LET_DOWN and verdict.reason == "no link text: only the preview sticker"
+    assert not ledger.ok
+
+
+def test_a_link_after_something_went_wrong_is_let_down_even_with_honest_words() -> None:
+    world = delivered_world()
+    honest = en("pack_ready_after_failure", link="https://t.me/addstickers/a_by_bot")
+    world.messages[1] = msgs(1, en("linked"), en("generating"), en("failed"), honest)
+    verdict = judge(world, KINDS).verdicts[0]
+    assert verdict.outcome == LET_DOWN and verdict.reason == "a link after a failure text (failed)"
+
+
+def test_a_link_past_the_deadline_is_delivered_only_with_the_sorry_words() -> None:
+    late_at = T0 + 16 * 60
+    sorry = en("pack_ready_late", link="https://t.me/addstickers/a_by_bot")
+    world = delivered_world()
+    world.messages[1] = msgs(1, en("linked"), en("generating"), sorry, at=late_at)
+    ledger = judge(world, KINDS)
+    assert ledger.verdicts[0].outcome == DELIVERED and ledger.ok, ledger.table()
+    world.messages[1] = msgs(1, en("linked"), en("generating"), link("a_by_bot"), at=late_at)
+    verdict = judge(world, KINDS).verdicts[0]
+    assert verdict.outcome == LET_DOWN and "without a sorry" in verdict.reason
+
+
+def test_a_late_link_in_other_words_counts_as_a_second_link() -> None:
+    world = delivered_world()
+    sorry = en("pack_ready_late", link="https://t.me/addstickers/a_by_bot")
+    world.messages[1] = msgs(1, en("linked"), link("a_by_bot"), sorry)
+    assert judge(world, KINDS).duplicated == ["guest 1: 2 links"]
+
+
+def test_a_booth_auto_paused_for_a_reason_no_injected_fault_explains_lets_its_guests_down() -> None:
+    """One guest's content refusal classed ``outage`` paused the whole booth while ``ai:credit`` (which
+    explains only a ``credit`` pause) was injected too: the pause texts are not excused by it."""
+    kinds = {
+        **KINDS,
+        "ai:credit": FaultKind("ai:credit", "paused", pauses=True, pause_reasons=frozenset({"credit"})),
+    }
+    world = delivered_world(injected=Counter({"ai:credit": 1}))
+    world.messages[2] = msgs(2, en("linked"), en("generating"), en("unavailable"), link("b_by_bot"))
+    world.pauses = [PauseSeen("auto", "credit")]
+    assert judge(world, kinds).ok  # the credit pause is the injected fault's
+    world.pauses = [PauseSeen("auto", "credit"), PauseSeen("auto", "outage"), PauseSeen("admin", "x")]
+    ledger = judge(world, kinds)
+    assert ledger.unexplained_pauses == ["auto pause (outage) that no injected fault explains"]
+    verdict = ledger.verdicts[1]
+    assert verdict.outcome == LET_DOWN and "without an injected pause" in verdict.reason
+    assert not ledger.ok and "UNEXPLAINED PAUSE" in ledger.table()

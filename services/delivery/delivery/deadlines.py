@@ -4,6 +4,10 @@
 * ``DELAY_NOTICE_SEC`` (5 min) after the photo: one "still working" message (``delay_notice_sent_at``).
 * ``DELIVERY_DEADLINE_SEC`` (15 min): the job fails with the guest's failure text. A job already past
   the deadline when first seen (after an outage) gets only the failure text, never the notice first.
+  Not a ``delivering`` job whose link has been queued (its set is complete, the link waits out a
+  Telegram flood wait): its set exists and will be linked, so "something went wrong" would be false;
+  the link goes when Telegram allows, with "sorry for the wait" (:mod:`delivery.packs`, issue 19). Such
+  a job still fails if its link fails ``LINK_ATTEMPTS`` times.
 * Flood control: a guest text that Telegram answered with a 429 (the gateway hands long waits back,
   nothing was sent) is sent again once its ``retry_after`` has passed, as ``<command id>:again``
   (:func:`resend_flooded_texts`): the failure text always, the others only while they still apply. The
@@ -51,6 +55,10 @@ async def enforce_deadlines(
         overdue = await repos.jobs.active_created_before(deadline_cutoff)
     for job in overdue:
         async with db.transaction() as repos:
+            if job.status == JobStatus.DELIVERING and await repos.tg_commands.with_prefix(
+                command_ids.link(job.id)
+            ):
+                continue  # complete and being linked: late, never failed (see the module docstring)
             done = await fail_job(
                 repos,
                 job,

@@ -29,7 +29,11 @@ The step is scheduled again at now + ``retry_after`` in ``jobs.next_poll_at``, w
 
 The deadlines of DESIGN.md §6 still run from ``jobs.created_at``: a wait past 15 minutes fails the job
 and the guest gets the failure text (:mod:`delivery.deadlines`, which also resends a flood-controlled
-deadline text).
+deadline text), except once the link is queued: the set is complete, so the link goes when Telegram
+allows, with "sorry for the wait" (issue 19).
+
+A link whose outcome is unknown (Telegram's answer lost) is looked for in the guest's chat before it is
+sent again (:meth:`PackDelivery._resolve_unknown_link`), so the guest gets it exactly once.
 """
 
 from __future__ import annotations
@@ -44,8 +48,15 @@ from delivery.settings import DeliverySettings
 from shared import command_ids, metrics
 from shared.bot_identity import sticker_set_name
 from shared.command_ids import JobCommandId
-from shared.commands import CreateStickerSet, GetStickerSet, StickerRef
-from shared.domain import CommandStatus, Job, JobContext, JobStatus, TelegramCommandRecord
+from shared.commands import CreateStickerSet, FindBotMessage, GetStickerSet, StickerRef
+from shared.domain import (
+    FINAL_COMMAND_STATUSES,
+    CommandStatus,
+    Job,
+    JobContext,
+    JobStatus,
+    TelegramCommandRecord,
+)
 from shared.erasure import queue_set_deletion
 from shared.errors import ErrorClass
 from shared.joblife import fail_job
@@ -61,6 +72,11 @@ SERVICE = "delivery"
 #: Blobs that are the guest's face: the selfie and the worker's artefacts derived from it.
 PERSONAL_BLOBS = ("selfie", "anchor", "passport")
 FLOOD = 429
+#: The gateway's "outcome unknown" (``telegram_gateway.executor.UNKNOWN_OUTCOME``).
+UNKNOWN_OUTCOME = 0
+#: Bot API calls a search for a link of unknown outcome may make (one ``editMessageReplyMarkup`` each,
+#: paced by the chat's 1 message/s): a window wider than this is inconclusive (the link is sent again).
+LINK_SEARCH_PROBES = 20
 
 
 class PackDelivery:
@@ -87,6 +103,10 @@ class PackDelivery:
                 await self.on_poll(job_id, message)
             case JobCommandId(job_id=job_id, step="link"):
                 await self.on_link_sent(job_id, message)
+            case JobCommandId(job_id=job_id, step="preview"):
+                await self.advance_link(job_id)  # sent first as the upper bound of a link search
+            case JobCommandId(job_id=job_id, step="find_link"):
+                await self.on_link_search(job_id, message)
             case _:
                 log.warning("DELIVERY_UNKNOWN_RESULT", command_id=message.command_id)
 
@@ -200,22 +220,52 @@ class PackDelivery:
         if command_id is not None:
             await dispatch_commands(self.db, self.publisher, [command_id])
 
+    async def advance_link(self, job_id: UUID) -> None:
+        """Queue (or hint again) the next step towards the link of a ``delivering`` job whose set was
+        found complete: :meth:`_queue_link`."""
+        async with self.db.transaction() as repos:
+            ctx = await repos.jobs.get_context(job_id)
+            if ctx is None or ctx.job.status != JobStatus.DELIVERING or ctx.job.sticker_set_name is None:
+                return
+            command_id = await self._queue_link(repos, ctx)
+        if command_id is not None:
+            await dispatch_commands(self.db, self.publisher, [command_id])
+
     async def on_link_sent(self, job_id: UUID, result: TelegramResult) -> None:
         """``delivering → delivered`` once the link message went out, and the preview sticker queued.
 
-        An unknown outcome (``error_code`` 0: the gateway died or timed out mid-send and, sending at most
-        once, did not repeat it) most likely reached the guest: it counts as delivered, flagged in the log.
+        An unknown outcome (``error_code`` 0: Telegram's answer was lost, a 5xx, a time-out or a dropped
+        connection after the request left, or the gateway died mid-send; the gateway never sends a
+        message twice by itself) is resolved by asking Telegram (:meth:`_resolve_unknown_link`): before,
+        it counted as delivered, and a guest whose link never arrived got only the preview sticker.
         """
         wait = _flood_wait(result)
         if wait is not None:  # not an attempt: the poll at the retry time queues the next send
             await self._reschedule(job_id, JobStatus.DELIVERING, wait, step="link")
             return
-        unknown = result.error is not None and result.error.error_code == 0
-        if not result.ok and not unknown:
+        if _unknown(result):
+            log.warning("LINK_OUTCOME_UNKNOWN", job_id=str(job_id), error=str(result.error))
+            await self.advance_link(job_id)
+            return
+        if not result.ok:
             await self._link_failed(job_id, result)
             return
-        if unknown:
-            log.warning("LINK_OUTCOME_UNKNOWN", job_id=str(job_id))
+        await self._delivered(job_id)
+
+    async def on_link_search(self, job_id: UUID, result: TelegramResult) -> None:
+        """The search for a link message of unknown outcome (``job:<id>:find_link:<n>``): found, the job
+        is delivered (the guest has their link, once); not found, or a search that could not conclude,
+        the link is sent again as the next attempt (:meth:`_link_failed`)."""
+        found = result.ok and isinstance(result.result, dict) and result.result.get("message_id")
+        if found:
+            log.info("LINK_FOUND", job_id=str(job_id))
+            await self._delivered(job_id)
+            return
+        log.warning("LINK_NOT_FOUND", job_id=str(job_id), result=str(result.result), error=str(result.error))
+        await self._link_failed(job_id, result)
+
+    async def _delivered(self, job_id: UUID) -> None:
+        """``delivering → delivered`` (the link is in the guest's chat) and queue the preview sticker."""
         preview: str | None = None
         accepted: datetime | None = None
         async with self.db.transaction() as repos:
@@ -275,19 +325,32 @@ class PackDelivery:
     async def _queue_link(self, repos: Repositories, ctx: JobContext) -> str | None:
         """Queue the link message unless one is in flight or sent; returns the command to dispatch.
 
-        The message is :func:`shared.link_message.link_message`. A failed attempt is followed by
-        another, up to ``LINK_ATTEMPTS`` (3, spec/000 "Message to the guest from the delivery module":
-        3 attempts, 2 s apart); the ids are ``job:<id>:link``, ``job:<id>:link:2``, ``job:<id>:link:3``.
+        The message is :func:`shared.link_message.link_message`, with the words that fit (issue 19):
+        "sorry for the wait" past ``DELIVERY_DEADLINE_SEC`` from the accepted photo (a flood wait held
+        it; :mod:`delivery.deadlines` never fails a job whose link is on its way), and the honest words
+        when the guest was sent the failure text before (an admin retry of a failed job). An attempt
+        whose outcome is unknown is first looked for in the chat (:meth:`_resolve_unknown_link`).
+        A failed attempt is followed by another, up to ``LINK_ATTEMPTS`` (3, spec/000 "Message to the
+        guest from the delivery module": 3 attempts, 2 s apart); the ids are ``job:<id>:link``,
+        ``job:<id>:link:2``, ``job:<id>:link:3``.
         """
         job = ctx.job
         attempts = await repos.tg_commands.with_prefix(command_ids.link(job.id))
         live = [r for r in attempts if r.status != CommandStatus.FAILED]
         if live:
             return live[-1].command_id
+        if attempts and _outcome_unknown(attempts[-1]):
+            settled, step = await self._resolve_unknown_link(repos, ctx, attempts[-1], len(attempts))
+            if not settled:
+                return step
         if len([r for r in attempts if _flood_retry_at(r) is None]) >= self.settings.link_attempts:
             return None
         command_id = command_ids.link(job.id, len(attempts) + 1)
         assert job.sticker_set_name is not None and ctx.tg_chat_id is not None  # bound with tg_user_id
+        accepted = await repos.jobs.accepted_at(job.id) or job.created_at
+        late = datetime.now(UTC) - accepted > timedelta(seconds=self.settings.delivery_deadline_sec)
+        failure_texts = await repos.tg_commands.with_prefix(f"job:{job.id}:failure_text:")
+        after_failure = any(r.status == CommandStatus.SENT for r in failure_texts)
         await queue_link_message(
             repos,
             command_id,
@@ -295,8 +358,74 @@ class PackDelivery:
             set_name=job.sticker_set_name,
             language=ctx.language,
             reply_to=SERVICE,
+            late=late,
+            after_failure=after_failure,
         )
         return command_id
+
+    async def _resolve_unknown_link(
+        self, repos: Repositories, ctx: JobContext, sent: TelegramCommandRecord, attempt: int
+    ) -> tuple[bool, str | None]:
+        """Whether link attempt ``attempt`` (``sent``), whose outcome is unknown, is settled as not in the
+        guest's chat (then the next attempt may go), else the command to dispatch to find out.
+
+        The Bot API has no idempotency key for ``sendMessage`` and cannot list a chat, so a lost answer is
+        resolved by asking Telegram about the message ids where the link would be
+        (:mod:`telegram_gateway.message_probe`): the link's "Add stickers" keyboard carries the guest's
+        own set link, so only it matches; ``editMessageReplyMarkup`` with that keyboard answers "message
+        is not modified" for it alone and changes nothing. The window:
+
+        1. upper bound: the preview sticker (``job:<id>:preview``, which follows the link anyway) is sent
+           first, asking for its result: its ``message_id`` is above the link's if the link went out;
+        2. lower bound: the highest ``message_id`` of this job's messages to the chat that had been
+           answered before the attempt was queued (the "Generating…" text, a notice, an earlier link);
+        3. the search (``job:<id>:find_link:<n>``) walks down from the preview. Found: delivered, never
+           sent twice. Not found: sent again, as the next of the ``LINK_ATTEMPTS``.
+
+        What is least bad when Telegram cannot tell: a search that could not conclude (a window wider
+        than :data:`LINK_SEARCH_PROBES`, a failed search, a preview that failed so that there is no upper
+        bound and the search walks up from the lower bound) counts as not found: a second link message
+        is better than none, which is what a guest got before. Since the walk goes down from the upper
+        bound, a link that did go out a moment before the preview is found by its first probes.
+        """
+        job = ctx.job
+        assert ctx.tg_chat_id is not None and job.sticker_set_name is not None
+        search_id = command_ids.find_link(job.id, attempt)
+        search = await repos.tg_commands.get(search_id)
+        if search is not None:
+            found = isinstance(search.result, dict) and search.result.get("message_id")
+            if search.status not in FINAL_COMMAND_STATUSES or found:
+                return False, search_id  # running; or found and its result lost: announced again
+            return True, None
+        preview_id = command_ids.preview(job.id)
+        preview = await repos.tg_commands.get(preview_id)
+        if preview is None:
+            await queue_preview(
+                repos, preview_id, chat_id=ctx.tg_chat_id, set_name=job.sticker_set_name, reply_to=SERVICE
+            )
+            return False, preview_id
+        if preview.status not in FINAL_COMMAND_STATUSES:
+            return False, preview_id
+        upper = _message_id(preview) if preview.created_at >= sent.updated_at else None
+        mine = await repos.tg_commands.with_prefix(f"job:{job.id}:")
+        lower = max(
+            (
+                _message_id(r) or 0
+                for r in mine
+                if r.params.get("chat_id") == ctx.tg_chat_id and r.updated_at < sent.created_at
+            ),
+            default=0,
+        )
+        command = FindBotMessage(
+            chat_id=ctx.tg_chat_id,
+            reply_markup=sent.params["reply_markup"],
+            after_message_id=lower,
+            before_message_id=upper,
+            max_probes=LINK_SEARCH_PROBES,
+        )
+        await add_command(repos, search_id, command, reply_to=SERVICE)
+        log.info("LINK_SEARCH", job_id=str(job.id), attempt=attempt, after=lower, before=upper)
+        return False, search_id
 
     async def _queue_preview(self, repos: Repositories, job_id: UUID) -> str | None:
         """Queue the job's one preview sticker (``job:<id>:preview``); the command id to dispatch, or
@@ -353,6 +482,23 @@ class PackDelivery:
             )
         if failed:
             await dispatch_commands(self.db, self.publisher, failed.commands)
+
+
+def _unknown(result: TelegramResult) -> bool:
+    """Whether the gateway could not tell if the call was applied (``error_code`` 0)."""
+    return not result.ok and result.error is not None and result.error.error_code == UNKNOWN_OUTCOME
+
+
+def _outcome_unknown(record: TelegramCommandRecord) -> bool:
+    return record.status == CommandStatus.FAILED and (record.error or {}).get("error_code") == UNKNOWN_OUTCOME
+
+
+def _message_id(record: TelegramCommandRecord) -> int | None:
+    """The ``message_id`` of a sent message's stored result, if it was sent."""
+    if record.status != CommandStatus.SENT or not isinstance(record.result, dict):
+        return None
+    value = record.result.get("message_id")
+    return value if isinstance(value, int) else None
 
 
 def _flood_wait(result: TelegramResult) -> float | None:

@@ -82,8 +82,9 @@ NOT_MODIFIED = "message is not modified"
 STICKERSET_INVALID = "STICKERSET_INVALID"
 #: Commands whose repetition changes nothing (reads, idempotent edits, a set name that reads back as ours).
 #: Everything else (sending a message) is at most once: when the outcome of a call is unknown (the
-#: gateway died mid-call, the request timed out) it is recorded as failed with ``error_code`` 0 instead
-#: of being sent a second time.
+#: gateway died mid-call, the request timed out, a 5xx) it is recorded as failed with ``error_code`` 0
+#: instead of being sent a second time; the producer resolves it (delivery looks for the guest's link in
+#: the chat with ``find_bot_message`` before sending it again, issue 19; leads likewise for its cards).
 REPEATABLE = frozenset(
     {
         "get_sticker_set",
