@@ -5,12 +5,12 @@ shutdown each fail (or warn), naming the cause."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from datetime import date
+from datetime import UTC, date, datetime
 
 import pytest
 
 from shared.preflight import CheckResult
-from tests.simulators.ai.helpers import KEY, RunningAiSim, serve_aisim
+from tests.simulators.ai.helpers import KEY, RunningAiSim, retiring_model, serve_aisim
 from worker import preflight
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
@@ -39,7 +39,7 @@ def env(monkeypatch: pytest.MonkeyPatch, aisim: RunningAiSim) -> pytest.MonkeyPa
         "GEMINI_IMAGE_MODEL": "gemini-3.1-flash-image",
         "GEMINI_VISION_MODEL": "gemini-3.5-flash-lite",
         "OPENAI_IMAGE_MODEL": "gpt-image-2",
-        "OPENAI_VISION_MODEL": "gpt-5-mini",
+        "OPENAI_VISION_MODEL": "gpt-6.1-terra",
     }.items():
         monkeypatch.setenv(name, value)
     return monkeypatch
@@ -54,7 +54,7 @@ def named(results: list[CheckResult], name: str) -> CheckResult:
 
 
 async def test_configured_keys_and_models_pass(env: pytest.MonkeyPatch) -> None:
-    results = await preflight.run_checks(today=date(2026, 10, 1))  # gpt-5-mini's shutdown far ahead
+    results = await preflight.run_checks(today=TODAY)
     assert statuses(results) == {
         "ai.gemini.key": "ok",
         "ai.gemini.image": "ok",
@@ -80,7 +80,7 @@ async def test_an_unknown_model_fails_naming_it(env: pytest.MonkeyPatch, provide
     ("provider", "setting", "model"),
     [
         ("gemini", "GEMINI_IMAGE_MODEL", "gemini-3.1-flash-image"),
-        ("openai", "OPENAI_VISION_MODEL", "gpt-5-mini"),
+        ("openai", "OPENAI_VISION_MODEL", "gpt-6.1-terra"),
     ],
 )
 async def test_a_model_the_provider_no_longer_serves_fails_naming_it(
@@ -103,20 +103,24 @@ async def test_a_refused_key_fails(env: pytest.MonkeyPatch, provider: str) -> No
 
 
 async def test_a_model_within_30_days_of_its_shutdown_warns(env: pytest.MonkeyPatch) -> None:
-    check = named(await preflight.run_checks(today=TODAY), "ai.openai.vision")  # gpt-5-mini: 2026-12-11
+    retiring = retiring_model(env, days=9)
+    env.setenv("OPENAI_VISION_MODEL", retiring.name)
+    check = named(await preflight.run_checks(today=datetime.now(UTC).date()), "ai.openai.vision")
     assert check.status == "warn"
-    assert "2026-12-11" in check.detail and "in 9 days" in check.detail
+    assert f"{retiring.shutdown}" in check.detail and "in 9 days" in check.detail
 
 
 async def test_a_model_past_its_shutdown_fails(env: pytest.MonkeyPatch) -> None:
-    check = named(await preflight.run_checks(today=date(2026, 12, 11)), "ai.openai.vision")
+    retiring = retiring_model(env, days=9)
+    env.setenv("OPENAI_VISION_MODEL", retiring.name)
+    check = named(await preflight.run_checks(today=retiring.shutdown), "ai.openai.vision")
     assert check.status == "fail"
-    assert "shut down on 2026-12-11" in check.detail
+    assert f"shut down on {retiring.shutdown}" in check.detail
 
 
 async def test_a_provider_without_its_key_is_a_warning(env: pytest.MonkeyPatch) -> None:
     env.delenv("OPENAI_API_KEY")
-    results = await preflight.run_checks(today=date(2026, 10, 1))
+    results = await preflight.run_checks(today=TODAY)
     assert named(results, "ai.openai.key").status == "warn"
     assert not [r for r in results if r.status == "fail"]
 

@@ -3,8 +3,10 @@ script it, and build the worker's provider adapters pointed at it."""
 
 from __future__ import annotations
 
+import dataclasses
 import io
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -12,9 +14,24 @@ import aiohttp
 from aiohttp import web
 from PIL import Image
 
+from shared.ai_models import CATALOGUE, ModelInfo
 from simulators.ai import STATE_KEY, AiSimConfig, SimState, create_app
 from worker.providers.gemini import GeminiProvider
 from worker.providers.openai_api import OpenAIProvider
+
+
+def retiring_model(monkeypatch: Any, *, days: int = 9) -> ModelInfo:
+    """A catalogued OpenAI vision model that shuts down ``days`` after today's real date (a copy of
+    gpt-5-mini's entry under another name): tests of "near its shutdown" stay true whatever day they run
+    on, where gpt-5-mini itself is past its 2026-12-11 shutdown from that day on."""
+    model = dataclasses.replace(
+        CATALOGUE[("openai", "gpt-5-mini", "vision")],
+        name="gpt-test-retiring",
+        shutdown=datetime.now(UTC).date() + timedelta(days=days),
+    )
+    monkeypatch.setitem(CATALOGUE, ("openai", model.name, "vision"), model)
+    return model
+
 
 #: ``../shared/fixtures/photos`` beside the repository (CI links it); tests fail when it is missing.
 PHOTOS = Path(__file__).resolve().parents[4] / "shared" / "fixtures" / "photos"

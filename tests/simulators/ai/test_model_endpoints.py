@@ -14,7 +14,7 @@ from google.genai import errors as genai_errors
 from google.genai import types
 
 from shared.ai_models import CATALOGUE
-from tests.simulators.ai.helpers import KEY, RunningAiSim
+from tests.simulators.ai.helpers import KEY, RunningAiSim, retiring_model
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(30)]
 
@@ -43,9 +43,17 @@ async def gemini_get(
         return await client.aio.models.get(model=model)
 
 
-async def test_openai_answers_a_catalogued_model_with_its_shutdown_date(aisim: RunningAiSim) -> None:
-    model = await openai_retrieve(aisim, "gpt-5-mini")
-    assert (model.id, model.object, model.shutdown_date) == ("gpt-5-mini", "model", "2026-12-11")
+async def test_openai_answers_a_catalogued_model_with_its_shutdown_date(
+    aisim: RunningAiSim, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    retiring = retiring_model(monkeypatch)
+    model = await openai_retrieve(aisim, retiring.name)
+    assert retiring.shutdown is not None
+    assert (model.id, model.object, model.shutdown_date) == (
+        retiring.name,
+        "model",
+        retiring.shutdown.isoformat(),
+    )
     assert (await openai_retrieve(aisim, "gpt-image-2")).shutdown_date is None
 
 
@@ -63,7 +71,7 @@ async def test_openai_unknown_model_is_404_model_not_found(aisim: RunningAiSim) 
 
 async def test_openai_wrong_key_is_401(aisim: RunningAiSim) -> None:
     with pytest.raises(openai.AuthenticationError):
-        await openai_retrieve(aisim, "gpt-5-mini", key="wrong")
+        await openai_retrieve(aisim, "gpt-image-2", key="wrong")
 
 
 @pytest.mark.parametrize("version", [None, "v1beta"])

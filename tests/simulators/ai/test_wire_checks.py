@@ -156,7 +156,8 @@ async def test_gpt_image_2_takes_any_size_within_its_rules(aisim: RunningAiSim) 
 
 async def test_a_strict_json_schema_must_follow_the_strict_rules(aisim: RunningAiSim) -> None:
     schema = {"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"]}
-    request = {"model": "gpt-5-mini", "input": [], "text": {"format": {"type": "json_schema", "name": "x"}}}
+    text_format = {"type": "json_schema", "name": "x"}
+    request = {"model": "gpt-6.1-terra", "input": [], "text": {"format": text_format}}
     request["text"]["format"].update(schema=schema, strict=True)
     status, body = await openai(aisim, "/v1/responses", request)
     assert status == 400
