@@ -16,6 +16,7 @@ from fastapi.middleware.cors import CORSMiddleware
 from ingest.api import admin_erasure, admin_jobs, admin_leads, errors, kiosk, landing, leads, ops, pages
 from ingest.api.body_limit import BodyLimitMiddleware
 from ingest.api.request_metrics import RequestMetricsMiddleware, count_500s_from_zero
+from ingest.captures import CaptureChecks
 from ingest.context import IngestContext
 from ingest.malloc import fix_mmap_threshold
 from ingest.photo_pool import PhotoChecker, container_cpus
@@ -82,6 +83,7 @@ def create_app(
         publisher=pub,
         catalog=load_catalog(),
         photos=photos,
+        captures=CaptureChecks(photos, pub.redis, max_wait_s=settings.photo_check_max_wait_sec),
         lead_limiter=RateLimiter(
             pub.redis, limit=settings.leads_rate_limit, window_s=settings.leads_rate_window_sec
         ),

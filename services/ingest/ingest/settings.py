@@ -40,6 +40,11 @@ class IngestSettings(
     kiosk and admin bodies are under 300 bytes. 64 KiB keeps half as much again above that worst case.
     ``PHOTO_CHECK_WORKERS`` (processes, default: the CPUs the container may use, its CPU quota rounded
     up): how many uploads are checked at once (:mod:`ingest.photo_pool`); the others wait for a free one.
+    ``PHOTO_CHECK_MAX_WAIT_SEC`` (s, default 15): a new upload whose check would answer later than this
+    (its turn behind the others at the measured time per check) is answered at once with 503 ``busy`` and
+    ``Retry-After`` (:mod:`ingest.captures`); the kiosk waits 30 s for an answer once its photo is sent
+    (``kiosk.js`` ``uploadAnswerMs``), so 15 s leaves room for the database and an estimate that was
+    short.
     ``REQUIRE_FACE`` (``1``): refuse a photo without a face (422 ``no_face``).
     ``SESSIONS_RATE_LIMIT`` new kiosk sessions (``POST /sessions``) per client per
     ``SESSIONS_RATE_WINDOW_SEC`` (120 per 60 s, in Redis across replicas): a kiosk opens one per guest
@@ -48,7 +53,7 @@ class IngestSettings(
     with backoff). ``PHOTO_RATE_LIMIT`` photos checked per session per ``PHOTO_RATE_WINDOW_SEC`` (6 per
     60 s): a guest's take, review and send lasts well over 10 s, while one session looping on uploads
     (refused photos use no capture) would queue every kiosk's photo behind its face checks (~0.4 CPU-s
-    each); a repeated ``capture_id`` is answered from the row and not counted.
+    each); a capture is counted once, whatever its retries (:meth:`ingest.ratelimit.RateLimiter.hit_once`).
 
     Leads (DESIGN.md §8): ``LEADS_ENABLED`` (``0`` removes ``POST /leads`` and the landing form),
     ``LEADS_RATE_LIMIT`` submissions per client per ``LEADS_RATE_WINDOW_SEC`` (10 per 600 s, counted in
@@ -86,6 +91,7 @@ class IngestSettings(
     max_upload_pixels: int = Field(40_000_000, gt=0, validation_alias="MAX_UPLOAD_PIXELS")
     require_face: bool = Field(True, validation_alias="REQUIRE_FACE")
     photo_check_workers: int | None = Field(None, ge=1, le=64, validation_alias="PHOTO_CHECK_WORKERS")
+    photo_check_max_wait_sec: float = Field(15.0, gt=0, le=300, validation_alias="PHOTO_CHECK_MAX_WAIT_SEC")
     leads_enabled: bool = Field(True, validation_alias="LEADS_ENABLED")
     leads_rate_limit: int = Field(10, ge=1, validation_alias="LEADS_RATE_LIMIT")
     leads_rate_window_sec: int = Field(600, ge=1, validation_alias="LEADS_RATE_WINDOW_SEC")
