@@ -21,6 +21,7 @@ from ingest.context import IngestContext
 from ingest.malloc import fix_mmap_threshold
 from ingest.photo_pool import PhotoChecker, container_cpus
 from ingest.ratelimit import RateLimiter
+from ingest.server import ConnectionGuard, guarded_protocol, quiet_accept_errors
 from ingest.settings import IngestSettings
 from shared.db import create_engine
 from shared.logging import configure_logging
@@ -136,9 +137,32 @@ def create_app(
     return app
 
 
+def server_config(settings: IngestSettings, app: FastAPI) -> uvicorn.Config:
+    """uvicorn's configuration: the guarded protocol (:mod:`ingest.server`: header, body and idle
+    time-outs, a cap per client) and the proxies whose ``X-Forwarded-For`` is believed
+    (``FORWARDED_ALLOW_IPS``; none by default)."""
+    guard = ConnectionGuard(
+        header_timeout_s=settings.http_header_timeout_sec,
+        body_timeout_s=settings.http_body_timeout_sec,
+        max_per_client=settings.http_max_connections_per_client,
+        trusted=settings.forwarded_allow_ips,
+    )
+    return uvicorn.Config(
+        app,
+        host=settings.host,
+        port=settings.port,
+        http=guarded_protocol(guard),
+        timeout_keep_alive=settings.http_idle_timeout_sec,
+        proxy_headers=bool(settings.forwarded_allow_ips.strip()),
+        forwarded_allow_ips=settings.forwarded_allow_ips or "",
+        log_config=None,
+        access_log=False,
+    )
+
+
 def main() -> None:
     settings = settings_or_exit(IngestSettings, "ingest")
     configure_logging(service="ingest", level=settings.log_level, fmt=settings.log_format)
     fix_mmap_threshold()  # upload bodies go back to the OS after a burst (ingest.malloc)
-    app = create_app(settings)
-    uvicorn.run(app, host=settings.host, port=settings.port, log_config=None, access_log=False)
+    quiet_accept_errors()
+    uvicorn.Server(server_config(settings, create_app(settings))).run()
