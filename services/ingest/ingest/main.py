@@ -77,7 +77,11 @@ def create_app(
             if own_db:
                 await database.dispose()
 
-    app = FastAPI(title="Sticker Booth ingest", lifespan=lifespan)
+    # No /docs, /redoc, /openapi.json on the kiosks' port: the document is GET /admin/openapi.json
+    # (ingest.api.ops), behind the admin token.
+    app = FastAPI(
+        title="Sticker Booth ingest", lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None
+    )
     app.state.ctx = IngestContext(
         settings=settings,
         db=database,
