@@ -181,3 +181,17 @@ async def test_a_guest_erased_during_their_photos_check_gets_a_404_not_a_500(
         assert answer.json()["error"]["code"] == "not_found"
     finally:
         await photos.close()
+
+
+def test_the_kiosk_sends_photos_no_larger_than_the_pipeline_uses() -> None:
+    """The kiosk shrinks a photo to the long side the worker sends a provider, no more, no less."""
+    import re
+
+    from ingest.api.kiosk import PHOTO_MAX_SIDE_PX
+    from worker.providers.images import PHOTO_MAX_SIDE_PX as PIPELINE_SIDE_PX
+
+    kiosk_js = Path(__file__).resolve().parents[2] / "services/ingest/ingest/static/kiosk/kiosk.js"
+    script = kiosk_js.read_text()
+    in_script = re.search(r"const PHOTO_MAX_SIDE_PX = (\d+);", script)
+    assert in_script is not None
+    assert PHOTO_MAX_SIDE_PX == PIPELINE_SIDE_PX == int(in_script[1])

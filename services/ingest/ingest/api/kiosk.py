@@ -528,7 +528,8 @@ async def kiosk_config(ctx: Ctx) -> dict[str, Any]:
     """What the kiosk page needs besides the outfits and the consent text: the venue's branding
     (``KIOSK_EVENT_TITLE``, ``KIOSK_LOGO_URL``, ``KIOSK_ACCENT_COLOR`` with the text colour on it,
     :mod:`ingest.branding`), the photo limit, and the bot's texts for the failures the kiosk shows
-    too (``guest_texts[key][en|ru]`` from :mod:`shared.texts`), so booth and bot say the same thing."""
+    too (``guest_texts[key][en|ru]`` from :mod:`shared.texts`), so booth and bot say the same thing;
+    ``photo_max_side_px``: the longest side the pipeline uses of a photo (:data:`PHOTO_MAX_SIDE_PX`)."""
     settings = ctx.settings
     accent = normalize_hex(settings.kiosk_accent_color)
     return {
@@ -537,9 +538,14 @@ async def kiosk_config(ctx: Ctx) -> dict[str, Any]:
         "accent_color": accent,
         "accent_ink": ink_on(accent),
         "max_captures_per_session": settings.max_captures_per_session,
+        "photo_max_side_px": PHOTO_MAX_SIDE_PX,
         "guest_texts": {key: dict(TEXTS[key]) for key in _KIOSK_GUEST_TEXTS},
     }
 
+
+#: The longest side (px) of the selfie the worker sends a provider (``worker/providers/images.py``
+#: ``PHOTO_MAX_SIDE_PX``): the kiosk makes a photo no larger before it leaves the tablet (``kiosk.js``).
+PHOTO_MAX_SIDE_PX = 1536
 
 #: The bot's texts the kiosk shows for the same case (:func:`shared.joblife.guest_failure_text`).
 _KIOSK_GUEST_TEXTS = (
