@@ -31,6 +31,7 @@ from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
 import cv2
+import numpy as np
 import structlog
 from starlette.requests import ClientDisconnect
 
@@ -84,9 +85,19 @@ def _check(data: bytes, max_bytes: int, max_pixels: int, require_face: bool) -> 
         malloc.trim()
 
 
-def _warm() -> int:
+def _warm() -> float:
+    """A first check of a photo without a face (every detection pass: the slowest kind), timed (s)."""
     time.sleep(0.1)  # held long enough that each warm-up task lands on a process of its own
-    return os.getpid()
+    noise = np.random.default_rng(0).integers(0, 255, (1536, 1024, 3), dtype=np.uint8)
+    data = cv2.imencode(".jpg", noise)[1].tobytes()
+    started = time.monotonic()
+    try:
+        photo.check_photo(data, max_bytes=len(data), max_pixels=noise.size, require_face=True)
+    except UploadRejected:
+        pass
+    finally:
+        malloc.trim()
+    return time.monotonic() - started
 
 
 class PhotoChecker:
@@ -109,6 +120,7 @@ class PhotoChecker:
         self.waiting = 0
         self.mean_check_s = FIRST_CHECK_ESTIMATE_S
         self.checks_started = 0
+        self._started: dict[object, float] = {}
 
     def _current(self) -> ProcessPoolExecutor:
         if self._pool is None:
@@ -120,13 +132,14 @@ class PhotoChecker:
         return self._pool
 
     async def start(self) -> list[int]:
-        """Start every process now (each loads its detector) instead of on the first uploads; returns
-        their pids. Raises :class:`PhotoCheckUnavailable` when a process cannot start."""
+        """Start every process now (each loads its detector and times a first check, the first value of
+        :attr:`mean_check_s`) instead of on the first uploads; returns their pids. Raises
+        :class:`PhotoCheckUnavailable` when a process cannot start."""
         pool = self._current()
         try:
             # One task per process: a submit starts a new process while none is idle.
             futures = [pool.submit(_warm) for _ in range(self.workers)]
-            await asyncio.gather(*(asyncio.wrap_future(f) for f in futures))
+            self.mean_check_s = max(await asyncio.gather(*(asyncio.wrap_future(f) for f in futures)))
             return self.pids()
         except BrokenProcessPool as exc:
             self._drop(pool)
@@ -135,9 +148,12 @@ class PhotoChecker:
     def expected_answer_s(self, ahead: int) -> float:
         """How long a check asked for now, with ``ahead`` checks running or waiting before it, would take
         to answer (s): its own run plus its turn, at the running mean of the last checks' times (wall
-        clock, so a machine busy with other work shows in it)."""
+        clock, so a machine busy with other work shows in it), or at the time the longest running check
+        has taken so far when that is longer (a machine that just got busy)."""
         turns = max(0, ahead - self.workers + 1) / self.workers
-        return self.mean_check_s * (1 + turns)
+        now = time.monotonic()
+        longest_running = max((now - t for t in self._started.values()), default=0.0)
+        return max(self.mean_check_s, longest_running) * (1 + turns)
 
     async def check(self, data: bytes, *, gone: Callable[[], bool] = lambda: False) -> bytes:
         """Check an upload in the pool (waits for a free process); returns the normalised JPEG.
@@ -165,7 +181,8 @@ class PhotoChecker:
 
     async def _run(self, data: bytes) -> bytes:
         self.checks_started += 1
-        started = time.monotonic()
+        token = object()
+        started = self._started[token] = time.monotonic()
         pool = self._current()
         try:
             future: Future[bytes] = pool.submit(_check, data, *self._limits)
@@ -176,6 +193,8 @@ class PhotoChecker:
         except UploadRejected:
             self._measured(time.monotonic() - started)
             raise
+        finally:
+            del self._started[token]
         self._measured(time.monotonic() - started)
         return jpeg
 
