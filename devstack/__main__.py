@@ -122,7 +122,7 @@ def up(*, ai_sim: bool = False) -> int:
         admin = "" if os.environ.get("ADMIN_TOKEN") else "  (set ADMIN_TOKEN to sign in)"
         print(f"admin page:          {stack.ingest_url}/admin{admin}")
         print(f"landing page:        {stack.ingest_url}/landing")
-        print(f"kiosk API:           {stack.ingest_url}  (docs: {stack.ingest_url}/docs)")
+        print(f"kiosk API:           {stack.ingest_url}  (OpenAPI: /admin/openapi.json, admin token)")
         print(f"Telegram simulator:  {stack.sim_url}/")
         print(f"bot admins:          ADMIN_USER_IDS={stack.config.admin_user_ids} (/status, /pause, /resume)")
         if stack.config.ai_sim:

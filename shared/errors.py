@@ -18,8 +18,10 @@ tell "retry later" from "permanent" without knowing which library failed.
     │   └── PhotoCheckUnavailable    (ingest.photo_pool) a photo-check process died during the upload:
     │                                HTTP 503, the pool is replaced, the kiosk sends the photo again
     ├── UploadRejected               a kiosk upload is unusable: 4xx with a machine-readable `code`
-    │   └── ConsentRequired          (ingest.consent) no "Agree" on the session: 403
-    │                                `consent_required`, nothing read or stored
+    │   ├── ConsentRequired          (ingest.consent) no "Agree" on the session: 403
+    │   │                            `consent_required`, nothing read or stored
+    │   └── RepeatedRefusal          (ingest.captures) a capture's refusal answered again to a retry
+    │                                of it, without a second check; not counted again
     ├── ApiError                     (ingest.api.errors) any other HTTP 4xx/5xx a route answers with
     │   ├── RateLimited              (ingest.api.errors) too many new sessions or leads from one
     │   │                            client: 429 `rate_limited` with ``Retry-After``

@@ -396,9 +396,10 @@ def test_without_a_camera_choosing_a_photo_is_the_one_big_button(page: Page, sta
 # ---- upload time-outs ----
 
 
-def test_a_hung_upload_shows_progress_then_a_retry_within_10_s_and_goes_through(
-    page: Page, stack: Stack
-) -> None:
+def test_a_hung_upload_shows_progress_then_a_retry_and_goes_through(page: Page, stack: Stack) -> None:
+    """A server that never answers: "Still sending" from 3 s, and once no answer came 20 s after the
+    last byte (kiosk.js ``uploadAnswerMs``; ingest answers within 15 s or says "busy" at once) the same
+    capture goes again."""
     session = open_kiosk(page, stack, station="hall-u")
     scan_and_start(page, stack, user_id=7210)
     pick_outfit(page, "chef")
@@ -421,7 +422,7 @@ def test_a_hung_upload_shows_progress_then_a_retry_within_10_s_and_goes_through(
     screenshot(page, "kiosk-sending-slow")
     page.wait_for_function(
         "() => document.getElementById('sending-note').textContent.startsWith('Connection hiccup')",
-        timeout=10_000,
+        timeout=25_000,
     )
     screenshot(page, "kiosk-sending-retry")
     wait_screen(page, "generating", timeout_ms=15_000)

@@ -4,6 +4,7 @@ enforce, and stricter."""
 from __future__ import annotations
 
 import inspect
+import ipaddress
 import re
 from collections.abc import Callable
 from typing import Any
@@ -310,10 +311,12 @@ def test_overlay_sets_pinned_images_a_namespace_and_an_ingress_host(rendered: Ca
     annotations = ingress["metadata"].get("annotations", {})
     assert annotations.get("nginx.ingress.kubernetes.io/use-forwarded-headers", "false") == "false"
     (ingest,) = containers(pod_template(one(docs, "Deployment", "ingest"))["spec"])
-    env = {e["name"]: e.get("value") for e in ingest["env"]}
+    assert "FORWARDED_ALLOW_IPS" not in {e["name"] for e in ingest["env"]}, "set in the ConfigMap"
     # behind the controller every visitor would be one address for the per-client limits without it;
-    # safe only while the controller replaces a client's own X-Forwarded-For (the default above)
-    assert env["FORWARDED_ALLOW_IPS"] == "*"
+    # believed from the controller's pod network only (never "*": any pod could name itself anyone),
+    # and safe only while the controller replaces a client's own X-Forwarded-For (the default above)
+    trusted = find(docs, "ConfigMap")[0]["data"]["FORWARDED_ALLOW_IPS"]
+    assert trusted and all(ipaddress.ip_network(n.strip()) for n in trusted.split(",")), trusted
 
 
 @needs_kubectl

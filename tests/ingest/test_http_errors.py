@@ -24,6 +24,7 @@ from tests.ingest.ingest_helpers import app_client, ingest_settings
 
 pytestmark = pytest.mark.integration
 ADMIN_TOKEN = "s3cret-admin-token-0123456789"
+ADMIN_HEADERS = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
 
 
 def settings(database_url: str, redis_url: str) -> IngestSettings:
@@ -144,7 +145,9 @@ async def test_the_right_token_still_opens_the_admin_api(client: httpx.AsyncClie
 
 
 async def test_every_route_documents_the_error_body(client: httpx.AsyncClient) -> None:
-    document = (await client.get("/openapi.json")).json()
+    document = (
+        await client.get("/admin/openapi.json", headers={"Authorization": f"Bearer {ADMIN_TOKEN}"})
+    ).json()
     assert document["components"]["schemas"]["ErrorBody"]["properties"]["error"]
     for path, operations in document["paths"].items():
         for method, operation in operations.items():
@@ -180,7 +183,9 @@ HEADERS: list[dict[str, bytes]] = [
 async def test_every_route_of_the_openapi_document_survives_malformed_input(
     client: httpx.AsyncClient,
 ) -> None:
-    document = (await client.get("/openapi.json")).json()
+    document = (
+        await client.get("/admin/openapi.json", headers={"Authorization": f"Bearer {ADMIN_TOKEN}"})
+    ).json()
     tried = 0
     for template, operations in document["paths"].items():
         for method in operations:
@@ -236,5 +241,7 @@ def test_every_route_has_its_500_series_at_zero_before_any_request(database_url:
         for s in family.samples
         if s.name == "stk_http_requests_total" and s.labels["status"] == "500"
     }
-    assert {"/sessions/{session_id}/photo", "/leads", "/admin/status", "/openapi.json"} <= set(five_hundreds)
+    assert {"/sessions/{session_id}/photo", "/leads", "/admin/status", "/admin/openapi.json"} <= set(
+        five_hundreds
+    )
     assert set(five_hundreds.values()) == {0.0}

@@ -210,8 +210,8 @@ async def test_consent_to_an_outdated_text_or_an_unknown_session_is_refused(
     assert wrong_language.status_code == 422
 
 
-async def test_the_upload_documents_consent_required(client: httpx.AsyncClient) -> None:
-    document = (await client.get("/openapi.json")).json()
+async def test_the_upload_documents_consent_required(admin_client: httpx.AsyncClient) -> None:
+    document = (await admin_client.get("/admin/openapi.json", headers=ADMIN_AUTH)).json()
     refusals = document["paths"]["/sessions/{session_id}/photo"]["post"]["responses"]
     assert "consent_required" in refusals["403"]["description"]
     consent = document["paths"]["/sessions/{session_id}/consent"]["put"]["responses"]
@@ -517,3 +517,13 @@ async def test_one_session_looping_on_refused_photos_is_stopped_and_another_kios
     assert codes == ["no_face"] * 3 + ["rate_limited"] * 2
     assert first.status_code == 202
     assert [a.status_code for a in again] == [200] * 4  # the kiosk's retries of one capture: never 429
+
+
+async def test_the_api_documents_are_for_admins_only(admin_client: httpx.AsyncClient) -> None:
+    """The kiosks' port is the venue network's: no public /docs, /redoc or /openapi.json; the document is
+    behind the admin token."""
+    for path in ("/docs", "/redoc", "/openapi.json", "/docs/oauth2-redirect"):
+        assert (await admin_client.get(path)).status_code == 404, path
+    assert (await admin_client.get("/admin/openapi.json")).status_code == 401
+    document = (await admin_client.get("/admin/openapi.json", headers=ADMIN_AUTH)).json()
+    assert "/sessions/{session_id}/photo" in document["paths"]

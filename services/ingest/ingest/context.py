@@ -7,6 +7,7 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 
+from ingest.captures import CaptureChecks
 from ingest.photo_pool import PhotoChecker
 from ingest.ratelimit import RateLimiter
 from ingest.settings import IngestSettings
@@ -22,6 +23,7 @@ class IngestContext:
     publisher: Publisher
     catalog: dict[str, Outfit]
     photos: PhotoChecker
+    captures: CaptureChecks
     lead_limiter: RateLimiter | None = None
     session_limiter: RateLimiter | None = None
     photo_limiter: RateLimiter | None = None

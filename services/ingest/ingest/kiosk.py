@@ -9,6 +9,7 @@ rows stay undispatched and the reconcilers publish them.
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import secrets
 from dataclasses import dataclass
@@ -214,7 +215,8 @@ async def check_accepts_photo(ctx: IngestContext, session_id: UUID, capture_id: 
 
     ``capture_id`` None (not known yet) checks only that the session exists and is ready; the capture
     limit is then left to :func:`accept_photo`, since a retry of a capture already made must still answer
-    with its job. Sessions never expire (DESIGN.md §4 has no session lifetime).
+    with its job. Sessions never expire (DESIGN.md §4 has no session lifetime), but a guest can be erased
+    at any time (``/delete``, an admin erasure): then NotFound.
 
     Raises:
         NotFound: no such session.
@@ -232,17 +234,29 @@ async def check_accepts_photo(ctx: IngestContext, session_id: UUID, capture_id: 
     return None
 
 
-async def accept_photo(ctx: IngestContext, session_id: UUID, capture_id: str, data: bytes) -> PhotoAccepted:
-    """Turn an uploaded photo into a ``queued`` job, idempotently per ``capture_id``.
+async def accept_photo(
+    ctx: IngestContext,
+    session_id: UUID,
+    capture_id: str,
+    data: bytes | None,
+    *,
+    gone: asyncio.Event | None = None,
+) -> PhotoAccepted:
+    """Turn an uploaded photo into a ``queued`` job, idempotently per ``capture_id``: a retry of a capture
+    whose check is running joins it, one whose check ended gets its outcome (:mod:`ingest.captures`).
+    ``data`` may be None only to join a running check; ``gone`` is set when the client disconnects.
 
     Raises:
-        NotFound: no such session.
+        NotFound: no such session, also when it was erased (``/delete``, an admin erasure) during the
+            photo check.
         Conflict: ``telegram_not_linked``, ``outfit_not_chosen``, ``capture_limit`` (at most
             ``MAX_CAPTURES_PER_SESSION`` captures, DESIGN.md §4).
         ConsentRequired: 403 ``consent_required``, no "Agree" on the session (:mod:`ingest.consent`).
         UploadRejected: the image is unusable (codes in :func:`ingest.photo.normalize_photo`) or ``no_face``.
+        ApiError: 503 ``busy``: the photo check would answer too late (:mod:`ingest.captures`).
         PhotoCheckUnavailable: the photo-check process died meanwhile (HTTP 503, :mod:`ingest.photo_pool`);
             nothing was stored, the same upload may be sent again.
+        ClientDisconnect: ``gone`` was set before the photo was checked.
         DatabaseUnavailable: Postgres is down (HTTP 503); nothing was stored.
     """
     settings = ctx.settings
@@ -251,10 +265,11 @@ async def accept_photo(ctx: IngestContext, session_id: UUID, capture_id: str, da
     if existing is not None:
         return PhotoAccepted(existing, created=False)
     _require_ready(session, settings.max_captures_per_session)
-    jpeg = await ctx.photos.check(data)
+    jpeg = await ctx.captures.check(session_id, capture_id, data, gone=gone)
     async with ctx.db.transaction() as repos:
         session_now = await repos.sessions.get(session_id, for_update=True)
-        assert session_now is not None  # sessions are never deleted
+        if session_now is None:
+            raise NotFound(f"session {session_id} was erased while its photo was checked")
         existing = await repos.jobs.for_capture(session_id, capture_id)
         if existing is not None:
             return PhotoAccepted(existing, created=False)
@@ -267,6 +282,7 @@ async def accept_photo(ctx: IngestContext, session_id: UUID, capture_id: str, da
         await repos.sessions.count_capture(session_id)
         command_id = command_ids.generating_notice(job.id)
         await tell_guest(repos, command_id, session_now.tg_chat_id, "generating", session_now.language)
+    ctx.captures.forget(session_id, capture_id)  # the job row answers its retries now
     log.info("JOB_QUEUED", job_id=str(job.id), session_id=str(session_id), outfit=job.outfit_id)
     if await ctx.publisher.try_publish(streams.JOBS, JobQueued(job_id=job.id)):
         async with ctx.db.transaction() as repos:

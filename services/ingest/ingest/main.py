@@ -27,10 +27,12 @@ from ingest.api import (
 )
 from ingest.api.body_limit import BodyLimitMiddleware
 from ingest.api.request_metrics import RequestMetricsMiddleware, count_500s_from_zero
+from ingest.captures import CaptureChecks
 from ingest.context import IngestContext
 from ingest.malloc import fix_mmap_threshold
 from ingest.photo_pool import PhotoChecker, container_cpus
 from ingest.ratelimit import RateLimiter
+from ingest.server import ConnectionGuard, guarded_protocol, quiet_accept_errors
 from ingest.settings import IngestSettings
 from shared.db import create_engine
 from shared.logging import configure_logging
@@ -86,13 +88,18 @@ def create_app(
             if own_db:
                 await database.dispose()
 
-    app = FastAPI(title="Sticker Booth ingest", lifespan=lifespan)
+    # No /docs, /redoc, /openapi.json on the kiosks' port: the document is GET /admin/openapi.json
+    # (ingest.api.ops), behind the admin token.
+    app = FastAPI(
+        title="Sticker Booth ingest", lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None
+    )
     app.state.ctx = IngestContext(
         settings=settings,
         db=database,
         publisher=pub,
         catalog=load_catalog(),
         photos=photos,
+        captures=CaptureChecks(photos, pub.redis, max_wait_s=settings.photo_check_max_wait_sec),
         lead_limiter=RateLimiter(
             pub.redis, limit=settings.leads_rate_limit, window_s=settings.leads_rate_window_sec
         ),
@@ -146,9 +153,32 @@ def create_app(
     return app
 
 
+def server_config(settings: IngestSettings, app: FastAPI) -> uvicorn.Config:
+    """uvicorn's configuration: the guarded protocol (:mod:`ingest.server`: header, body and idle
+    time-outs, a cap per client) and the proxies whose ``X-Forwarded-For`` is believed
+    (``FORWARDED_ALLOW_IPS``; none by default)."""
+    guard = ConnectionGuard(
+        header_timeout_s=settings.http_header_timeout_sec,
+        body_timeout_s=settings.http_body_timeout_sec,
+        max_per_client=settings.http_max_connections_per_client,
+        trusted=settings.forwarded_allow_ips,
+    )
+    return uvicorn.Config(
+        app,
+        host=settings.host,
+        port=settings.port,
+        http=guarded_protocol(guard),
+        timeout_keep_alive=settings.http_idle_timeout_sec,
+        proxy_headers=bool(settings.forwarded_allow_ips.strip()),
+        forwarded_allow_ips=settings.forwarded_allow_ips or "",
+        log_config=None,
+        access_log=False,
+    )
+
+
 def main() -> None:
     settings = settings_or_exit(IngestSettings, "ingest")
     configure_logging(service="ingest", level=settings.log_level, fmt=settings.log_format)
     fix_mmap_threshold()  # upload bodies go back to the OS after a burst (ingest.malloc)
-    app = create_app(settings)
-    uvicorn.run(app, host=settings.host, port=settings.port, log_config=None, access_log=False)
+    quiet_accept_errors()
+    uvicorn.Server(server_config(settings, create_app(settings))).run()

@@ -4,7 +4,9 @@ Checking an upload (:func:`ingest.photo.check_photo`: decode, normalise, HEIC vi
 detection) costs ~0.4 CPU-s for a 4 MB photo. It runs in ``PHOTO_CHECK_WORKERS`` single-threaded processes
 (:class:`concurrent.futures.ProcessPoolExecutor`; default: the CPUs the container may use,
 :func:`container_cpus`), so 20 kiosks uploading at once cost at most that many cores, the rest wait their
-turn, and the event loop keeps answering status polls meanwhile. Each process loads its own face
+turn (in this process, not in the executor's queue, so a check whose client has gone is dropped before
+it starts; :meth:`PhotoChecker.expected_answer_s` tells how long a new check would take), and the event
+loop keeps answering status polls meanwhile. Each process loads its own face
 detector once (the pool's initializer), so no classifier is ever shared (issue 8). Processes start from a
 fork server that has imported the photo code once (``multiprocessing`` ``forkserver``), so a replacement
 process is ready in milliseconds and never inherits the event loop's threads.
@@ -23,21 +25,29 @@ import math
 import multiprocessing
 import os
 import time
+from collections.abc import Callable
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
 import cv2
+import numpy as np
 import structlog
+from starlette.requests import ClientDisconnect
 
 from ingest import malloc, photo
-from shared.errors import UnavailableError
+from shared.errors import UnavailableError, UploadRejected
 from shared.imaging.faces import load_detector
 
 __all__ = ["PhotoCheckUnavailable", "PhotoChecker", "container_cpus"]
 
 log = structlog.get_logger(__name__)
 _CGROUP_CPU_MAX = Path("/sys/fs/cgroup/cpu.max")
+#: What one check is taken to last before any was measured (s): ~0.4 CPU-s for a 4 MB photo
+#: (issue 12), more on a machine with other work.
+FIRST_CHECK_ESTIMATE_S = 1.0
+#: Weight of the newest check in the running mean of check times.
+_MEAN_WEIGHT = 0.2
 
 
 class PhotoCheckUnavailable(UnavailableError):
@@ -75,9 +85,19 @@ def _check(data: bytes, max_bytes: int, max_pixels: int, require_face: bool) -> 
         malloc.trim()
 
 
-def _warm() -> int:
+def _warm() -> float:
+    """A first check of a photo without a face (every detection pass: the slowest kind), timed (s)."""
     time.sleep(0.1)  # held long enough that each warm-up task lands on a process of its own
-    return os.getpid()
+    noise = np.random.default_rng(0).integers(0, 255, (1536, 1024, 3), dtype=np.uint8)
+    data = cv2.imencode(".jpg", noise)[1].tobytes()
+    started = time.monotonic()
+    try:
+        photo.check_photo(data, max_bytes=len(data), max_pixels=noise.size, require_face=True)
+    except UploadRejected:
+        pass
+    finally:
+        malloc.trim()
+    return time.monotonic() - started
 
 
 class PhotoChecker:
@@ -96,6 +116,11 @@ class PhotoChecker:
         self.workers = workers
         self._limits = (max_bytes, max_pixels, require_face)
         self._pool: ProcessPoolExecutor | None = None
+        self._slots = asyncio.Semaphore(workers)
+        self.waiting = 0
+        self.mean_check_s = FIRST_CHECK_ESTIMATE_S
+        self.checks_started = 0
+        self._started: dict[object, float] = {}
 
     def _current(self) -> ProcessPoolExecutor:
         if self._pool is None:
@@ -107,32 +132,74 @@ class PhotoChecker:
         return self._pool
 
     async def start(self) -> list[int]:
-        """Start every process now (each loads its detector) instead of on the first uploads; returns
-        their pids. Raises :class:`PhotoCheckUnavailable` when a process cannot start."""
+        """Start every process now (each loads its detector and times a first check, the first value of
+        :attr:`mean_check_s`) instead of on the first uploads; returns their pids. Raises
+        :class:`PhotoCheckUnavailable` when a process cannot start."""
         pool = self._current()
         try:
             # One task per process: a submit starts a new process while none is idle.
             futures = [pool.submit(_warm) for _ in range(self.workers)]
-            await asyncio.gather(*(asyncio.wrap_future(f) for f in futures))
+            self.mean_check_s = max(await asyncio.gather(*(asyncio.wrap_future(f) for f in futures)))
             return self.pids()
         except BrokenProcessPool as exc:
             self._drop(pool)
             raise PhotoCheckUnavailable("the photo-check processes did not start") from exc
 
-    async def check(self, data: bytes) -> bytes:
+    def expected_answer_s(self, ahead: int) -> float:
+        """How long a check asked for now, with ``ahead`` checks running or waiting before it, would take
+        to answer (s): its own run plus its turn, at the running mean of the last checks' times (wall
+        clock, so a machine busy with other work shows in it), or at the time the longest running check
+        has taken so far when that is longer (a machine that just got busy)."""
+        turns = max(0, ahead - self.workers + 1) / self.workers
+        now = time.monotonic()
+        longest_running = max((now - t for t in self._started.values()), default=0.0)
+        return max(self.mean_check_s, longest_running) * (1 + turns)
+
+    async def check(self, data: bytes, *, gone: Callable[[], bool] = lambda: False) -> bytes:
         """Check an upload in the pool (waits for a free process); returns the normalised JPEG.
+
+        ``gone`` is asked when a process is free for this check: true (nobody waits for the answer any
+        more) drops the check before it starts.
 
         Raises:
             UploadRejected: the photo is unusable (codes of :func:`ingest.photo.check_photo`).
             PhotoCheckUnavailable: the process checking it (or another one of the pool) died meanwhile.
+            ClientDisconnect: ``gone`` was true when the check's turn came; nothing was checked.
         """
+        self.waiting += 1
+        try:
+            await self._slots.acquire()
+        finally:
+            self.waiting -= 1
+        try:
+            if gone():
+                log.info("PHOTO_CHECK_DROPPED", reason="client_gone")
+                raise ClientDisconnect()
+            return await self._run(data)
+        finally:
+            self._slots.release()
+
+    async def _run(self, data: bytes) -> bytes:
+        self.checks_started += 1
+        token = object()
+        started = self._started[token] = time.monotonic()
         pool = self._current()
         try:
             future: Future[bytes] = pool.submit(_check, data, *self._limits)
-            return await asyncio.wrap_future(future)
+            jpeg = await asyncio.wrap_future(future)
         except BrokenProcessPool as exc:
             self._drop(pool)
             raise PhotoCheckUnavailable("the photo check stopped; send the photo again") from exc
+        except UploadRejected:
+            self._measured(time.monotonic() - started)
+            raise
+        finally:
+            del self._started[token]
+        self._measured(time.monotonic() - started)
+        return jpeg
+
+    def _measured(self, seconds: float) -> None:
+        self.mean_check_s += _MEAN_WEIGHT * (seconds - self.mean_check_s)
 
     def pids(self) -> list[int]:
         """The pids of the pool's processes now (empty before first use); for tests and diagnostics."""

@@ -40,6 +40,11 @@ class IngestSettings(
     kiosk and admin bodies are under 300 bytes. 64 KiB keeps half as much again above that worst case.
     ``PHOTO_CHECK_WORKERS`` (processes, default: the CPUs the container may use, its CPU quota rounded
     up): how many uploads are checked at once (:mod:`ingest.photo_pool`); the others wait for a free one.
+    ``PHOTO_CHECK_MAX_WAIT_SEC`` (s, default 15): a new upload whose check would answer later than this
+    (its turn behind the others at the measured time per check) is answered at once with 503 ``busy`` and
+    ``Retry-After`` (:mod:`ingest.captures`); the kiosk waits 30 s for an answer once its photo is sent
+    (``kiosk.js`` ``uploadAnswerMs``), so 15 s leaves room for the database and an estimate that was
+    short.
     ``REQUIRE_FACE`` (``1``): refuse a photo without a face (422 ``no_face``).
     ``SESSIONS_RATE_LIMIT`` new kiosk sessions (``POST /sessions``) per client per
     ``SESSIONS_RATE_WINDOW_SEC`` (120 per 60 s, in Redis across replicas): a kiosk opens one per guest
@@ -48,12 +53,22 @@ class IngestSettings(
     with backoff). ``PHOTO_RATE_LIMIT`` photos checked per session per ``PHOTO_RATE_WINDOW_SEC`` (6 per
     60 s): a guest's take, review and send lasts well over 10 s, while one session looping on uploads
     (refused photos use no capture) would queue every kiosk's photo behind its face checks (~0.4 CPU-s
-    each); a repeated ``capture_id`` is answered from the row and not counted.
+    each); a capture is counted once, whatever its retries (:meth:`ingest.ratelimit.RateLimiter.hit_once`).
+
+    Connections (:mod:`ingest.server`): ``HTTP_HEADER_TIMEOUT_SEC`` (10 s: a request's head must be
+    complete within it), ``HTTP_BODY_TIMEOUT_SEC`` (20 s: the longest pause between two reads of a body;
+    a slow uplink whose bytes keep moving is never cut), ``HTTP_IDLE_TIMEOUT_SEC`` (5 s: uvicorn's
+    keep-alive; the kiosk polls every second), ``HTTP_MAX_CONNECTIONS_PER_CLIENT`` (64 open connections
+    per client address: a browser opens at most 6 per origin, so 10 kiosks behind one address stay
+    below it). ``FORWARDED_ALLOW_IPS``: the proxies (addresses, networks, comma-separated; ``*`` any)
+    whose ``X-Forwarded-For`` names the client for the per-client limits and the cap; empty (the
+    default) trusts none, so a client cannot name itself another address. uvicorn's own default for it
+    (``127.0.0.1``) is not used.
 
     Leads (DESIGN.md §8): ``LEADS_ENABLED`` (``0`` removes ``POST /leads`` and the landing form),
     ``LEADS_RATE_LIMIT`` submissions per client per ``LEADS_RATE_WINDOW_SEC`` (10 per 600 s, counted in
-    Redis across replicas; behind a proxy set uvicorn's ``FORWARDED_ALLOW_IPS`` so the client address is
-    the visitor's), ``LEADS_CORS_ORIGINS`` (comma-separated origins of the landing page allowed to post).
+    Redis across replicas; behind a proxy set ``FORWARDED_ALLOW_IPS`` to it so the client address is the
+    visitor's), ``LEADS_CORS_ORIGINS`` (comma-separated origins of the landing page allowed to post).
     ``ADMIN_TOKEN`` (secret, no default): the bearer token of the admin API; unset, admin endpoints
     answer 403. ``INGEST_BIND_ADDRESS`` (``127.0.0.1``): the host address compose publishes ingest on;
     with any address but a loopback one, compose's dev default token (:data:`DEV_ADMIN_TOKEN`) is refused
@@ -86,6 +101,14 @@ class IngestSettings(
     max_upload_pixels: int = Field(40_000_000, gt=0, validation_alias="MAX_UPLOAD_PIXELS")
     require_face: bool = Field(True, validation_alias="REQUIRE_FACE")
     photo_check_workers: int | None = Field(None, ge=1, le=64, validation_alias="PHOTO_CHECK_WORKERS")
+    http_header_timeout_sec: float = Field(10.0, gt=0, le=300, validation_alias="HTTP_HEADER_TIMEOUT_SEC")
+    http_body_timeout_sec: float = Field(20.0, gt=0, le=600, validation_alias="HTTP_BODY_TIMEOUT_SEC")
+    http_idle_timeout_sec: int = Field(5, ge=1, le=600, validation_alias="HTTP_IDLE_TIMEOUT_SEC")
+    http_max_connections_per_client: int = Field(
+        64, ge=1, le=100_000, validation_alias="HTTP_MAX_CONNECTIONS_PER_CLIENT"
+    )
+    forwarded_allow_ips: str = Field("", max_length=2000, validation_alias="FORWARDED_ALLOW_IPS")
+    photo_check_max_wait_sec: float = Field(15.0, gt=0, le=300, validation_alias="PHOTO_CHECK_MAX_WAIT_SEC")
     leads_enabled: bool = Field(True, validation_alias="LEADS_ENABLED")
     leads_rate_limit: int = Field(10, ge=1, validation_alias="LEADS_RATE_LIMIT")
     leads_rate_window_sec: int = Field(600, ge=1, validation_alias="LEADS_RATE_WINDOW_SEC")

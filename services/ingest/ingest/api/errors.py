@@ -28,6 +28,9 @@ code                         status  when
                                      (:mod:`ingest.ratelimit`); ``Retry-After`` says when (s)
 ``photo_check_unavailable``  503     the photo-check process died during the upload
                                      (:mod:`ingest.photo_pool`); ``Retry-After: 1``, send it again
+``busy``                     503     the photo check would answer a new upload later than
+                                     ``PHOTO_CHECK_MAX_WAIT_SEC`` (:mod:`ingest.captures`);
+                                     ``Retry-After`` says when to send the same capture again (s)
 ``internal_error``           500     a bug; nothing else is said to the client
 ===========================  ======  ===============================================================
 """
@@ -51,13 +54,15 @@ log = structlog.get_logger(__name__)
 
 
 class ApiError(StickerBoothError):
-    """An HTTP error with a code, raised by route handlers."""
+    """An HTTP error with a code, raised by route handlers; ``retry_after_s`` (s), when given, is sent as
+    ``Retry-After``."""
 
-    def __init__(self, status: int, code: str, message: str) -> None:
+    def __init__(self, status: int, code: str, message: str, *, retry_after_s: int | None = None) -> None:
         super().__init__(message)
         self.status = status
         self.code = code
         self.message = message
+        self.retry_after_s = retry_after_s
 
 
 class RateLimited(ApiError):
@@ -65,8 +70,12 @@ class RateLimited(ApiError):
     (:class:`ingest.ratelimit.RateLimiter`); answered with ``Retry-After``."""
 
     def __init__(self, retry_after_s: int) -> None:
-        super().__init__(429, "rate_limited", f"Too many requests from here. Try again in {retry_after_s} s.")
-        self.retry_after_s = retry_after_s
+        super().__init__(
+            429,
+            "rate_limited",
+            f"Too many requests from here. Try again in {retry_after_s} s.",
+            retry_after_s=retry_after_s,
+        )
 
 
 class KioskKeyRequired(ApiError):
@@ -169,7 +178,7 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(ApiError)
     async def _api_error(_request: Request, exc: ApiError) -> JSONResponse:
         response = error_response(exc.status, exc.code, exc.message)
-        if isinstance(exc, RateLimited):
+        if exc.retry_after_s is not None:
             response.headers["Retry-After"] = str(exc.retry_after_s)
         return response
 

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Coroutine
 from typing import Annotated, Any
 from uuid import UUID
@@ -19,6 +20,7 @@ from ingest.api.errors import ApiError, ErrorBody
 from ingest.api.limits import KIOSK_KEY_HEADER, kiosk_key_given, refuse_if_over, session_counter
 from ingest.api.text import SingleLine
 from ingest.branding import ink_on, normalize_hex
+from ingest.captures import RepeatedRefusal
 from ingest.consent import KioskLanguage, consent_text
 from ingest.context import Ctx, get_context
 from ingest.multipart import MultipartReader
@@ -287,7 +289,10 @@ _UPLOAD_ERRORS: dict[int | str, dict[str, Any]] = {
         "description": "`consent_required`: the guest has not agreed to the consent screen "
         "(`PUT /sessions/{id}/consent`); nothing is read or stored",
     },
-    404: {"model": ErrorBody, "description": "`not_found`: no such session"},
+    404: {
+        "model": ErrorBody,
+        "description": "`not_found`: no such session, also one erased while its photo was checked",
+    },
     409: {
         "model": ErrorBody,
         "description": "`telegram_not_linked`, `outfit_not_chosen`, `capture_limit`",
@@ -307,7 +312,9 @@ _UPLOAD_ERRORS: dict[int | str, dict[str, Any]] = {
     503: {
         "model": ErrorBody,
         "description": "`maintenance`, `database_unavailable`; `photo_check_unavailable` (with "
-        "`Retry-After`): the photo check stopped, send the same capture again",
+        "`Retry-After`): the photo check stopped, send the same capture again; `busy` (with `Retry-After`): "
+        "the photo check would answer later than `PHOTO_CHECK_MAX_WAIT_SEC`, send the same capture again "
+        "then",
     },
 }
 
@@ -364,14 +371,19 @@ async def upload_photo(
 
     A refused photo (the codes of :data:`shared.metrics.PHOTO_REFUSAL_CODES`: ``no_face``,
     ``corrupt_image``, ``file_too_large`` ...) is counted for the operators
-    (:func:`ingest.kiosk.record_refusal`) before the refusal is answered.
+    (:func:`ingest.kiosk.record_refusal`) before the refusal is answered, once per capture.
+
+    Retries of one capture (:mod:`ingest.captures`): one whose check is running joins it (without reading
+    its photo when ``capture_id`` comes first), one whose check ended gets its job or its refusal again;
+    each capture counts once against ``PHOTO_RATE_LIMIT``. A new check that would answer later than
+    ``PHOTO_CHECK_MAX_WAIT_SEC`` is refused at once: 503 ``busy`` with ``Retry-After``.
     """
     await _maintenance_guard(ctx)
     await kiosk.check_accepts_photo(ctx, session_id, None)
     try:
         return await _receive_photo(ctx, request, response, session_id, idempotency_key)
     except UploadRejected as exc:
-        if exc.code in PHOTO_REFUSAL_CODES:
+        if exc.code in PHOTO_REFUSAL_CODES and not isinstance(exc, RepeatedRefusal):
             await kiosk.record_refusal(ctx, session_id, exc.code)
         raise
 
@@ -401,6 +413,10 @@ async def _receive_photo(
                     existing = await kiosk.check_accepts_photo(ctx, session_id, capture_id)
                     if existing is not None:
                         return _accepted(response, existing, capture_id, created=False)
+                    await ctx.captures.refuse_if_refused(session_id, capture_id)
+                    if ctx.captures.running(session_id, capture_id):  # a retry: join, read nothing
+                        accepted = await kiosk.accept_photo(ctx, session_id, capture_id, None)
+                        return _accepted(response, accepted.job, capture_id, created=accepted.created)
                 data = await reader.read_part(limit)
                 if data is None:
                     raise UploadRejected(
@@ -415,9 +431,26 @@ async def _receive_photo(
         )
     if data is None:
         raise _missing("photo", "Field required")
-    await refuse_if_over(ctx.photo_limiter, str(session_id))  # the photo check: CPU every kiosk shares
-    accepted = await kiosk.accept_photo(ctx, session_id, key, data)
+    await ctx.captures.refuse_if_refused(session_id, key)
+    # the photo check: CPU every kiosk shares; each capture counted once, whatever its retries
+    await refuse_if_over(ctx.photo_limiter, str(session_id), item=key)
+    gone = asyncio.Event()
+    watcher = asyncio.create_task(_until_disconnected(request, gone))
+    try:
+        accepted = await kiosk.accept_photo(ctx, session_id, key, data, gone=gone)
+    except ClientDisconnect as exc:
+        raise ApiError(400, "client_gone", "The client went away before its photo was checked.") from exc
+    finally:
+        watcher.cancel()
     return _accepted(response, accepted.job, key, created=accepted.created)
+
+
+async def _until_disconnected(request: Request, gone: asyncio.Event) -> None:
+    """Set ``gone`` when the client disconnects (the body has been read: the server's next message is
+    the disconnect, or nothing until the answer is sent)."""
+    while (await request.receive())["type"] != "http.disconnect":
+        pass
+    gone.set()
 
 
 @router.post(
@@ -495,7 +528,8 @@ async def kiosk_config(ctx: Ctx) -> dict[str, Any]:
     """What the kiosk page needs besides the outfits and the consent text: the venue's branding
     (``KIOSK_EVENT_TITLE``, ``KIOSK_LOGO_URL``, ``KIOSK_ACCENT_COLOR`` with the text colour on it,
     :mod:`ingest.branding`), the photo limit, and the bot's texts for the failures the kiosk shows
-    too (``guest_texts[key][en|ru]`` from :mod:`shared.texts`), so booth and bot say the same thing."""
+    too (``guest_texts[key][en|ru]`` from :mod:`shared.texts`), so booth and bot say the same thing;
+    ``photo_max_side_px``: the longest side the pipeline uses of a photo (:data:`PHOTO_MAX_SIDE_PX`)."""
     settings = ctx.settings
     accent = normalize_hex(settings.kiosk_accent_color)
     return {
@@ -504,9 +538,14 @@ async def kiosk_config(ctx: Ctx) -> dict[str, Any]:
         "accent_color": accent,
         "accent_ink": ink_on(accent),
         "max_captures_per_session": settings.max_captures_per_session,
+        "photo_max_side_px": PHOTO_MAX_SIDE_PX,
         "guest_texts": {key: dict(TEXTS[key]) for key in _KIOSK_GUEST_TEXTS},
     }
 
+
+#: The longest side (px) of the selfie the worker sends a provider (``worker/providers/images.py``
+#: ``PHOTO_MAX_SIDE_PX``): the kiosk makes a photo no larger before it leaves the tablet (``kiosk.js``).
+PHOTO_MAX_SIDE_PX = 1536
 
 #: The bot's texts the kiosk shows for the same case (:func:`shared.joblife.guest_failure_text`).
 _KIOSK_GUEST_TEXTS = (

@@ -21,14 +21,15 @@ def client_address(request: Request) -> str:
     return request.client.host if request.client else "unknown"
 
 
-async def refuse_if_over(limiter: RateLimiter | None, key: str) -> None:
+async def refuse_if_over(limiter: RateLimiter | None, key: str, *, item: str | None = None) -> None:
     """Count one request of ``key`` (a client address from :func:`client_address`, a session id) against
-    ``limiter`` (``None``: no limit). Raises :class:`RateLimited` (429 ``rate_limited`` with
+    ``limiter`` (``None``: no limit); with ``item`` (a capture id), each item of ``key`` is counted once
+    (:meth:`ingest.ratelimit.RateLimiter.hit_once`). Raises :class:`RateLimited` (429 ``rate_limited`` with
     ``Retry-After``, s) when ``key`` is over it; the refusals show in
     ``stk_http_requests_total{route=, status="429"}``."""
     if limiter is None:
         return
-    decision = await limiter.hit(key)
+    decision = await limiter.hit(key) if item is None else await limiter.hit_once(key, item)
     if not decision.allowed:
         raise RateLimited(decision.retry_after_s)
 

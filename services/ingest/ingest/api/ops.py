@@ -1,4 +1,6 @@
-"""``/healthz`` (process alive), ``/readyz`` (Postgres reachable), ``/metrics`` (Prometheus).
+"""``/healthz`` (process alive), ``/readyz`` (Postgres reachable), ``/metrics`` (Prometheus), and the API's
+OpenAPI document for admins only (``GET /admin/openapi.json`` with the admin token): ``/docs``,
+``/redoc`` and ``/openapi.json`` are off, as this port is the one the kiosks and the venue network reach.
 
 With ``OPS_PORT`` set, ``/metrics`` is served on that port only (:func:`shared.ops.start_ops_server`,
 with ``/healthz`` and ``/readyz``) and answers 404 here: this port is the one the venue's ingress
@@ -7,9 +9,12 @@ publishes, and the job, lead and spend counters are nobody's business outside th
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Response
+from typing import Any
+
+from fastapi import APIRouter, Depends, Request, Response
 from prometheus_client import CONTENT_TYPE_LATEST
 
+from ingest.api.admin_leads import admin_required
 from ingest.api.errors import ApiError
 from ingest.context import Ctx
 from shared.metrics import exposition
@@ -36,3 +41,10 @@ async def metrics(ctx: Ctx) -> Response:
     if ctx.settings.metrics_port:
         raise ApiError(404, "not_found", "Not Found")
     return Response(exposition(), media_type=CONTENT_TYPE_LATEST)
+
+
+@router.get("/admin/openapi.json", dependencies=[Depends(admin_required)], include_in_schema=False)
+async def openapi_document(request: Request) -> dict[str, Any]:
+    """The OpenAPI document of every route, behind the admin token."""
+    document: dict[str, Any] = request.app.openapi()
+    return document

@@ -13,10 +13,14 @@
  * goes on without scanning again); every reset is announced by "Still there?" with a countdown and a big
  * Continue, and says honestly what happens to the photo (one already sent goes on to Telegram); a failed
  * job shows the bot's own text for its case (GET /kiosk/config `guest_texts`) and a Retake only where a
- * new photo can help; an upload gives up after 8 s (more for a large file) and is retried, so the guest
- * sees progress or a retry notice within 10 s; the done screen shows the guest's first stickers and a
+ * new photo can help; the done screen shows the guest's first stickers and a
  * QR code of the set; the welcome screen runs an attract loop of sample stickers; the venue's title,
  * logo and accent colour come from GET /kiosk/config.
+ * Uploads (issue 19): the photo leaves the tablet no larger than the pipeline uses (PHOTO_MAX_SIDE_PX on
+ * its long side, upright from its EXIF orientation); an upload is given up only when its bytes stop
+ * moving for 10 s, or when no answer came 20 s after its last byte (ingest answers a check it cannot
+ * finish in time at once with 503 "busy"), so a slow venue uplink still gets a photo through; "busy"
+ * shows that the booth is working and sends the same capture again after Retry-After, for up to 90 s.
  * Reload: the session (id, token, language, screen, time of the last touch) is kept in localStorage and a
  * reload carries on where the page was (see "Resume after a reload" below); every reset and "Not you?"
  * forget it first, so the next guest never resumes someone else's session.
@@ -34,11 +38,13 @@
     actionRetryMs: [1000, 2000, 3000],
     breakProbeMs: 3000,
     requestTimeoutMs: 10000,
-    // An upload gives up after 8 s, plus 4 ms per KB above 1 MB (a large picked file on a slow network),
-    // at most 30 s; with the 1 s retry delay the guest sees a retry notice within 10 s of a hung server.
-    uploadTimeoutMs: 8000,
-    uploadMsPerKbAbove1Mb: 4,
-    uploadTimeoutMaxMs: 30000,
+    // An upload is given up when no byte of it moved for uploadStallMs (a slow uplink is never cut while
+    // it moves), or when no answer came uploadAnswerMs after its last byte: ingest answers within
+    // PHOTO_CHECK_MAX_WAIT_SEC (15 s) or says "busy" at once. "busy" waits Retry-After (1–10 s) and sends
+    // the same capture again, for up to busyPatienceMs in all.
+    uploadStallMs: 10000,
+    uploadAnswerMs: 20000,
+    busyPatienceMs: 90000,
     slowUploadNoticeMs: 3000,
     idleMs: 90000,
     idleWarnMs: 15000,
@@ -58,6 +64,9 @@
   const BREAKABLE = new Set(["welcome", "outfits", "consent", "camera", "review", "refused", "send-failed"]);
   // Screens that greet the linked guest ("Hi, Ann — not you?").
   const GREETED = new Set(["outfits", "consent", "camera", "review", "refused", "send-failed"]);
+  // The pipeline's photo input: worker/providers/images.py PHOTO_MAX_SIDE_PX (px, long side); GET
+  // /kiosk/config says it too (photo_max_side_px).
+  const PHOTO_MAX_SIDE_PX = 1536;
   const SAMPLES = [1, 2, 3, 4, 5, 6, 7, 8].map((n) => `/kiosk/assets/sample-${n}.webp`);
   const RETAKE_CODES = new Set([
     "no_face", "corrupt_image", "empty_file", "unsupported_format", "file_too_large", "too_many_pixels",
@@ -84,6 +93,7 @@
       review_title: "Looking good?", review_ready: "Your photo is ready to send.",
       retake: "Retake", send: "Send it!", sending: "Sending your photo…",
       retrying: "Connection hiccup — trying again ({n} of {total})…",
+      busy: "Lots of photos right now — yours is next in line, hold on…",
       send_failed_title: "We couldn't send your photo",
       send_failed_text: "The booth has lost its connection. Your photo is still here on the booth — tap Try again.",
       try_again: "Try again", generating_title: "Generating…",
@@ -142,6 +152,7 @@
       review_title: "Нравится?", review_ready: "Фото готово к отправке.",
       retake: "Переснять", send: "Отправить!", sending: "Отправляем фото…",
       retrying: "Связь подвела — пробуем ещё раз ({n} из {total})…",
+      busy: "Сейчас много фото — твоё следующее в очереди, подожди немного…",
       send_failed_title: "Не получилось отправить фото",
       send_failed_text: "У стойки пропала связь. Фото всё ещё здесь, на стойке — нажми «Попробовать ещё».",
       try_again: "Попробовать ещё", generating_title: "Генерируем…",
@@ -239,6 +250,7 @@
       this.retryAfterS = retryAfterS; // a 429's Retry-After (s); 0 when the server gave none
     }
     get maintenance() { return this.status === 503 && this.code === "maintenance"; }
+    get busy() { return this.status === 503 && this.code === "busy"; }
     get retryable() { return this.status >= 500 && !this.maintenance; }
   }
 
@@ -264,13 +276,43 @@
     } finally {
       clearTimeout(timer);
     }
-    setOnline(response.status !== 502 && response.status !== 504);
-    if (!response.ok) {
+    return answered(response.status, body, response.headers.get("Retry-After"));
+  }
+
+  /* An answer's body, or its HttpError. */
+  function answered(status, body, retryAfter) {
+    setOnline(status !== 502 && status !== 504);
+    if (status < 200 || status > 299) {
       const error = (body && body.error) || {};
-      const retryAfterS = Number(response.headers.get("Retry-After")) || 0;
-      throw new HttpError(response.status, error.code || `http_${response.status}`, error.message || "", retryAfterS);
+      const retryAfterS = Number(retryAfter) || 0;
+      throw new HttpError(status, error.code || `http_${status}`, error.message || "", retryAfterS);
     }
     return body;
+  }
+
+  /* POST a form with a timer that follows the bytes (XMLHttpRequest: fetch reports no upload progress):
+   * aborted when no byte moved for uploadStallMs, or no answer came uploadAnswerMs after the last one.
+   * `onProgress(sent, total)` as the bytes go. Throws as api() does. */
+  function postForm(path, form, onProgress = () => {}) {
+    return new Promise((resolve, reject) => {
+      const xhr = new XMLHttpRequest();
+      let timer = null;
+      const arm = (ms) => { clearTimeout(timer); timer = setTimeout(() => xhr.abort(), ms); };
+      const failed = () => { clearTimeout(timer); setOnline(false); reject(new NetworkError("upload failed")); };
+      xhr.upload.addEventListener("progress", (event) => { arm(TIMING.uploadStallMs); onProgress(event.loaded, event.total); });
+      xhr.upload.addEventListener("load", () => arm(TIMING.uploadAnswerMs));
+      xhr.addEventListener("load", () => {
+        clearTimeout(timer);
+        let body = null;
+        try { body = JSON.parse(xhr.responseText); } catch { body = null; }
+        try { resolve(answered(xhr.status, body, xhr.getResponseHeader("Retry-After"))); } catch (err) { reject(err); }
+      });
+      xhr.addEventListener("error", failed);
+      xhr.addEventListener("abort", failed);
+      xhr.open("POST", path);
+      arm(TIMING.uploadStallMs);
+      xhr.send(form);
+    });
   }
 
   /* Run `call` until it answers: network errors and 5xx are retried after each of `delaysMs`, a 503
@@ -942,19 +984,49 @@
   }
 
   /* The part of the frame the guest saw (the preview is cropped to fill its box), as a JPEG of at most
-   * 1600 px on its long side; null when the camera gave no picture yet. */
+   * PHOTO_MAX_SIDE_PX on its long side; null when the camera gave no picture yet. */
   function captureFrame(video) {
     const [vw, vh] = [video.videoWidth, video.videoHeight];
     if (!vw || !vh) return Promise.resolve(null);
     const box = video.getBoundingClientRect();
     const aspect = box.width && box.height ? box.width / box.height : vw / vh;
     const [sw, sh] = vw / vh > aspect ? [Math.round(vh * aspect), vh] : [vw, Math.round(vw / aspect)];
-    const scale = Math.min(1, 1600 / Math.max(sw, sh));
+    const scale = Math.min(1, PHOTO_MAX_SIDE_PX / Math.max(sw, sh));
     const canvas = document.createElement("canvas");
     canvas.width = Math.round(sw * scale);
     canvas.height = Math.round(sh * scale);
     canvas.getContext("2d").drawImage(video, (vw - sw) / 2, (vh - sh) / 2, sw, sh, 0, 0, canvas.width, canvas.height);
     return new Promise((resolve) => canvas.toBlob(resolve, "image/jpeg", 0.92));
+  }
+
+  /* A picked photo made as small as the pipeline uses before it leaves the tablet: at most
+   * PHOTO_MAX_SIDE_PX on its long side, upright (createImageBitmap applies the EXIF orientation; the new
+   * JPEG has none), transparency on white as ingest flattens it. A JPEG already that small goes as it
+   * is; one the browser cannot decode (HEIC) too: ingest reads it. */
+  async function shrinkPhoto(file) {
+    // the bytes in memory: a picked file that changes or goes away later cannot break a retry
+    const asItIs = async () => new Blob([await file.arrayBuffer()], { type: file.type });
+    let bitmap;
+    try {
+      bitmap = await createImageBitmap(file, { imageOrientation: "from-image" });
+    } catch {
+      return asItIs();
+    }
+    const scale = Math.min(1, PHOTO_MAX_SIDE_PX / Math.max(bitmap.width, bitmap.height));
+    if (scale === 1 && file.type === "image/jpeg") {
+      bitmap.close();
+      return asItIs();
+    }
+    const canvas = document.createElement("canvas");
+    canvas.width = Math.max(1, Math.round(bitmap.width * scale));
+    canvas.height = Math.max(1, Math.round(bitmap.height * scale));
+    const context = canvas.getContext("2d");
+    context.fillStyle = "#fff";
+    context.fillRect(0, 0, canvas.width, canvas.height);
+    context.drawImage(bitmap, 0, 0, canvas.width, canvas.height);
+    bitmap.close();
+    const blob = await new Promise((resolve) => canvas.toBlob(resolve, "image/jpeg", 0.9));
+    return blob || asItIs();
   }
 
   function newCaptureId() {
@@ -984,20 +1056,32 @@
     const alive = current();
     const photo = state.photo;
     if (!photo) return;
-    state.sending = { started: Date.now(), retry: null };
+    state.sending = { started: Date.now(), retry: null, busy: false, sent: 0, total: 0 };
     show("sending");
     renderSendingNote();
     const ticker = setInterval(renderSendingNote, 500);
-    const extraKb = Math.max(0, photo.blob.size - 1024 * 1024) / 1024;
-    const timeoutMs = Math.min(
-      TIMING.uploadTimeoutMaxMs, TIMING.uploadTimeoutMs + extraKb * TIMING.uploadMsPerKbAbove1Mb,
-    );
-    const upload = () => {
-      const form = new FormData();
-      form.append("capture_id", photo.captureId);
-      form.append("photo", photo.blob, photo.name);
-      state.sending.started = Date.now();
-      return api("POST", `/sessions/${state.session.id}/photo`, { form, timeoutMs });
+    const busySince = Date.now();
+    const upload = async () => {
+      for (;;) {
+        const form = new FormData();
+        form.append("capture_id", photo.captureId);
+        form.append("photo", photo.blob, photo.name);
+        state.sending.started = Date.now();
+        try {
+          const accepted = await postForm(`/sessions/${state.session.id}/photo`, form, (sent, total) => {
+            Object.assign(state.sending, { sent, total });
+          });
+          state.sending.busy = false;
+          return accepted;
+        } catch (err) {
+          // "busy": the booth is working on other photos; the same capture again after Retry-After
+          if (!(err instanceof HttpError && err.busy) || Date.now() - busySince > TIMING.busyPatienceMs) throw err;
+          state.sending.busy = true;
+          renderSendingNote();
+          await sleep(Math.min(10, Math.max(1, err.retryAfterS)) * 1000);
+          if (!alive()) throw STALE;
+        }
+      }
     };
     const probe = () => api("PUT", `/sessions/${state.session.id}/outfit`, { json: { outfit_id: state.outfitId } });
     try {
@@ -1033,7 +1117,8 @@
     if (!sending) return;
     const seconds = Math.floor((Date.now() - sending.started) / 1000);
     let text = "";
-    if (sending.retry) text = t("retrying", sending.retry);
+    if (sending.busy) text = t("busy");
+    else if (sending.retry) text = t("retrying", sending.retry);
     else if (seconds * 1000 >= TIMING.slowUploadNoticeMs) text = t("sending_slow", { s: seconds });
     $("sending-note").textContent = text;
   }
@@ -1125,10 +1210,13 @@
     $("consent-back").addEventListener("click", () => show("outfits"));
     $("agree").addEventListener("click", agree);
     $("shoot").addEventListener("click", shoot);
-    $("pick").addEventListener("change", (event) => {
+    $("pick").addEventListener("change", async (event) => {
       const file = event.target.files[0];
       event.target.value = "";
-      if (file) review(file, file.name || "photo", false);
+      if (!file) return;
+      const alive = current();
+      const photo = await shrinkPhoto(file);
+      if (alive()) review(photo, photo.type === "image/jpeg" ? "photo.jpg" : file.name || "photo", false);
     });
     $("review-img").addEventListener("error", () => {
       if (!state.photo) return;
