@@ -179,7 +179,8 @@ def backup_check(settings: StoresPreflightSettings, *, now: datetime | None = No
             "BACKUP_DIR is not set here: no backup to check",
             "set BACKUP_DIR to the backup volume (compose: backup-data at /backups; k8s: the backup PVC)",
         )
-    database = target(settings.database_url).database
+    db = target(settings.database_url)
+    database = db.database
     found = generations(settings.backup_dir, database)
     take = "take one now: python -m shared.backup (compose: --profile backup run --rm backup)"
     if not found:
@@ -194,14 +195,14 @@ def backup_check(settings: StoresPreflightSettings, *, now: datetime | None = No
             f"the scheduled backup is not running (k8s: the backup CronJob's last Job); {take}",
         )
     try:
-        verify(newest, expected_tables())
+        verify(newest, expected_tables(), db)
     except BackupError as exc:
         return fail(
             "backup",
             f"the last backup {newest.name} is not restorable: {exc}",
             f"investigate the backup job's log; {take}",
         )
-    return ok("backup", f"{newest.name}: {age_h:.1f} h old, every table's data readable")
+    return ok("backup", f"{newest.name}: {age_h:.1f} h old, every block readable, the database's schema")
 
 
 async def _bounded(name: str, check: Callable[[], Awaitable[list[CheckResult]]]) -> list[CheckResult]:
