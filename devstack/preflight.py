@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -46,7 +47,10 @@ def main(path: Path = STACK_FILE) -> int:
         return 2
     data = json.loads(path.read_text())
     data["log_dir"] = Path(data["log_dir"])
-    env = preflight_env(StackConfig(**data))
+    # What the operator sets in this shell wins over the stack's own values (``BOT_USERNAME=x make
+    # preflight`` checks a change before it is made); the stack's import path stays.
+    shell = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env = {**preflight_env(StackConfig(**data)), **shell}
     return subprocess.run(
         [sys.executable, "-m", "shared.preflight", "--source", "make preflight"],
         env=env,
