@@ -54,26 +54,26 @@ STACK_FIXTURES = frozenset({"stack"})
 #: whole file by its path), measured with ``pytest --durations``: full-size images through the pipeline,
 #: or a child process. They are marked ``heavy`` and run with ``make test-integration``, so ``make
 #: test-fast`` stays under a minute (``tests/test_tiers.py`` checks each prefix still names a test).
-HEAVY: dict[str, str] = {
+HEAVY = (
     # seconds each on this 2-core machine, busy (2026-12-02)
-    "tests/shared/imaging/test_faces_concurrency.py": "20 s: hostile photos from 4 threads in a child process",
-    "tests/devstack/test_bench_report.py::test_a_quick_run_measures_and_writes_nothing": "7 s: a quick bench",
-    "tests/devstack/test_bench_report.py::test_a_quick_cost_run_prices_the_default_and_the_one_sheet_pack_from_"
-    "their_calls": "4 s: quick packs",
-    "tests/cartoon/test_connected_figures.py": "3-5 s each: whole sheets drawn and cut",
-    "tests/devstack/test_kiosk_samples.py::test_a_sample_is_a_figure_on_transparency": "5 s: samples drawn",
-    "tests/worker/test_model_lifecycle.py::test_the_worker_refuses_to_start_on_a_model_it_cannot_use": "2.5 s: "
-    "a worker process",
-    "tests/shared/test_settings.py::test_a_service_with_bad_settings_exits_2_with_one_line": "1-2.5 s: a service "
-    "process",
-    "tests/worker/test_off_loop.py": "1.3-2 s each: whole renders",
-    "tests/worker/test_local_pack.py": "1.5 s each: whole packs",
-    "tests/cartoon/test_sheets.py::test_figures_neither_touch_each_other_nor_the_edge": "0.5-1.3 s each: sheets",
-    "tests/shared/imaging/test_faces.py::test_a_pug_is_not_a_face": "1.2 s: a 12 MP photo",
-    "tests/shared/imaging/test_faces.py::test_the_exif_rotated_face_is_found_only_upright": "1.1 s: two photos",
-    "tests/shared/imaging/test_faces.py::test_a_face_behind_a_welding_mask_is_not_found": "1.1 s: a large photo",
-    "tests/devstack/test_bench_ingest_gateway.py::test_the_photos_are_jpegs_of_at_least_the_asked_size": "1 s",
-}
+    "tests/shared/imaging/test_faces_concurrency.py",  # 20 s: hostile photos from 4 threads, a child process
+    "tests/devstack/test_bench_report.py::test_a_quick_run_measures_and_writes_nothing",  # 7 s
+    "tests/devstack/test_bench_report.py::test_a_quick_cost_run_prices_the_default_and_the_one_sheet_pack_"
+    "from_their_calls",  # 4 s
+    "tests/cartoon/test_connected_figures.py",  # 3-5 s each: whole sheets drawn and cut
+    "tests/devstack/test_kiosk_samples.py::test_a_sample_is_a_figure_on_transparency",  # 5 s
+    # 2.5 s and 1-2.5 s: a service process that refuses to start
+    "tests/worker/test_model_lifecycle.py::test_the_worker_refuses_to_start_on_a_model_it_cannot_use",
+    "tests/shared/test_settings.py::test_a_service_with_bad_settings_exits_2_with_one_line",
+    "tests/worker/test_off_loop.py",  # 1.3-2 s each: whole renders
+    "tests/worker/test_local_pack.py",  # 1.5 s each: whole packs
+    "tests/cartoon/test_sheets.py::test_figures_neither_touch_each_other_nor_the_edge",  # 0.5-1.3 s each
+    "tests/shared/imaging/test_faces.py::test_a_pug_is_not_a_face",  # 1.2 s: a 12 MP photo
+    "tests/shared/imaging/test_faces.py::test_the_exif_rotated_face_is_found_only_upright",  # 1.1 s
+    "tests/shared/imaging/test_faces.py::test_a_face_behind_a_welding_mask_is_not_found",  # 1.1 s
+    # 1 s: bench photos encoded
+    "tests/devstack/test_bench_ingest_gateway.py::test_the_photos_are_jpegs_of_at_least_the_asked_size",
+)
 
 
 def is_heavy(nodeid: str) -> bool:
