@@ -45,9 +45,10 @@ format: install  ## apply ruff's fixes and formatting
 FAST_MARKS := not (integration or heavy or e2e or browser or slow)
 INTEGRATION_MARKS := (integration or heavy) and not (e2e or browser or slow)
 E2E_MARKS := e2e and not (browser or slow)
-# pytest-xdist where two workers measured faster on this 2-core machine (README "Tests")
+# pytest-xdist only where two workers measured faster on a 2-core machine (README "Tests"); a worker is a
+# test run of its own (tests/conftest.py: its own slot, Redis databases and Postgres database).
 FAST_XDIST :=
-INTEGRATION_XDIST :=
+INTEGRATION_XDIST := -n 2 --dist loadfile
 E2E_XDIST :=
 
 test: install  ## every tier below, each run even when one before failed (DATABASE_URL/REDIS_URL, else embedded)

@@ -98,7 +98,8 @@ class Namespace:
     """Names this test run owns on the shared servers, so two runs on one machine never meet.
 
     A run holds one of ``SLOTS`` file locks; slot ``k`` owns Redis databases ``4k+3 … 4k+6`` (0–2 are
-    left to ``make demo``/``make up``) and Postgres databases suffixed with the process id.
+    left to ``make demo``/``make up``) and Postgres databases suffixed with the process id. Each
+    pytest-xdist worker is a run of its own (a process, its own slot and databases).
     """
 
     def __init__(self, infra: Infra, slot: int) -> None:
@@ -111,7 +112,9 @@ class Namespace:
         return with_redis_db(self.infra.redis_url, 4 * self.slot + 3 + offset)
 
     def database(self, prefix: str) -> str:
-        return f"{prefix}_{os.getpid()}"
+        """``prefix`` with this process's id, and its pytest-xdist worker's (``gw0``…) when there is one."""
+        worker = os.environ.get("PYTEST_XDIST_WORKER")
+        return f"{prefix}_{worker}_{os.getpid()}" if worker else f"{prefix}_{os.getpid()}"
 
     @contextmanager
     def running_stack(self, prefix: str, *, redis_offset: int, extra_env: dict[str, str]) -> Iterator[Stack]:
@@ -128,28 +131,23 @@ class Namespace:
 
 @pytest.fixture(scope="session")
 def namespace(infra: Infra) -> Iterator[Namespace]:
+    """The first free of ``SLOTS`` slots; when every slot is held (other runs, or this run's other xdist
+    workers), the first one freed."""
     import fcntl
+    import time
 
-    handles = []
-    slot = None
-    for k in range(SLOTS):
-        handle = open(f"/tmp/sticker-booth-test-slot-{k}.lock", "w")  # noqa: SIM115 - held for the session
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
+    while True:
+        for k in range(SLOTS):
+            handle = open(f"/tmp/sticker-booth-test-slot-{k}.lock", "w")  # noqa: SIM115 - held for the session
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                handle.close()
+                continue
+            yield Namespace(infra, k)
             handle.close()
-            continue
-        handles.append(handle)
-        slot = k
-        break
-    if slot is None:  # every slot busy: wait for the first
-        handle = open("/tmp/sticker-booth-test-slot-0.lock", "w")  # noqa: SIM115
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        handles.append(handle)
-        slot = 0
-    yield Namespace(infra, slot)
-    for handle in handles:
-        handle.close()
+            return
+        time.sleep(0.5)
 
 
 @pytest.fixture(scope="session")
