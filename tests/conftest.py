@@ -18,6 +18,7 @@ import os
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 import redis.asyncio as aioredis
@@ -208,3 +209,15 @@ async def redis(redis_url: str) -> AsyncIterator[aioredis.Redis]:
     await client.flushdb()
     yield client
     await client.aclose()
+
+
+@pytest.fixture
+async def aisim() -> AsyncIterator[Any]:
+    """A fresh AI provider simulator served in-process, accepting the test key only
+    (:class:`tests.simulators.ai.helpers.RunningAiSim`)."""
+    from tests.simulators.ai.helpers import serve_aisim
+
+    runner, running = await serve_aisim()
+    yield running
+    await running.http.close()
+    await runner.cleanup()

@@ -7,14 +7,14 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from devstack import preflight as devstack_preflight
 from devstack.processes import REPO, Stack
-from tests.simulators.ai.helpers import KEY, RunningAiSim, serve_aisim
+from tests.simulators.ai.helpers import KEY, RunningAiSim
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
 
@@ -87,14 +87,6 @@ def test_a_broken_precondition_exits_1_naming_the_cause(
     line = next(line for line in out.splitlines() if line.startswith("FAIL") and f" {failed} " in line)
     assert cause in line
     assert out.splitlines()[-1].startswith("NOT READY")
-
-
-@pytest.fixture
-async def aisim() -> AsyncIterator[RunningAiSim]:
-    runner, running = await serve_aisim()
-    yield running
-    await running.http.close()
-    await runner.cleanup()
 
 
 async def test_an_unknown_model_exits_1_naming_it(stack: Stack, aisim: RunningAiSim) -> None:

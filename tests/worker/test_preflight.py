@@ -4,26 +4,17 @@ shutdown each fail (or warn), naming the cause."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from datetime import UTC, date, datetime
 
 import pytest
 
 from shared.preflight import CheckResult
-from tests.simulators.ai.helpers import KEY, RunningAiSim, retiring_model, serve_aisim
+from tests.simulators.ai.helpers import KEY, RunningAiSim, retiring_model
 from worker import preflight
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
 
 TODAY = date(2026, 12, 2)
-
-
-@pytest.fixture
-async def aisim() -> AsyncIterator[RunningAiSim]:
-    runner, running = await serve_aisim()
-    yield running
-    await running.http.close()
-    await runner.cleanup()
 
 
 @pytest.fixture
