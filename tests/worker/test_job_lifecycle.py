@@ -14,7 +14,7 @@ import sqlalchemy as sa
 
 from shared import maintenance, streams
 from shared.db.tables import jobs
-from shared.domain import Job
+from shared.domain import Blob, Job
 from shared.errors import NoFaceError
 from shared.messages import JobRendered, decode
 from shared.outfits import Outfit, load_catalog
@@ -35,14 +35,14 @@ def settings(database_url: str, redis_url: str, **env: Any) -> WorkerSettings:
     return WorkerSettings(DATABASE_URL=database_url, REDIS_URL=redis_url, RETRY_DELAY_SEC=10, **env)  # type: ignore[call-arg]
 
 
-async def fake_pack(_job: Job, _selfie: bytes, _outfit: Outfit) -> Pack:
+async def fake_pack(_job: Job, _selfie: Blob, _outfit: Outfit) -> Pack:
     return Pack(
         stickers=[Sticker(png=b"png%d" % i, emoji="🙂", width=512, height=512) for i in range(12)], timings={}
     )
 
 
 def failing(exc: Exception) -> Any:
-    async def render(_job: Job, _selfie: bytes, _outfit: Outfit) -> Pack:
+    async def render(_job: Job, _selfie: Blob, _outfit: Outfit) -> Pack:
         raise exc
 
     return render
@@ -199,7 +199,7 @@ async def test_cancelling_a_running_job_requeues_it(
     job = await queued_job(db)
     started = asyncio.Event()
 
-    async def slow(_job: Job, _selfie: bytes, _outfit: Outfit) -> Pack:
+    async def slow(_job: Job, _selfie: Blob, _outfit: Outfit) -> Pack:
         started.set()
         await asyncio.sleep(1.0)
         return await fake_pack(_job, _selfie, _outfit)

@@ -175,6 +175,8 @@ class RenderContext:
         artefacts: the job's artefact cache.
         cut_slots: the process-wide limit of sheets cut at once (``CUT_MAX_PARALLEL``).
         alert: admin alerts with a cooldown (``None``: log only).
+        selfie_face: the face ingest found in the selfie (its blob's ``meta["face"]``,
+            :meth:`shared.imaging.faces.FaceBox.to_meta`); ``None``: detect it in the worker.
         timings: seconds per stage (summed), for the ``JOB_RENDERED`` line and the CLI report.
         events: what happened (markers and their fields), for the CLI report.
     """
@@ -188,6 +190,7 @@ class RenderContext:
     artefacts: ArtefactCache
     cut_slots: asyncio.Semaphore
     alert: Alerter | None = None
+    selfie_face: dict[str, Any] | None = None
     timings: dict[str, float] = field(default_factory=dict)
     events: list[dict[str, Any]] = field(default_factory=list)
 

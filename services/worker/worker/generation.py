@@ -20,7 +20,7 @@ from uuid import UUID
 import structlog
 
 from shared import metrics, streams
-from shared.domain import Job, JobStatus
+from shared.domain import Blob, Job, JobStatus
 from shared.errors import DatabaseUnavailable, ErrorClass, JobError, PermanentJobError, ProviderUnavailable
 from shared.maintenance import current_pause
 from shared.messages import JobQueued, JobRendered
@@ -35,7 +35,8 @@ from worker.store_outage import keep_lease, patiently
 log = structlog.get_logger(__name__)
 
 #: ``render(job, selfie_bytes, outfit) -> Pack``; raises the errors of :func:`worker.render.render_job`.
-RenderFn = Callable[[Job, bytes, Outfit], Awaitable[Pack]]
+#: Renders a job from its stored selfie blob (bytes and ``meta``, whose ``face`` ingest wrote) and outfit.
+RenderFn = Callable[[Job, Blob, Outfit], Awaitable[Pack]]
 
 
 class Generator:
@@ -178,7 +179,7 @@ class Generator:
         if outfit is None:
             raise PermanentJobError(f"unknown outfit {job.outfit_id!r}")
         started = time.perf_counter()
-        pack = await self.render(job, selfies[0].data, outfit)
+        pack = await self.render(job, selfies[0], outfit)
         metrics.STAGE_SECONDS.labels(stage="render_pack").observe(time.perf_counter() - started)
         return pack
 

@@ -23,7 +23,7 @@ from typing import Literal
 
 import structlog
 
-from shared.domain import Job
+from shared.domain import Blob, Job
 from shared.errors import ErrorClass, RetryableJobError
 from shared.outfits import Outfit
 from shared.repositories import Database
@@ -136,12 +136,12 @@ async def render_job(ctx: RenderContext) -> Pack:
     )
     ctx.events.append({"event": "JOB_RENDER_MODE", "mode": mode})
     async with ctx.stage("inputs"):
-        inputs = await ctx.cpu(prepare_inputs, ctx.selfie)
+        inputs = await ctx.cpu(prepare_inputs, ctx.selfie, ctx.selfie_face)
     async with ctx.stage("passport"):
         passport = await appearance_passport(
             ctx, ctx.artefacts, inputs.selfie, card_attempts=ctx.settings.card_attempts
         )
-    face = await ctx.cpu(face_crop, inputs.rgb, passport)
+    face = await ctx.cpu(face_crop, inputs.rgb, inputs.face, passport)
     fallback = ctx.settings.figure_fallback_enabled
     if mode == "composite":
         slots = await render_composite(ctx, inputs, face, passport)
@@ -205,8 +205,8 @@ class PipelineRenderer:
         self.store_patience_s = store_patience_s
         self.clock = clock
 
-    async def __call__(self, job: Job, selfie: bytes, outfit: Outfit) -> Pack:
-        """Render ``job`` (see :func:`render_job` for what is raised)."""
+    async def __call__(self, job: Job, selfie: Blob, outfit: Outfit) -> Pack:
+        """Render ``job`` from its stored selfie blob (see :func:`render_job` for what is raised)."""
         ledger = CostLedger(
             self.usage,
             job_id=job.id,
@@ -217,7 +217,8 @@ class PipelineRenderer:
         )
         ctx = RenderContext(
             job_id=job.id,
-            selfie=selfie,
+            selfie=selfie.data,
+            selfie_face=selfie.meta.get("face"),
             outfit=outfit,
             settings=self.settings,
             chain=self.chain,

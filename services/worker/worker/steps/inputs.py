@@ -1,16 +1,19 @@
-"""The job's photo as the providers get it: the selfie downscaled and typed for the wire, and the face
-crop (spec/002 "Face crop": cut from the selfie with the passport's face box, else the detector's)."""
+"""The job's photo as the providers get it: the selfie downscaled and typed for the wire, the guest's face
+as ingest found it (stored with the selfie, issue 20), and the face crop (spec/002 "Face crop": cut from
+the selfie with the passport's face box, else the stored face's)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import cv2
 import numpy as np
 import numpy.typing as npt
+import structlog
 
 from shared.imaging.decode import decode_rgb
-from shared.imaging.faces import detect_faces, largest_face
+from shared.imaging.faces import FaceBox, detect_faces, largest_face
 from worker.providers.answers import Passport
 from worker.providers.base import InputImage
 from worker.providers.images import encode_photo
@@ -20,34 +23,54 @@ __all__ = ["FACE_CROP_MARGIN", "Inputs", "face_crop", "prepare_inputs"]
 FACE_CROP_MARGIN = 0.45  # of the face box on every side: hair and ears belong to the likeness
 FACE_CROP_MAX_PX = 512
 
+log = structlog.get_logger(__name__)
+
 
 @dataclass(frozen=True, slots=True)
 class Inputs:
-    """The selfie (H×W×3 uint8 RGB, upright) and its wire encoding."""
+    """The selfie (H×W×3 uint8 RGB, upright), its wire encoding and the guest's face in it (px of
+    ``rgb``, with landmarks; ``None`` when ingest found none, e.g. ``REQUIRE_FACE=false``)."""
 
     rgb: npt.NDArray[np.uint8]
     selfie: InputImage
+    face: FaceBox | None
 
 
-def prepare_inputs(selfie_bytes: bytes) -> Inputs:
+def prepare_inputs(selfie_bytes: bytes, stored_face: dict[str, Any] | None = None) -> Inputs:
     """Decode the stored selfie and encode it for the providers (JPEG, ≤ 1536 px).
+
+    Args:
+        selfie_bytes: the stored selfie (ingest's normalised JPEG).
+        stored_face: the selfie blob's ``meta["face"]`` (:meth:`FaceBox.to_meta`, written by ingest in
+            the same pixel grid). Without it (a selfie stored before issue 20, the CLI) the face is
+            detected here, once.
 
     Raises:
         PermanentJobError: the selfie cannot be decoded.
     """
     rgb = decode_rgb(selfie_bytes)
-    return Inputs(rgb=rgb, selfie=encode_photo(rgb))
+    face: FaceBox | None
+    if stored_face is not None:
+        try:
+            face = FaceBox.from_meta(stored_face)
+        except ValueError:
+            log.warning("STORED_FACE_UNREADABLE", meta=str(stored_face)[:200])
+            face = largest_face(detect_faces(rgb))
+    else:
+        face = largest_face(detect_faces(rgb))
+    return Inputs(rgb=rgb, selfie=encode_photo(rgb), face=face)
 
 
-def face_crop(rgb: npt.NDArray[np.uint8], passport: Passport | None) -> InputImage | None:
+def face_crop(
+    rgb: npt.NDArray[np.uint8], face: FaceBox | None, passport: Passport | None
+) -> InputImage | None:
     """The face with hair and ears (the box grown by :data:`FACE_CROP_MARGIN`), JPEG ≤ 512 px, from the
-    passport's face box or the detector's; ``None`` when neither finds a face."""
+    passport's face box or ``face`` (:attr:`Inputs.face`); ``None`` when neither has a face."""
     height, width = rgb.shape[:2]
     if passport is not None and passport.face_box is not None:
         fx, fy, fw, fh = passport.face_box
         box = (fx * width, fy * height, fw * width, fh * height)
     else:
-        face = largest_face(detect_faces(rgb))
         if face is None:
             return None
         box = (float(face.x), float(face.y), float(face.w), float(face.h))
