@@ -199,7 +199,13 @@ class Generator:
                     content_type="image/png",
                     job_id=job.id,
                     position=position,
-                    meta={"emoji": sticker.emoji, "width": sticker.width, "height": sticker.height},
+                    meta={
+                        "emoji": sticker.emoji,
+                        "width": sticker.width,
+                        "height": sticker.height,
+                        "likeness": sticker.likeness,
+                        "likeness_reason": sticker.likeness_reason,
+                    },
                 )
         timings = " ".join(f"{k}={v:.2f}s" for k, v in pack.timings.items())
         log.info("JOB_RENDERED", job_id=str(job.id), stickers=len(pack.stickers), timings=timings)

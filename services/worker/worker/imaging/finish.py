@@ -40,12 +40,16 @@ _FRINGE_EXCESS = 24
 
 @dataclass(frozen=True, slots=True)
 class Sticker:
-    """One finished sticker: PNG bytes (see :mod:`worker.imaging.export`), its emoji and size in px."""
+    """One finished sticker: PNG bytes (see :mod:`worker.imaging.export`), its emoji and size in px, and
+    its likeness to the guest (issue 20): the face descriptor distance to the selfie's face (0 = same
+    descriptor; ``None`` when no face was judged, ``likeness_reason`` says why)."""
 
     png: bytes
     emoji: str
     width: int
     height: int
+    likeness: float | None = None
+    likeness_reason: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
