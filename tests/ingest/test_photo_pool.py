@@ -18,8 +18,10 @@ from fastapi import FastAPI
 
 from ingest.consent import ConsentRequired
 from ingest.main import create_app
+from ingest.photo import CheckedPhoto
 from ingest.photo_pool import PhotoChecker, container_cpus
 from shared.errors import UploadRejected
+from shared.imaging.faces import FaceBox
 from shared.repositories import Database
 from shared.streams import Publisher
 from tests.ingest.ingest_helpers import app_client, ingest_settings, linked_session
@@ -125,6 +127,25 @@ async def test_the_pool_is_closed_with_the_app(app: FastAPI) -> None:
     for pid in pids:  # gone: the pool joined its processes
         with pytest.raises(ProcessLookupError):
             os.kill(pid, 0)
+
+
+async def test_the_pool_answers_the_jpeg_and_the_face_found_in_it(app: FastAPI) -> None:
+    """What crosses the pipe from a pool process: the normalised JPEG and the largest face, with its
+    landmarks, in that JPEG's px grid; a no-face photo raises ``no_face``."""
+    photos: PhotoChecker = app.state.ctx.photos
+    checked = await photos.check((PHOTOS / "face-older-man-white-hair.jpg").read_bytes())
+    assert checked.jpeg[:2] == b"\xff\xd8"
+    assert checked.face is not None and len(checked.face.landmarks) == 5
+    cx, cy = checked.face.center  # the man's face, at (0.55, 0.38) of the 1200 px photo (test_faces.py)
+    assert abs(cx - 0.55 * 1200) < 0.12 * 1200 and abs(cy - 0.38 * 1200) < 0.12 * 1200
+    with pytest.raises(UploadRejected, match="no_face"):
+        await photos.check((PHOTOS / "heic-iphone-pug.heic").read_bytes())
+
+
+def test_a_checked_photo_survives_the_pipe() -> None:
+    face = FaceBox(1, 2, 30, 40, 0.5, ((1.0, 2.0), (3.0, 4.0), (5.0, 6.0), (7.0, 8.0), (9.5, 10.5)))
+    for checked in (CheckedPhoto(b"jpeg", face), CheckedPhoto(b"jpeg", None)):
+        assert pickle.loads(pickle.dumps(checked)) == checked
 
 
 def test_upload_rejections_survive_the_pipe_with_their_class_and_status() -> None:

@@ -23,7 +23,9 @@ import pytest
 import skimage.data
 from PIL import Image
 
+import cartoon.appearance
 import cartoon.composite
+import cartoon.face_cartoon
 import cartoon.offline
 import shared.imaging.decode
 import shared.imaging.faces
@@ -49,7 +51,8 @@ from worker.render import render_job
 pytestmark = pytest.mark.unit
 
 #: Every CPU-heavy entry point the worker's render reaches: decode, key and cut, skin, outline, finish,
-#: export, contact sheet, the wire encodings, the face detector, the composite head.
+#: export, contact sheet, the wire encodings, the face detector and descriptor (dlib), the cartoon head and
+#: the local provider's appearance measurement, the composite head.
 CPU_FUNCTIONS: tuple[Callable[..., Any], ...] = (
     worker.providers.images.decode_output,
     worker.providers.images.encode_drawing,
@@ -67,10 +70,13 @@ CPU_FUNCTIONS: tuple[Callable[..., Any], ...] = (
     worker.steps.inputs.face_crop,
     shared.imaging.decode.decode_rgb,
     shared.imaging.faces.detect_faces,
+    shared.imaging.faces.face_descriptor,
     shared.imaging.lab.skin_pixels,
     shared.imaging.lab.hair_mask,
     shared.imaging.resample.resize_rgba,
     cartoon.composite.compose_head,
+    cartoon.face_cartoon.cartoonize_face,
+    cartoon.appearance.measure_appearance,
     cartoon.offline.encode_png,
 )
 

@@ -35,6 +35,7 @@ import structlog
 from starlette.requests import ClientDisconnect
 
 from ingest.api.errors import ApiError
+from ingest.photo import CheckedPhoto
 from ingest.photo_pool import PhotoChecker
 from shared.errors import UploadRejected
 
@@ -53,7 +54,7 @@ class RepeatedRefusal(UploadRejected):
 class _Flight:
     """One capture's check: its task and how many requests wait for its answer now."""
 
-    task: asyncio.Task[bytes]
+    task: asyncio.Task[CheckedPhoto]
     waiters: int = 0
     forget: asyncio.TimerHandle | None = field(default=None)
 
@@ -112,8 +113,9 @@ class CaptureChecks:
 
     async def check(
         self, session_id: UUID, capture_id: str, data: bytes | None, *, gone: asyncio.Event | None = None
-    ) -> bytes:
-        """The capture's normalised JPEG: from its running or ended check, else from a new one of ``data``
+    ) -> CheckedPhoto:
+        """The capture's normalised JPEG and face (:class:`ingest.photo.CheckedPhoto`): from its running or
+        ended check, else from a new one of ``data``
         (None: only join; when the check ended meanwhile, 503 ``busy`` with ``Retry-After: 1``).
 
         ``gone`` is set when the client waiting here disconnects: it stops waiting, and the check is
@@ -143,27 +145,27 @@ class CaptureChecks:
         flight.waiters += 1
         try:
             if gone is None:
-                jpeg = await asyncio.shield(flight.task)
+                checked = await asyncio.shield(flight.task)
             else:
-                jpeg = await _unless(gone, flight.task)
+                checked = await _unless(gone, flight.task)
         except UploadRejected as exc:
             if owner:
                 raise
             raise _repeated(exc) from None
         finally:
             flight.waiters -= 1
-        return jpeg
+        return checked
 
     def forget(self, session_id: UUID, capture_id: str) -> None:
-        """Drop an accepted capture's JPEG: its job row answers the retries from now on."""
+        """Drop an accepted capture's check: its job row answers the retries from now on."""
         flight = self._flights.pop((session_id, capture_id), None)
         if flight is not None and flight.forget is not None:
             flight.forget.cancel()
 
-    async def _run(self, key: _Key, data: bytes) -> bytes:
+    async def _run(self, key: _Key, data: bytes) -> CheckedPhoto:
         flight = self._flights[key]
         try:
-            jpeg = await self.photos.check(data, gone=lambda: flight.waiters == 0)
+            checked = await self.photos.check(data, gone=lambda: flight.waiters == 0)
         except UploadRejected as exc:
             stored = json.dumps([exc.code, exc.detail, exc.status])
             await self._redis(self.redis.set(_redis_key(*key), stored, ex=self.remember_s))
@@ -174,7 +176,7 @@ class CaptureChecks:
                 del self._flights[key]
             raise
         self._forget_later(key, flight)
-        return jpeg
+        return checked
 
     def _forget_later(self, key: _Key, flight: _Flight) -> None:
         def forget() -> None:
@@ -194,7 +196,7 @@ class CaptureChecks:
             return None
 
 
-def _retrieved(task: asyncio.Task[bytes]) -> None:
+def _retrieved(task: asyncio.Task[CheckedPhoto]) -> None:
     """Mark a flight's exception as seen: a flight nobody waits for any more ends unread."""
     if not task.cancelled():
         task.exception()
@@ -208,7 +210,7 @@ def _repeated(error: UploadRejected) -> RepeatedRefusal:
     return RepeatedRefusal(error.code, error.detail, status=error.status)
 
 
-async def _unless(gone: asyncio.Event, task: asyncio.Task[bytes]) -> bytes:
+async def _unless(gone: asyncio.Event, task: asyncio.Task[CheckedPhoto]) -> CheckedPhoto:
     """``task``'s result, or ClientDisconnect once ``gone`` is set first (``task`` goes on)."""
     watcher = asyncio.create_task(gone.wait())
     try:

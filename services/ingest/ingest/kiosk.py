@@ -265,7 +265,7 @@ async def accept_photo(
     if existing is not None:
         return PhotoAccepted(existing, created=False)
     _require_ready(session, settings.max_captures_per_session)
-    jpeg = await ctx.captures.check(session_id, capture_id, data, gone=gone)
+    checked = await ctx.captures.check(session_id, capture_id, data, gone=gone)
     async with ctx.db.transaction() as repos:
         session_now = await repos.sessions.get(session_id, for_update=True)
         if session_now is None:
@@ -278,7 +278,12 @@ async def accept_photo(
         job = await repos.jobs.insert_queued(
             session_id=session_id, capture_id=capture_id, outfit_id=session_now.outfit_id
         )
-        await repos.blobs.put(kind="selfie", data=jpeg, content_type="image/jpeg", job_id=job.id)
+        # The face found by the check, stored with the photo: the worker uses it and never detects on the
+        # selfie again (issue 20); None records that ingest looked and found none (REQUIRE_FACE=false).
+        face = checked.face.to_meta() if checked.face is not None else None
+        await repos.blobs.put(
+            kind="selfie", data=checked.jpeg, content_type="image/jpeg", job_id=job.id, meta={"face": face}
+        )
         await repos.sessions.count_capture(session_id)
         command_id = command_ids.generating_notice(job.id)
         await tell_guest(repos, command_id, session_now.tg_chat_id, "generating", session_now.language)

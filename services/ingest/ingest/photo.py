@@ -32,9 +32,16 @@ import numpy.typing as npt
 from PIL import Image, ImageFile, ImageOps, UnidentifiedImageError
 
 from shared.errors import UploadRejected
-from shared.imaging.faces import detect_faces
+from shared.imaging.faces import FaceBox, detect_faces, largest_face
 
-__all__ = ["ACCEPTED_FORMATS", "NormalizedPhoto", "check_photo", "load_decoders", "normalize_photo"]
+__all__ = [
+    "ACCEPTED_FORMATS",
+    "CheckedPhoto",
+    "NormalizedPhoto",
+    "check_photo",
+    "load_decoders",
+    "normalize_photo",
+]
 
 ACCEPTED_FORMATS = ("JPEG", "PNG", "WEBP", "HEIF")
 MAX_OUTPUT_SIDE_PX = 2048
@@ -68,6 +75,24 @@ class NormalizedPhoto:
     width: int
     height: int
     source_format: str
+
+
+@dataclass(frozen=True, slots=True)
+class CheckedPhoto:
+    """An upload that passed :func:`check_photo` (picklable: it crosses the photo-check pool's process
+    boundary).
+
+    Attributes:
+        jpeg: the normalised JPEG bytes (:attr:`NormalizedPhoto.jpeg`), stored as the selfie.
+        face: the largest face found in it (:func:`shared.imaging.faces.detect_faces`), in the px grid of
+            ``jpeg`` (the JPEG is the very pixels the detector saw, so the same size); ``None`` when none
+            was found (only possible with ``require_face`` false). Ingest stores it with the selfie
+            (blob ``meta["face"]``, :meth:`FaceBox.to_meta`) and the worker uses it instead of detecting
+            again (issue 20).
+    """
+
+    jpeg: bytes
+    face: FaceBox | None
 
 
 @functools.cache
@@ -245,19 +270,22 @@ def normalize_photo(data: bytes, *, max_bytes: int, max_pixels: int) -> Normaliz
     return NormalizedPhoto(jpeg=_jpeg(rgb), width=rgb.width, height=rgb.height, source_format=source_format)
 
 
-def check_photo(data: bytes, *, max_bytes: int, max_pixels: int, require_face: bool) -> bytes:
-    """The whole photo check of an upload: :func:`normalize_photo`, then (``require_face``) face detection
-    on the normalised pixels (:func:`shared.imaging.faces.detect_faces`). CPU-bound, ~0.4 CPU-s for a
-    4 MB photo (issue 12); ingest runs it in its photo-check processes (:mod:`ingest.photo_pool`).
+def check_photo(data: bytes, *, max_bytes: int, max_pixels: int, require_face: bool) -> CheckedPhoto:
+    """The whole photo check of an upload: :func:`normalize_photo`, then face detection on the normalised
+    pixels (:func:`shared.imaging.faces.detect_faces`), always, so that the face is found once, here, and
+    stored with the photo (issue 20). CPU-bound, ~0.4 CPU-s for a 4 MB photo (issue 12); ingest runs it in
+    its photo-check processes (:mod:`ingest.photo_pool`).
 
     Returns:
-        The normalised JPEG bytes (:attr:`NormalizedPhoto.jpeg`).
+        The normalised JPEG and the largest face in it (:class:`CheckedPhoto`; ``face`` is ``None`` only
+        when ``require_face`` is false and no face was found).
 
     Raises:
         UploadRejected: the codes of the module docstring, or 422 ``no_face`` when ``require_face`` and no
             face was found.
     """
     rgb, _source_format = _normalised(data, max_bytes=max_bytes, max_pixels=max_pixels)
-    if require_face and not detect_faces(np.asarray(rgb, dtype=np.uint8)):
+    face = largest_face(detect_faces(np.asarray(rgb, dtype=np.uint8)))
+    if require_face and face is None:
         raise UploadRejected("no_face", "No face was found in the photo; please take another selfie.")
-    return _jpeg(rgb)
+    return CheckedPhoto(jpeg=_jpeg(rgb), face=face)

@@ -1,13 +1,14 @@
 """The photo check off the event loop: a bounded pool of processes (issue 12, "Ingest").
 
 Checking an upload (:func:`ingest.photo.check_photo`: decode, normalise, HEIC via pillow-heif, face
-detection) costs ~0.4 CPU-s for a 4 MB photo. It runs in ``PHOTO_CHECK_WORKERS`` single-threaded processes
+detection; the answer is the JPEG and the face found, :class:`ingest.photo.CheckedPhoto`) costs ~0.4 CPU-s
+for a 4 MB photo. It runs in ``PHOTO_CHECK_WORKERS`` single-threaded processes
 (:class:`concurrent.futures.ProcessPoolExecutor`; default: the CPUs the container may use,
 :func:`container_cpus`), so 20 kiosks uploading at once cost at most that many cores, the rest wait their
 turn (in this process, not in the executor's queue, so a check whose client has gone is dropped before
 it starts; :meth:`PhotoChecker.expected_answer_s` tells how long a new check would take), and the event
-loop keeps answering status polls meanwhile. Each process loads its own face
-detector once (the pool's initializer), so no classifier is ever shared (issue 8). Processes start from a
+loop keeps answering status polls meanwhile. Each process loads its own face detector and landmark model
+once (the pool's initializer), so no model is ever shared (issue 8). Processes start from a
 fork server that has imported the photo code once (``multiprocessing`` ``forkserver``), so a replacement
 process is ready in milliseconds and never inherits the event loop's threads.
 
@@ -70,14 +71,14 @@ def container_cpus(cpu_max: Path = _CGROUP_CPU_MAX) -> int:
 
 def _start_process() -> None:
     """Pool initializer, once per process: one OpenCV thread (the pool is the parallelism), HEIC
-    registered, every cascade loaded."""
+    registered, the face detector and landmark model loaded (:func:`shared.imaging.faces.load_detector`)."""
     cv2.setNumThreads(1)
     malloc.fix_mmap_threshold()
     photo.load_decoders()
     load_detector()
 
 
-def _check(data: bytes, max_bytes: int, max_pixels: int, require_face: bool) -> bytes:
+def _check(data: bytes, max_bytes: int, max_pixels: int, require_face: bool) -> photo.CheckedPhoto:
     """:func:`ingest.photo.check_photo` in a pool process, then the freed heap back to the OS."""
     try:
         return photo.check_photo(data, max_bytes=max_bytes, max_pixels=max_pixels, require_face=require_face)
@@ -86,7 +87,7 @@ def _check(data: bytes, max_bytes: int, max_pixels: int, require_face: bool) -> 
 
 
 def _warm() -> float:
-    """A first check of a photo without a face (every detection pass: the slowest kind), timed (s)."""
+    """A first check of a photo without a face (both detection sizes: the slowest kind), timed (s)."""
     time.sleep(0.1)  # held long enough that each warm-up task lands on a process of its own
     noise = np.random.default_rng(0).integers(0, 255, (1536, 1024, 3), dtype=np.uint8)
     data = cv2.imencode(".jpg", noise)[1].tobytes()
@@ -155,8 +156,9 @@ class PhotoChecker:
         longest_running = max((now - t for t in self._started.values()), default=0.0)
         return max(self.mean_check_s, longest_running) * (1 + turns)
 
-    async def check(self, data: bytes, *, gone: Callable[[], bool] = lambda: False) -> bytes:
-        """Check an upload in the pool (waits for a free process); returns the normalised JPEG.
+    async def check(self, data: bytes, *, gone: Callable[[], bool] = lambda: False) -> photo.CheckedPhoto:
+        """Check an upload in the pool (waits for a free process); returns the normalised JPEG and the
+        face found in it (:class:`ingest.photo.CheckedPhoto`).
 
         ``gone`` is asked when a process is free for this check: true (nobody waits for the answer any
         more) drops the check before it starts.
@@ -179,14 +181,14 @@ class PhotoChecker:
         finally:
             self._slots.release()
 
-    async def _run(self, data: bytes) -> bytes:
+    async def _run(self, data: bytes) -> photo.CheckedPhoto:
         self.checks_started += 1
         token = object()
         started = self._started[token] = time.monotonic()
         pool = self._current()
         try:
-            future: Future[bytes] = pool.submit(_check, data, *self._limits)
-            jpeg = await asyncio.wrap_future(future)
+            future: Future[photo.CheckedPhoto] = pool.submit(_check, data, *self._limits)
+            checked = await asyncio.wrap_future(future)
         except BrokenProcessPool as exc:
             self._drop(pool)
             raise PhotoCheckUnavailable("the photo check stopped; send the photo again") from exc
@@ -196,7 +198,7 @@ class PhotoChecker:
         finally:
             del self._started[token]
         self._measured(time.monotonic() - started)
-        return jpeg
+        return checked
 
     def _measured(self, seconds: float) -> None:
         self.mean_check_s += _MEAN_WEIGHT * (seconds - self.mean_check_s)

@@ -175,8 +175,9 @@ class RenderContext:
         artefacts: the job's artefact cache.
         cut_slots: the process-wide limit of sheets cut at once (``CUT_MAX_PARALLEL``).
         alert: admin alerts with a cooldown (``None``: log only).
-        selfie_face: the face ingest found in the selfie (its blob's ``meta["face"]``,
-            :meth:`shared.imaging.faces.FaceBox.to_meta`); ``None``: detect it in the worker.
+        selfie_meta: the selfie blob's ``meta``; its ``"face"`` is the face ingest found (or ``None``:
+            ingest found none), read by :func:`worker.steps.inputs.prepare_inputs`; empty (the CLI, a
+            selfie stored before issue 20): the worker detects the face once.
         timings: seconds per stage (summed), for the ``JOB_RENDERED`` line and the CLI report.
         events: what happened (markers and their fields), for the CLI report.
     """
@@ -190,7 +191,7 @@ class RenderContext:
     artefacts: ArtefactCache
     cut_slots: asyncio.Semaphore
     alert: Alerter | None = None
-    selfie_face: dict[str, Any] | None = None
+    selfie_meta: dict[str, Any] = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=dict)
     events: list[dict[str, Any]] = field(default_factory=list)
 

@@ -136,7 +136,7 @@ async def render_job(ctx: RenderContext) -> Pack:
     )
     ctx.events.append({"event": "JOB_RENDER_MODE", "mode": mode})
     async with ctx.stage("inputs"):
-        inputs = await ctx.cpu(prepare_inputs, ctx.selfie, ctx.selfie_face)
+        inputs = await ctx.cpu(prepare_inputs, ctx.selfie, ctx.selfie_meta)
     async with ctx.stage("passport"):
         passport = await appearance_passport(
             ctx, ctx.artefacts, inputs.selfie, card_attempts=ctx.settings.card_attempts
@@ -218,7 +218,7 @@ class PipelineRenderer:
         ctx = RenderContext(
             job_id=job.id,
             selfie=selfie.data,
-            selfie_face=selfie.meta.get("face"),
+            selfie_meta=dict(selfie.meta),
             outfit=outfit,
             settings=self.settings,
             chain=self.chain,

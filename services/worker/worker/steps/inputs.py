@@ -4,6 +4,7 @@ the selfie with the passport's face box, else the stored face's)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,36 +30,43 @@ log = structlog.get_logger(__name__)
 @dataclass(frozen=True, slots=True)
 class Inputs:
     """The selfie (H×W×3 uint8 RGB, upright), its wire encoding and the guest's face in it (px of
-    ``rgb``, with landmarks; ``None`` when ingest found none, e.g. ``REQUIRE_FACE=false``)."""
+    ``rgb``, with landmarks; ``None`` when ingest found none, e.g. ``REQUIRE_FACE=false``). ``face`` is
+    the one face of the selfie the whole render uses (:func:`prepare_inputs`)."""
 
     rgb: npt.NDArray[np.uint8]
     selfie: InputImage
     face: FaceBox | None
 
 
-def prepare_inputs(selfie_bytes: bytes, stored_face: dict[str, Any] | None = None) -> Inputs:
-    """Decode the stored selfie and encode it for the providers (JPEG, ≤ 1536 px).
+def prepare_inputs(selfie_bytes: bytes, selfie_meta: Mapping[str, Any] | None = None) -> Inputs:
+    """Decode the stored selfie, encode it for the providers (JPEG, ≤ 1536 px) and take the guest's face.
 
     Args:
         selfie_bytes: the stored selfie (ingest's normalised JPEG).
-        stored_face: the selfie blob's ``meta["face"]`` (:meth:`FaceBox.to_meta`, written by ingest in
-            the same pixel grid). Without it (a selfie stored before issue 20, the CLI) the face is
-            detected here, once.
+        selfie_meta: the selfie blob's ``meta``. Its ``"face"`` is what ingest found, in the same pixel
+            grid (:meth:`FaceBox.to_meta`), or ``None`` when ingest looked and found no face
+            (``REQUIRE_FACE=false``): both are taken as they are, nothing is detected here. Only without
+            a ``"face"`` key (a selfie stored before issue 20, the CLI, ``selfie_meta`` None) or with an
+            unreadable one (logged ``STORED_FACE_UNREADABLE``) is the face detected here, once.
 
     Raises:
         PermanentJobError: the selfie cannot be decoded.
     """
     rgb = decode_rgb(selfie_bytes)
-    face: FaceBox | None
-    if stored_face is not None:
+    return Inputs(rgb=rgb, selfie=encode_photo(rgb), face=_selfie_face(rgb, selfie_meta or {}))
+
+
+def _selfie_face(rgb: npt.NDArray[np.uint8], selfie_meta: Mapping[str, Any]) -> FaceBox | None:
+    """The face of :func:`prepare_inputs`: the stored one when ingest stored one, else detected."""
+    if "face" in selfie_meta:
+        stored = selfie_meta["face"]
+        if stored is None:
+            return None  # ingest looked and found none: detecting again could only disagree with it
         try:
-            face = FaceBox.from_meta(stored_face)
+            return FaceBox.from_meta(stored)
         except ValueError:
-            log.warning("STORED_FACE_UNREADABLE", meta=str(stored_face)[:200])
-            face = largest_face(detect_faces(rgb))
-    else:
-        face = largest_face(detect_faces(rgb))
-    return Inputs(rgb=rgb, selfie=encode_photo(rgb), face=face)
+            log.warning("STORED_FACE_UNREADABLE", meta=str(stored)[:200])
+    return largest_face(detect_faces(rgb))
 
 
 def face_crop(
