@@ -1,11 +1,12 @@
 """Appearance measured from pixels: what the offline ``local`` provider (and the AI provider simulator)
 answers to the vision calls of spec/002 (appearance passport, anchor check, sheet and pack QA).
 
-It measures only what pixels tell reliably without a model: the face box (OpenCV's cascades), the skin
-tone (lit half of the face core), the hair colour (above the forehead) and, for QA, each sticker's skin
-tone against the reference. Hair length, facial hair, age and glasses are left ``unknown`` / false, and
-the anchor check (hair, facial hair, glasses of a cartoon under a hat) is not something pixels can judge:
-it answers "match".
+It measures only what pixels tell reliably besides the face detector: the face box (dlib's HOG detector,
+:func:`shared.imaging.faces.detect_faces`, as the head frame of :func:`cartoon.face_cartoon.head_frame`),
+the skin tone (lit half of the face core), the hair colour (above the forehead) and, for QA, each
+sticker's skin tone against the reference. Hair length, facial hair, age and glasses are left ``unknown``
+/ false, and the anchor check (hair, facial hair, glasses of a cartoon under a hat) is not something
+pixels can judge: it answers "match".
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from shared.imaging.faces import detect_faces, largest_face
+from cartoon.face_cartoon import head_frame
+from shared.imaging.faces import FaceBox, detect_faces, largest_face
 from shared.imaging.lab import Lab, colour_lab, delta_e, delta_e_many, mean_lab, skin_mask
 
 __all__ = [
@@ -32,31 +34,39 @@ def _median_rgb(pixels: npt.NDArray[np.uint8]) -> tuple[int, int, int]:
     return (r, g, b)
 
 
-def measure_appearance(rgb: npt.NDArray[np.uint8]) -> dict[str, object] | None:
+def measure_appearance(rgb: npt.NDArray[np.uint8], face: FaceBox | None = None) -> dict[str, object] | None:
     """The appearance passport of a photo (the JSON a vision model would answer), or ``None`` when no
     face is found.
 
     Args:
         rgb: H×W×3 uint8 RGB photo (or a drawn portrait).
+        face: the face in ``rgb`` px when the caller has it (e.g. the one ingest stored); ``None``: the
+            largest face :func:`shared.imaging.faces.detect_faces` finds.
 
     Returns:
         ``skin_tone_hex``, ``hair_color_hex`` (``None`` when the hair is out of the frame), ``face_box``
-        as fractions, and ``unknown`` for what pixels cannot tell.
+        (the head frame, forehead to chin, :func:`cartoon.face_cartoon.head_frame`, as fractions of the
+        photo, clipped to it), and ``unknown`` for what pixels cannot tell.
     """
-    face = largest_face(detect_faces(rgb))
+    if face is None:
+        face = largest_face(detect_faces(rgb))
     if face is None:
         return None
     height, width = rgb.shape[:2]
+    fx, fy, fw, fh = head_frame(face)
+    fx0, fy0 = max(0.0, fx), max(0.0, fy)
+    fw, fh = min(width, fx + fw) - fx0, min(height, fy + fh) - fy0
+    fx, fy = fx0, fy0
     core = rgb[
-        int(face.y + face.h * 0.2) : int(face.y + face.h * 0.85),
-        int(face.x + face.w * 0.25) : int(face.x + face.w * 0.75),
+        int(fy + fh * 0.2) : int(fy + fh * 0.85),
+        int(fx + fw * 0.25) : int(fx + fw * 0.75),
     ].reshape(-1, 3)
     luma = core.astype(np.float32) @ np.array([0.299, 0.587, 0.114], np.float32)
     skin = _median_rgb(core[luma >= np.percentile(luma, 50)])
-    top, bottom = max(0, int(face.y - face.h * 0.5)), int(face.y - face.h * 0.2)
+    top, bottom = max(0, int(fy - fh * 0.5)), int(fy - fh * 0.2)
     hair_hex: str | None = None
     if bottom - top >= 4:
-        band = rgb[top:bottom, int(face.x + face.w * 0.3) : int(face.x + face.w * 0.7)]
+        band = rgb[top:bottom, int(fx + fw * 0.3) : int(fx + fw * 0.7)]
         pixels = band.reshape(-1, 3)
         if pixels.shape[0] >= 16:
             sample = pixels[:: max(1, pixels.shape[0] // 400)]
@@ -70,7 +80,7 @@ def measure_appearance(rgb: npt.NDArray[np.uint8]) -> dict[str, object] | None:
         "facial_hair": "unknown",
         "age_band": "unknown",
         "glasses": False,
-        "face_box": [face.x / width, face.y / height, face.w / width, face.h / height],
+        "face_box": [fx / width, fy / height, fw / width, fh / height],
     }
 
 

@@ -16,16 +16,25 @@ import numpy as np
 import numpy.typing as npt
 
 from cartoon.colors import RGB
-from shared.imaging.faces import FaceBox, load_cascade
+from shared.imaging.faces import FaceBox
 
-__all__ = ["CartoonFace", "cartoonize_face"]
+__all__ = ["CartoonFace", "cartoonize_face", "head_frame"]
 
-# Head crop around the detector's face box, in face-box units: the box covers brows to chin, so
-# hair needs room above and the ears at the sides.
+# The head frame (:func:`head_frame`) is the box every proportion below is measured in: the face from
+# the forehead to the chin. These proportions were tuned on OpenCV's Haar ``frontalface_alt2`` boxes,
+# which are that frame; dlib's HOG box (:func:`shared.imaging.faces.detect_faces`) is tighter and sits
+# lower. Measured on the 5 face fixtures (shared/fixtures/photos, 2026-12-02), the HOG box in Haar-box
+# units has the same centre x (median offset +0.02), its top 0.16 lower (0.12–0.21) and its width and
+# height 0.875 (0.76–0.97) of the Haar box's: the medians map one onto the other.
+_HOG_TOP = 0.16
+_HOG_SIZE = 0.875
+# Head crop around the head frame, in frame units: the frame covers forehead to chin, so hair needs
+# room above and the ears at the sides.
 CROP_WIDTH = 1.46
 CROP_TOP = 0.52
 CROP_HEIGHT = 1.74
-# Eye and mouth positions inside the face box when the eye cascade finds nothing (Haar alt2 boxes).
+# Eye and mouth positions inside the head frame: the eyes only for a face without landmarks (a box
+# built by hand), the mouth always (the 5-point landmark model has no mouth point).
 _EYE_Y = 0.40
 _EYE_X = (0.31, 0.69)
 _MOUTH = (0.5, 0.80)
@@ -57,15 +66,25 @@ class CartoonFace:
     skin: RGB
 
 
+def head_frame(face: FaceBox) -> tuple[float, float, float, float]:
+    """The head frame (x, y, w, h px) of a detected face: the box forehead to chin that the cartoon's
+    proportions are measured in, from dlib's HOG box (same centre x, top :data:`_HOG_TOP` frame heights
+    higher, :data:`_HOG_SIZE` times smaller; measured, see the module's constants)."""
+    w, h = face.w / _HOG_SIZE, face.h / _HOG_SIZE
+    return (face.x + face.w / 2 - w / 2, face.y - h * _HOG_TOP, w, h)
+
+
 def _crop_head(
-    rgb: npt.NDArray[np.uint8], face: FaceBox, size: tuple[int, int]
+    rgb: npt.NDArray[np.uint8], frame: tuple[float, float, float, float], size: tuple[int, int]
 ) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.bool_], float, float, float]:
-    """Crop the head box, scaled to ``size`` (w, h) px; returns the crop, a mask of pixels that were
-    outside the photo, and the mapping (scale, x0, y0) from photo px to crop px."""
-    width = face.w * CROP_WIDTH
-    height = face.h * CROP_HEIGHT
-    x0 = face.x + face.w / 2 - width / 2
-    y0 = face.y - face.h * CROP_TOP
+    """Crop the head box around ``frame`` (:func:`head_frame`), scaled to ``size`` (w, h) px; returns the
+    crop, a mask of pixels that were outside the photo, and the mapping (scale, x0, y0) from photo px to
+    crop px."""
+    fx, fy, fw, fh = frame
+    width = fw * CROP_WIDTH
+    height = fh * CROP_HEIGHT
+    x0 = fx + fw / 2 - width / 2
+    y0 = fy - fh * CROP_TOP
     ix0, iy0 = int(np.floor(x0)), int(np.floor(y0))
     ix1, iy1 = int(np.ceil(x0 + width)), int(np.ceil(y0 + height))
     img_h, img_w = rgb.shape[:2]
@@ -144,27 +163,19 @@ def _ink_lines(grey: npt.NDArray[np.uint8], sigma: float) -> npt.NDArray[np.floa
     return np.asarray(cv2.GaussianBlur(lines, (3, 3), 0), np.float32)
 
 
-def _find_eyes(
-    grey: npt.NDArray[np.uint8], face_box: tuple[float, float, float, float]
-) -> list[Point] | None:
-    """Both eye centres from OpenCV's eye cascade, or None when it does not find exactly a pair."""
-    fx, fy, fw, fh = face_box
-    y0, y1 = int(max(0, fy + fh * 0.15)), int(min(grey.shape[0], fy + fh * 0.6))
-    x0, x1 = int(max(0, fx)), int(min(grey.shape[1], fx + fw))
-    band = grey[y0:y1, x0:x1]
-    if band.size == 0:
-        return None
-    size = max(8, round(fw * 0.12))
-    found = load_cascade("eye").detectMultiScale(band, scaleFactor=1.1, minNeighbors=5, minSize=(size, size))
-    centres = sorted(((x0 + x + w / 2, y0 + y + h / 2) for x, y, w, h in found), key=lambda p: p[0])
-    left = [p for p in centres if p[0] < fx + fw * 0.47]
-    right = [p for p in centres if p[0] > fx + fw * 0.53]
-    if not left or not right:
-        return None
-    pair = [left[-1], right[0]]
-    if abs(pair[0][1] - pair[1][1]) > fh * 0.12:
-        return None
-    return pair
+def _eyes(
+    face: FaceBox, box: tuple[float, float, float, float], scale: float, ox: float, oy: float
+) -> tuple[Point, Point]:
+    """Both eye centres (screen-left, screen-right) in crop px: from the face's landmarks
+    (:attr:`FaceBox.eyes`, mapped by ``scale`` and the crop origin ``ox``, ``oy``), else (a face without
+    landmarks) a geometric estimate at :data:`_EYE_X`, :data:`_EYE_Y` of the head frame ``box`` (crop px),
+    which is where the eyes of a frontal face sit on average and is off for a turned or tilted one."""
+    eyes = face.eyes
+    if eyes is not None:
+        (lx, ly), (rx, ry) = eyes
+        return ((lx - ox) * scale, (ly - oy) * scale), ((rx - ox) * scale, (ry - oy) * scale)
+    fx, fy, fw, fh = box
+    return (fx + fw * _EYE_X[0], fy + fh * _EYE_Y), (fx + fw * _EYE_X[1], fy + fh * _EYE_Y)
 
 
 def _ellipse_mask(shape: tuple[int, int], centre: Point, axes: tuple[float, float]) -> npt.NDArray[np.uint8]:
@@ -267,14 +278,17 @@ def cartoonize_face(rgb: npt.NDArray[np.uint8], face: FaceBox, size: tuple[int, 
 
     Args:
         rgb: H×W×3 uint8 RGB photo (upright).
-        face: the face to use, in ``rgb`` px.
+        face: the face to use, in ``rgb`` px, as :func:`shared.imaging.faces.detect_faces` finds it (its
+            box places the head crop, its landmarks the eyes). A box without landmarks (built by hand)
+            gets its eyes from a geometric estimate instead (:func:`_eyes`), off for a turned face.
         size: output (width, height) px of the head crop; about 1 : 1.19 fits the crop box.
 
     Returns:
         The stylised crop with eye, mouth and skin estimates for expression overlays.
     """
-    crop, outside, scale, ox, oy = _crop_head(rgb, face, size)
-    crop, crown = _fill_outside(crop, outside, (face.y - oy) * scale)
+    frame = head_frame(face)
+    crop, outside, scale, ox, oy = _crop_head(rgb, frame, size)
+    crop, crown = _fill_outside(crop, outside, (frame[1] - oy) * scale)
     smooth = crop
     for _ in range(2):
         smooth = np.asarray(cv2.bilateralFilter(smooth, 9, 40, 7), np.uint8)
@@ -284,17 +298,13 @@ def cartoonize_face(rgb: npt.NDArray[np.uint8], face: FaceBox, size: tuple[int, 
     lines = _ink_lines(grey, sigma=max(1.0, size[1] / 290))
     toon = (toon.astype(np.float32) * (1.0 - 0.85 * lines[..., None])).astype(np.uint8)
 
-    box = ((face.x - ox) * scale, (face.y - oy) * scale, face.w * scale, face.h * scale)
+    box = ((frame[0] - ox) * scale, (frame[1] - oy) * scale, frame[2] * scale, frame[3] * scale)
     fx, fy, fw, fh = box
-    eyes = _find_eyes(grey, box) or [
-        (fx + fw * _EYE_X[0], fy + fh * _EYE_Y),
-        (fx + fw * _EYE_X[1], fy + fh * _EYE_Y),
-    ]
     mouth = (fx + fw * _MOUTH[0], fy + fh * _MOUTH[1])
     return CartoonFace(
         rgb=toon,
         head=_segment_head(smooth, crown, box),
-        eyes=(eyes[0], eyes[1]),
+        eyes=_eyes(face, box, scale, ox, oy),
         eye_width=fw * 0.2,
         mouth=mouth,
         skin=_skin_colour(toon, box),

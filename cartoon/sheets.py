@@ -22,7 +22,7 @@ from cartoon.face_cartoon import CartoonFace, cartoonize_face
 from cartoon.figure import draw_figure, face_size_px
 from cartoon.poses import POSES, Pose
 from shared.errors import NoFaceError
-from shared.imaging.faces import detect_faces, largest_face
+from shared.imaging.faces import FaceBox, detect_faces, largest_face
 from shared.imaging.resample import resize_rgba
 from shared.outfits import Outfit
 
@@ -94,16 +94,19 @@ def sheet_layout(layout: str, aspect: str = "3:2") -> SheetLayout:
     raise ValueError(f"unknown sheet aspect {aspect!r}; expected 3:2 or 2:3")
 
 
-def prepare_face(selfie: npt.NDArray[np.uint8]) -> CartoonFace:
-    """Find the guest's face (the largest) and draw it as a cartoon head.
+def prepare_face(selfie: npt.NDArray[np.uint8], face: FaceBox | None = None) -> CartoonFace:
+    """Draw the guest's face as a cartoon head.
 
     Args:
         selfie: H×W×3 uint8 RGB photo.
+        face: the guest's face in ``selfie`` px when the caller has it (the one ingest stored with the
+            selfie); ``None``: the largest face :func:`shared.imaging.faces.detect_faces` finds.
 
     Raises:
-        NoFaceError: no human face in the photo.
+        NoFaceError: no face passed and no human face found in the photo.
     """
-    face = largest_face(detect_faces(selfie))
+    if face is None:
+        face = largest_face(detect_faces(selfie))
     if face is None:
         raise NoFaceError("no face found in the selfie")
     return cartoonize_face(selfie, face, face_size_px())

@@ -1,8 +1,10 @@
-"""Face detection on the real fixture photos (after ingest normalisation, as the pipeline sees them)."""
+"""Face detection (dlib's HOG detector and 5-point landmarks, :mod:`shared.imaging.faces`) on the real
+fixture photos, after ingest normalisation, as the pipeline sees them."""
 
 from __future__ import annotations
 
 import io
+import json
 from pathlib import Path
 
 import cv2
@@ -50,6 +52,13 @@ def test_the_face_in_each_portrait_is_found(name: str, centre: tuple[float, floa
     assert abs(cx / width - centre[0]) < 0.12
     assert abs(cy / height - centre[1]) < 0.12
     assert face.area > 0.02 * width * height
+    # the 5 landmarks (eye corners, under the nose) lie inside the box, the eyes above the nose point
+    assert len(face.landmarks) == 5
+    for px, py in face.landmarks:
+        assert face.x <= px <= face.x + face.w and face.y <= py <= face.y + face.h, (px, py, face)
+    assert face.eyes is not None
+    (lx, ly), (rx, ry) = face.eyes
+    assert lx < rx and max(ly, ry) < face.landmarks[4][1]
 
 
 def test_the_exif_rotated_face_is_found_only_upright() -> None:
@@ -58,12 +67,21 @@ def test_the_exif_rotated_face_is_found_only_upright() -> None:
     assert not detect_faces(np.ascontiguousarray(np.rot90(upright)))  # as stored, before EXIF rotation
 
 
+@pytest.mark.parametrize("turns", [1, 3])
+def test_a_face_turned_by_90_degrees_is_not_found(turns: int) -> None:
+    """The detector is frontal and upright only (faces.py: "up to about ±40°"): a portrait lying on its
+    side has no face, so ingest depends on EXIF orientation being applied first."""
+    upright = photo("face-older-man-white-hair.jpg")
+    assert detect_faces(upright)
+    assert detect_faces(np.ascontiguousarray(np.rot90(upright, turns))) == []
+
+
 def test_a_pug_is_not_a_face() -> None:
     assert detect_faces(photo("heic-iphone-pug.heic")) == []
 
 
 def test_a_face_behind_a_welding_mask_is_not_found() -> None:
-    # SOURCES.md: "the face is hidden by the mask"; the cascades' hits there are bark and dark noise
+    # SOURCES.md: "the face is hidden by the mask" (the old Haar cascades fired on bark and dark noise)
     assert detect_faces(photo("png-16bit-welder-low-light.png")) == []
 
 
@@ -95,16 +113,52 @@ def test_images_without_faces_give_none(fill: str) -> None:
 def test_boxes_are_in_the_coordinates_of_the_input() -> None:
     small = skimage.data.astronaut()
     large = cv2.resize(small, (1536, 1536), interpolation=cv2.INTER_CUBIC)
-    a = largest_face(detect_faces(small))
-    b = largest_face(detect_faces(large))
-    assert a is not None and b is not None
+    (a,) = detect_faces(small)
+    # the astronaut's face among the large copy's detections (see the test below for the other one)
+    b = max(detect_faces(large), key=lambda f: f.score)
     assert b.center[0] == pytest.approx(a.center[0] * 3, abs=24)
+    assert b.center[1] == pytest.approx(a.center[1] * 3, abs=24)
     assert b.w == pytest.approx(a.w * 3, rel=0.15)
+    for (ax, ay), (bx, by) in zip(a.landmarks, b.landmarks, strict=True):
+        assert (bx, by) == (pytest.approx(ax * 3, abs=15), pytest.approx(ay * 3, abs=15))
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="known: from 768 px up, the astronaut's chest patch is a weak detection (SVM margin ≤ 0.05 "
+    "against 1.5 for the face) of the face's size, and largest_face picks it by 1 px² at 1536 px",
+)
+def test_the_largest_face_of_a_large_astronaut_is_her_face() -> None:
+    large = cv2.resize(skimage.data.astronaut(), (1536, 1536), interpolation=cv2.INTER_CUBIC)
+    face = largest_face(detect_faces(large))
+    assert face is not None and face.center[1] < 768, face
 
 
 def test_wrong_input_shape_is_refused() -> None:
     with pytest.raises(ValueError, match="RGB"):
         detect_faces(np.zeros((10, 10), np.uint8))
+
+
+def test_a_face_survives_the_blob_meta_round_trip() -> None:
+    """What ingest stores with the selfie (:meth:`FaceBox.to_meta`, JSON in Postgres) is what the worker
+    reads back (:meth:`FaceBox.from_meta`): box and landmarks to 0.01 px."""
+    (face,) = detect_faces(skimage.data.astronaut())
+    stored = json.loads(json.dumps(face.to_meta()))
+    back = FaceBox.from_meta(stored)
+    assert (back.x, back.y, back.w, back.h) == (face.x, face.y, face.w, face.h)
+    assert back.score == pytest.approx(face.score, abs=1e-4)
+    assert len(back.landmarks) == 5
+    for got, want in zip(back.landmarks, face.landmarks, strict=True):
+        assert got == pytest.approx(want, abs=0.01)
+    assert back.eyes == face.eyes
+
+
+@pytest.mark.parametrize(
+    "meta", [{}, {"box": [1, 2, 3]}, {"box": "abc"}, {"box": [1, 2, 3, 4], "landmarks": [[1]]}]
+)
+def test_a_stored_face_that_is_not_one_is_refused(meta: dict[str, object]) -> None:
+    with pytest.raises(ValueError, match="not a stored face"):
+        FaceBox.from_meta(meta)
 
 
 def test_largest_face_picks_by_area() -> None:
