@@ -27,6 +27,7 @@ from shared.outfits import Outfit
 from shared.repositories import Database
 from worker.cost import Alerter, CostLedger
 from worker.imaging.cut import SheetCut, cut_sheet
+from worker.likeness import LikenessScorer, PackJudge
 from worker.providers.base import ImageRequest, VisionRequest
 from worker.providers.chain import ImageResult, ProviderChain
 from worker.settings import PipelineSettings
@@ -177,6 +178,10 @@ class RenderContext:
         alert: admin alerts with a cooldown (``None``: log only).
         selfie_face: the face ingest found in the selfie (its blob's ``meta["face"]``,
             :meth:`shared.imaging.faces.FaceBox.to_meta`); ``None``: detect it in the worker.
+        likeness: the worker process's likeness scorer (``None``: stickers are not scored, their reason
+            is ``not_scored``; the worker always has one).
+        judge: the job's likeness judge, set by :func:`worker.render.render_job` once the inputs are
+            read (``None`` without ``likeness``).
         timings: seconds per stage (summed), for the ``JOB_RENDERED`` line and the CLI report.
         events: what happened (markers and their fields), for the CLI report.
     """
@@ -191,6 +196,8 @@ class RenderContext:
     cut_slots: asyncio.Semaphore
     alert: Alerter | None = None
     selfie_face: dict[str, Any] | None = None
+    likeness: LikenessScorer | None = None
+    judge: PackJudge | None = None
     timings: dict[str, float] = field(default_factory=dict)
     events: list[dict[str, Any]] = field(default_factory=list)
 
