@@ -66,9 +66,10 @@ T = TypeVar("T")
 Descriptor = npt.NDArray[np.float32]
 
 #: The face overlays of :data:`cartoon.poses.POSES` that cover or close the eyes (the 😎 shades, the 😍
-#: heart eyes, the 😴 closed eyes): the descriptor leans on the eyes, so these poses are judged against
-#: their own bound (:data:`shared.likeness.LIKENESS_MAX_DISTANCE_EYES_HIDDEN`), and a face the detector
-#: cannot find on them is not a defect.
+#: heart eyes, the 😴 closed eyes): the descriptor leans on the eyes, so these poses have their own bound
+#: (:data:`shared.likeness.LIKENESS_MAX_DISTANCE_EYES_HIDDEN`; ``None`` = not judged, the calibrated
+#: choice: their distances overlap other people's), and a face the detector cannot find on them is not a
+#: defect.
 EYES_HIDDEN_OVERLAYS = frozenset({"sunglasses", "heart_eyes", "closed_eyes"})
 #: Grey level (0–255) a sticker's transparent pixels become before detection: mid grey, so neither the
 #: white die-cut outline nor a dark costume merges with the background.
@@ -76,7 +77,7 @@ NEUTRAL_GREY = 128
 
 # Reasons a sticker has no likeness (Sticker.likeness_reason, the sticker blob's meta).
 NO_FACE_FOUND = "no_face_found"  #: the detector found no face on a sticker that shows the eyes
-EYES_HIDDEN = "eyes_hidden"  #: no face found on a pose that hides the eyes (not a defect)
+EYES_HIDDEN = "eyes_hidden"  #: a pose that hides the eyes: no face found, or not judged (not a defect)
 NO_SELFIE_FACE = "no_selfie_face"  #: the selfie has no face to compare with (``REQUIRE_FACE=false``)
 SCORER_UNAVAILABLE = "scorer_unavailable"  #: the scoring process died or did not answer in time
 
@@ -96,26 +97,32 @@ class Judgement:
 
     Attributes:
         distance: descriptor distance to the selfie's face (0 = identical; unitless, dlib's metric), or
-            ``None`` when no face was judged.
-        reason: why ``distance`` is ``None`` (:data:`NO_FACE_FOUND`, :data:`EYES_HIDDEN`,
-            :data:`NO_SELFIE_FACE`, :data:`SCORER_UNAVAILABLE`).
+            ``None`` when no face was found or there is nothing to compare with.
+        reason: why the sticker was not judged (:data:`NO_FACE_FOUND`, :data:`EYES_HIDDEN`,
+            :data:`NO_SELFIE_FACE`, :data:`SCORER_UNAVAILABLE`); ``None``: judged. An eyes-hidden pose
+            without a bound keeps its measured ``distance`` (logged) with reason :data:`EYES_HIDDEN`.
         anchor_distance: descriptor distance to the anchor portrait's face (``None``: no anchor, or no
             face found on it or on the sticker).
-        bound: the bound ``distance`` is held against (:mod:`shared.likeness`).
+        bound: the bound ``distance`` is held against (:mod:`shared.likeness`; ``None``: none).
         hidden_eyes: the pose hides the eyes.
     """
 
     distance: float | None
     reason: str | None = None
     anchor_distance: float | None = None
-    bound: float = LIKENESS_MAX_DISTANCE
+    bound: float | None = LIKENESS_MAX_DISTANCE
     hidden_eyes: bool = False
+
+    @property
+    def judged(self) -> float | None:
+        """The distance that counts (stored, observed): ``distance`` when the sticker was judged."""
+        return self.distance if self.reason is None else None
 
     @property
     def defect(self) -> str | None:
         """Why this sticker should be regenerated (``likeness_far``: over its bound; ``no_face_found``:
         no face where one is expected), or ``None``."""
-        if self.distance is not None:
+        if self.reason is None and self.distance is not None and self.bound is not None:
             return "likeness_far" if self.distance > self.bound else None
         return NO_FACE_FOUND if self.reason == NO_FACE_FOUND else None
 
@@ -153,6 +160,7 @@ def judge(
     to_anchor = round(descriptor_distance(sticker, anchor), 4) if anchor is not None else None
     return Judgement(
         round(descriptor_distance(sticker, selfie), 4),
+        reason=EYES_HIDDEN if bound is None else None,
         anchor_distance=to_anchor,
         bound=bound,
         hidden_eyes=hidden,

@@ -116,10 +116,10 @@ async def attach_likeness(
             slot.sticker = dataclasses.replace(slot.sticker, likeness=None, likeness_reason=NOT_SCORED)
             continue
         slot.sticker = dataclasses.replace(
-            slot.sticker, likeness=slot.likeness.distance, likeness_reason=slot.likeness.reason
+            slot.sticker, likeness=slot.likeness.judged, likeness_reason=slot.likeness.reason
         )
-        if slot.likeness.distance is not None:
-            metrics.STICKER_LIKENESS.labels(variant=variant).observe(slot.likeness.distance)
+        if slot.likeness.judged is not None:
+            metrics.STICKER_LIKENESS.labels(variant=variant).observe(slot.likeness.judged)
     stickers = [s.sticker for s in slots if s.sticker is not None]
     values = [s.likeness for s in stickers if s.likeness is not None]
     calls.event(
