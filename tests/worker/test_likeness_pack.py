@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import io
 import os
 import signal
 import sys
@@ -22,7 +23,9 @@ from datetime import UTC, datetime, timedelta
 from types import FrameType
 from typing import TypeVar
 
+import numpy as np
 import pytest
+from PIL import Image
 from prometheus_client import REGISTRY
 
 import shared.imaging.faces
@@ -43,9 +46,12 @@ from worker.likeness import (
     eyes_hidden,
 )
 from worker.providers.chain import ChainPolicy, ProviderChain
+from worker.providers.images import encode_photo
 from worker.providers.local import LocalProvider
 from worker.render import Pack, render_job
-from worker.steps.likeness import likeness_outliers
+from worker.steps.likeness import likeness_outliers, mark_outliers
+from worker.steps.regen import regenerate
+from worker.steps.sheets import PromptTerms
 from worker.steps.slots import Slot
 
 GUEST_A = "face-older-man-white-hair.jpg"
@@ -240,3 +246,43 @@ async def test_a_render_survives_a_scoring_process_killed_mid_pack() -> None:
         await scorer.close()
     assert killed.is_set() and len(pack.stickers) == 12
     assert any(s.likeness_reason == SCORER_UNAVAILABLE for s in pack.stickers)
+
+
+async def test_far_stickers_are_regenerated_beside_qa_outliers_under_the_cap(
+    scorer: LikenessScorer, pack_a: Pack
+) -> None:
+    """Guest A's pack judged as if it were guest B's: every eyes-shown sticker is a likeness outlier, the
+    regeneration redraws ``CONSISTENCY_MAX_REGEN`` of them (the rest logged ``REGEN_CAP_REACHED``) and
+    scores each redraw again."""
+    ctx = context("hybrid", photo(GUEST_A), scorer)
+    judge = judge_for(scorer, GUEST_B)
+    slots = slots_of(pack_a)
+    for slot in slots:
+        assert slot.sticker is not None
+        slot.figure = sticker_rgba(slot.sticker.png)
+    far = await likeness_outliers(ctx, judge, slots, enabled=True)
+    mark_outliers(slots, far, "likeness")
+    assert len(far) >= 9 and all(slots[k].defect == "likeness" for k in far)
+    await regenerate(
+        ctx,
+        slots,
+        [encode_photo(decode_rgb(photo(GUEST_A)))],
+        PromptTerms(outfit=ctx.outfit, art_style="cute_cartoon", passport=None),
+        qa_reference=None,
+        qa_identity_enabled=False,
+        consistency_max_regen=4,
+        edge_regen_timeout_sec=35,
+        consistency_regen_budget_sec=20,
+        judge=judge,
+    )
+    capped = [e["slot"] for e in ctx.events if e["event"] == "REGEN_CAP_REACHED"]
+    redrawn = [e["slot"] for e in ctx.events if e["event"] in ("REGENERATED", "REGEN_REJECTED")]
+    assert len(redrawn) == 4 and len(capped) == len(far) - 4
+    assert set(redrawn) | set(capped) == set(far)
+    # the redraws are A again: still far from B, so each was scored and either kept (not worse) or rejected
+    assert all(slots[k].likeness is not None and slots[k].likeness.defect == "likeness_far" for k in redrawn)
+
+
+def sticker_rgba(png: bytes) -> np.ndarray:
+    with Image.open(io.BytesIO(png)) as image:
+        return np.asarray(image.convert("RGBA"), np.uint8)
