@@ -6,7 +6,7 @@ Shared by the worker (pack QA: a sticker over the bound is a regeneration candid
 and the admin page (which marks it).
 
 **Calibration** (``python -m devstack.bench.likeness``, BENCHMARKS.md "Sticker likeness", run of
-2026-12-02 on commit 3b3ea51): the offline ``local`` drawer rendered a pack per variant (5 variants) for each
+2026-12-02 on commit 5817302): the offline ``local`` drawer rendered a pack per variant (5 variants) for each
 fixture face (``../shared/fixtures/photos``; 5 faces: the welder's selfie has no detectable face behind
 the mask and was left out), with the likeness QA off; each sticker's face was compared with its own
 selfie's face and with the 4 other selfies' faces.
