@@ -207,7 +207,9 @@ def _describe_drawing(png: bytes) -> tuple[bytes | None, str | None]:
 
 class LikenessScorer:
     """Detections and descriptors in a process pool of ``processes`` children (one per worker process is
-    the default: the scores of a pack take ~2 s of one core, ~170 ms a sticker, measured in BENCHMARKS.md).
+    the default). Not benchmarked yet: one probe on this 2-core machine under other load spent 4.2 s in
+    the ``likeness`` stage of a consistency pack (the pool's start and model load, the selfie, the anchor
+    and 12 stickers); dlib's descriptor alone is ~150 ms a face (:mod:`shared.imaging.faces`).
 
     Args:
         processes: children in the pool.
