@@ -38,6 +38,7 @@ from worker.context import MemoryArtefacts, RenderContext
 from worker.cost import CostLedger, MemoryUsageStore
 from worker.imaging.contact import contact_sheet
 from worker.imaging.finish import Sticker
+from worker.likeness import LikenessScorer
 from worker.providers.factory import build_chain, build_providers
 from worker.render import Pack, render_job, resolve_mode
 from worker.settings import PipelineSettings
@@ -69,6 +70,8 @@ def _write_stickers(stickers: Sequence[Sticker], out: Path) -> list[dict[str, An
                 "width": sticker.width,
                 "height": sticker.height,
                 "bytes": len(sticker.png),
+                "likeness": sticker.likeness,
+                "likeness_reason": sticker.likeness_reason,
             }
         )
         with Image.open(io.BytesIO(sticker.png)) as image:
@@ -93,10 +96,16 @@ class RenderedPack:
 
 
 async def render_pack(
-    photo: bytes, outfit_id: str, variant: str, *, settings: PipelineSettings | None = None
+    photo: bytes,
+    outfit_id: str,
+    variant: str,
+    *,
+    settings: PipelineSettings | None = None,
+    likeness: LikenessScorer | None = None,
 ) -> RenderedPack:
     """Render a pack the way a worker slot does (the chain and providers the settings configure, costs
-    in memory); a pack that could not be rendered is returned with its error, not raised.
+    in memory, each sticker's likeness scored in a scoring process: ``likeness``, else one started and
+    stopped for this pack); a pack that could not be rendered is returned with its error, not raised.
 
     Raises:
         KeyError: unknown outfit or variant.
@@ -123,6 +132,7 @@ async def render_pack(
         ledger=ledger,
         artefacts=MemoryArtefacts(),
         cut_slots=asyncio.Semaphore(chosen.cut_max_parallel),
+        likeness=likeness or LikenessScorer(),
     )
     started = time.perf_counter()
     pack: Pack | None = None
@@ -134,6 +144,8 @@ async def render_pack(
     finally:
         for provider in providers:
             await provider.aclose()
+        if likeness is None and ctx.likeness is not None:
+            await ctx.likeness.close()
     return RenderedPack(
         pack=pack,
         error=error,

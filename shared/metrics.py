@@ -28,6 +28,13 @@ PROVIDER_LATENCY = Histogram(
     ["provider", "model"],
     buckets=(0.5, 1, 2, 5, 10, 20, 30, 45, 60, 90, 120, 180),
 )
+STICKER_LIKENESS = Histogram(
+    "stk_sticker_likeness",
+    "Face descriptor distance of each delivered sticker to its guest's selfie (issue 20; lower is likelier,"
+    " the bound is shared.likeness.LIKENESS_MAX_DISTANCE); stickers without a judged face are not observed",
+    ["variant"],
+    buckets=(0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7, 0.8, 0.9, 1.0),
+)
 PROVIDER_COST = Counter("stk_provider_cost_usd_total", "AI spend (USD)", ["provider", "model"])
 PROVIDER_BUDGET_HELD = Gauge(
     "stk_provider_budget_held",

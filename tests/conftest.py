@@ -68,6 +68,7 @@ HEAVY = (
     "tests/shared/test_settings.py::test_a_service_with_bad_settings_exits_2_with_one_line",
     "tests/worker/test_off_loop.py",  # 1.3-2 s each: whole renders
     "tests/worker/test_local_pack.py",  # 1.5 s each: whole packs
+    "tests/worker/test_likeness_pack.py",  # whole packs scored in a child process with dlib's models
     "tests/cartoon/test_sheets.py::test_figures_neither_touch_each_other_nor_the_edge",  # 0.5-1.3 s each
     "tests/shared/imaging/test_faces.py::test_a_pug_is_not_a_face",  # 1.2 s: a 12 MP photo
     "tests/shared/imaging/test_faces.py::test_the_exif_rotated_face_is_found_only_upright",  # 1.1 s

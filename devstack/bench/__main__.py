@@ -25,6 +25,7 @@ BENCHMARKS: tuple[str, ...] = (
     "hops",
     "overhead",
     "cost",
+    "likeness",
     "fleet",
     "ingest",
     "gateway",

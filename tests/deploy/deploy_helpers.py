@@ -117,12 +117,18 @@ CONTRACT_METRICS = frozenset(
         "stk_provider_budget_waits_total",
         "stk_provider_budget_wait_seconds",
         "stk_provider_budget_unavailable_total",
+        "stk_sticker_likeness",  # the worker: each delivered sticker's face distance to the selfie (issue 20)
     }
 )
 
 
 HISTOGRAMS = frozenset(
-    {"stk_stage_seconds", "stk_provider_latency_seconds", "stk_provider_budget_wait_seconds"}
+    {
+        "stk_stage_seconds",
+        "stk_provider_latency_seconds",
+        "stk_provider_budget_wait_seconds",
+        "stk_sticker_likeness",
+    }
 )
 
 

@@ -27,6 +27,7 @@ from shared.outfits import Outfit
 from shared.repositories import Database
 from worker.cost import Alerter, CostLedger
 from worker.imaging.cut import SheetCut, cut_sheet
+from worker.likeness import LikenessScorer, PackJudge
 from worker.providers.base import ImageRequest, VisionRequest
 from worker.providers.chain import ImageResult, ProviderChain
 from worker.settings import PipelineSettings
@@ -178,6 +179,10 @@ class RenderContext:
         selfie_meta: the selfie blob's ``meta``; its ``"face"`` is the face ingest found (or ``None``:
             ingest found none), read by :func:`worker.steps.inputs.prepare_inputs`; empty (the CLI, a
             selfie stored before issue 20): the worker detects the face once.
+        likeness: the worker process's likeness scorer (``None``: stickers are not scored, their reason
+            is ``not_scored``; the worker always has one).
+        judge: the job's likeness judge, set by :func:`worker.render.render_job` once the inputs are
+            read (``None`` without ``likeness``).
         timings: seconds per stage (summed), for the ``JOB_RENDERED`` line and the CLI report.
         events: what happened (markers and their fields), for the CLI report.
     """
@@ -192,6 +197,8 @@ class RenderContext:
     cut_slots: asyncio.Semaphore
     alert: Alerter | None = None
     selfie_meta: dict[str, Any] = field(default_factory=dict)
+    likeness: LikenessScorer | None = None
+    judge: PackJudge | None = None
     timings: dict[str, float] = field(default_factory=dict)
     events: list[dict[str, Any]] = field(default_factory=list)
 

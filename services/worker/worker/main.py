@@ -28,6 +28,7 @@ from shared.streams import Publisher
 from worker.cost import Alerter
 from worker.generation import Generator
 from worker.lifecycle import warn_model_shutdowns
+from worker.likeness import LikenessScorer
 from worker.providers.factory import build_chain, build_providers
 from worker.render import PipelineRenderer, startup_fields
 from worker.settings import WorkerSettings
@@ -92,6 +93,9 @@ async def run(settings: WorkerSettings, **given: Unpack[Given]) -> int:
         for provider in providers:
             rt.closing(provider.aclose)
         alert = alerter(rt.db, rt.publisher)
+        # one scoring process for the replica's slots, started on the first sticker, stopped at exit
+        scorer = LikenessScorer()
+        rt.closing(scorer.close)
         renderer = PipelineRenderer(
             settings=settings,
             chain=build_chain(settings, providers, alert=alert, redis=rt.redis),
@@ -99,6 +103,7 @@ async def run(settings: WorkerSettings, **given: Unpack[Given]) -> int:
             alert=alert,
             cut_slots=asyncio.Semaphore(settings.cut_max_parallel),
             store_patience_s=settings.store_wait_max_sec,
+            likeness=scorer,
         )
         generator = Generator(
             db=rt.db,

@@ -30,12 +30,14 @@ from shared.repositories import Database
 from worker.context import DbArtefacts, NoValidSheet, RenderContext
 from worker.cost import Alerter, CostLedger, DbUsageStore, UsageStore, warn_image_rpd
 from worker.imaging.finish import Sticker
+from worker.likeness import LikenessScorer, PackJudge
 from worker.providers.answers import Passport
 from worker.providers.base import InputImage
 from worker.providers.chain import ProviderChain
 from worker.settings import PipelineSettings
 from worker.steps.anchor import anchor_portrait
 from worker.steps.inputs import Inputs, face_crop, prepare_inputs
+from worker.steps.likeness import attach_likeness
 from worker.steps.passport import appearance_passport
 from worker.steps.slots import Slot, stickers_of
 from worker.store_outage import DEFAULT_PATIENCE_S
@@ -83,9 +85,10 @@ def startup_fields(settings: PipelineSettings) -> dict[str, object]:
 
 async def _figure_path(
     ctx: RenderContext, mode: RenderMode, inputs: Inputs, face: InputImage | None, passport: Passport | None
-) -> list[Slot]:
+) -> tuple[list[Slot], RenderMode]:
+    """The slots of the figure path ``mode`` selects, and the path that drew them."""
     if mode in ("classic", "hybrid"):
-        return await render_classic(ctx, inputs, face, passport, hybrid=mode == "hybrid")
+        return await render_classic(ctx, inputs, face, passport, hybrid=mode == "hybrid"), mode
     if mode == "consistency":
         s = ctx.settings
         anchor = await anchor_portrait(
@@ -103,9 +106,11 @@ async def _figure_path(
             skin_norm_max_de=s.skin_norm_max_de,
         )
         if anchor is not None:
-            return await render_consistency(ctx, inputs, face, passport, anchor)
+            if ctx.judge is not None and not await ctx.judge.use_anchor(anchor.image.data):
+                ctx.event("LIKENESS_NO_ANCHOR_FACE")
+            return await render_consistency(ctx, inputs, face, passport, anchor), "consistency"
         ctx.event("ANCHOR_MISSING_LEGACY_PATH", level="warning")
-    return await render_legacy(ctx, inputs, face, passport)
+    return await render_legacy(ctx, inputs, face, passport), "legacy"
 
 
 #: Artefact kind (a blob of the job, like ``passport``/``anchor``): the figure path of this job fell back to
@@ -119,7 +124,9 @@ async def render_job(ctx: RenderContext) -> Pack:
 
     Returns:
         The pack, with seconds per stage (``passport``, ``anchor``, ``generate``, ``cut``, ``skin``,
-        ``finish``, ``qa``, ``regen`` …).
+        ``finish``, ``qa``, ``likeness``, ``regen`` …); each sticker with its likeness to the guest or the
+        reason it has none (:func:`worker.steps.likeness.attach_likeness`; ``not_scored`` when ``ctx``
+        has no scorer).
 
     Raises:
         NoFaceError, PermanentJobError: the selfie cannot be used.
@@ -137,12 +144,15 @@ async def render_job(ctx: RenderContext) -> Pack:
     ctx.events.append({"event": "JOB_RENDER_MODE", "mode": mode})
     async with ctx.stage("inputs"):
         inputs = await ctx.cpu(prepare_inputs, ctx.selfie, ctx.selfie_meta)
+    if ctx.likeness is not None:
+        ctx.judge = PackJudge(ctx.likeness, ctx.selfie, inputs.face)
     async with ctx.stage("passport"):
         passport = await appearance_passport(
             ctx, ctx.artefacts, inputs.selfie, card_attempts=ctx.settings.card_attempts
         )
     face = await ctx.cpu(face_crop, inputs.rgb, inputs.face, passport)
     fallback = ctx.settings.figure_fallback_enabled
+    path: RenderMode = "composite"
     if mode == "composite":
         slots = await render_composite(ctx, inputs, face, passport)
     elif fallback and await ctx.artefacts.get(FIGURE_FAILED) is not None:
@@ -152,7 +162,7 @@ async def render_job(ctx: RenderContext) -> Pack:
         slots = await render_composite(ctx, inputs, face, passport)
     else:
         try:
-            slots = await _figure_path(ctx, mode, inputs, face, passport)
+            slots, path = await _figure_path(ctx, mode, inputs, face, passport)
         except NoValidSheet as exc:
             if not fallback:
                 raise RetryableJobError(f"no valid sheet: {exc}", error_class=ErrorClass.INVALID) from exc
@@ -166,6 +176,7 @@ async def render_job(ctx: RenderContext) -> Pack:
                         timedelta(minutes=10),
                     )
             slots = await render_composite(ctx, inputs, face, passport)
+    await attach_likeness(ctx, ctx.judge, slots, variant=path)
     return Pack(stickers=stickers_of(slots), timings=dict(ctx.timings))
 
 
@@ -182,6 +193,7 @@ class PipelineRenderer:
         usage: where calls are recorded (default ``api_usage``).
         clock: UTC now.
         store_patience_s: how long its writes wait for Postgres to come back (``STORE_WAIT_MAX_SEC``).
+        likeness: the process's likeness scorer (``None``: stickers are not scored).
     """
 
     def __init__(
@@ -195,6 +207,7 @@ class PipelineRenderer:
         usage: UsageStore | None = None,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
         store_patience_s: float = DEFAULT_PATIENCE_S,
+        likeness: LikenessScorer | None = None,
     ) -> None:
         self.settings = settings
         self.chain = chain
@@ -204,6 +217,7 @@ class PipelineRenderer:
         self.usage = usage or DbUsageStore(db, patience_s=store_patience_s)
         self.store_patience_s = store_patience_s
         self.clock = clock
+        self.likeness = likeness
 
     async def __call__(self, job: Job, selfie: Blob, outfit: Outfit) -> Pack:
         """Render ``job`` from its stored selfie blob (see :func:`render_job` for what is raised)."""
@@ -226,6 +240,7 @@ class PipelineRenderer:
             artefacts=DbArtefacts(self.db, job.id, patience_s=self.store_patience_s),
             cut_slots=self.cut_slots,
             alert=self.alert,
+            likeness=self.likeness,
         )
         try:
             pack = await render_job(ctx)

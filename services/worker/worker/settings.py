@@ -30,7 +30,9 @@ class PipelineSettings(BudgetSettings):
       ``figure``, what venues ran with, spec/002 ".env.example" column), ``LIKENESS_MODE`` (``classic`` or
       ``hybrid``; wins over) ``CONSISTENCY_MODE`` (1), ``FIGURE_FALLBACK_ENABLED`` (1),
       ``FIGURE_SHEET_ASPECT`` (``2:3``: sheets of 6 are 2 columns × 3 rows; ``3:2``: 3 × 2),
-      ``ART_STYLE`` (``cute_cartoon``), ``QA_IDENTITY_ENABLED`` (true).
+      ``ART_STYLE`` (``cute_cartoon``), ``QA_IDENTITY_ENABLED`` (true), ``LIKENESS_QA_ENABLED`` (true: a
+      sticker without a face, or with a face over the likeness bound, is a regeneration candidate like a
+      QA outlier; false: scored and stored only; issue 20).
     - Attempts: ``FIGURE_SHEET_ATTEMPTS`` (3), ``SHEET_ATTEMPTS`` (2, composite head sheets),
       ``CARD_ATTEMPTS`` (2, appearance passport), ``ANCHOR_RETRIES`` (1, only on a verified mismatch),
       ``CONSISTENCY_MAX_REGEN`` (4 single-figure regenerations per pack; missing figures are outside it).
@@ -80,6 +82,7 @@ class PipelineSettings(BudgetSettings):
     figure_sheet_aspect: Literal["2:3", "3:2"] = Field("2:3", validation_alias="FIGURE_SHEET_ASPECT")
     art_style: str = Field("cute_cartoon", min_length=1, validation_alias="ART_STYLE")
     qa_identity_enabled: bool = Field(True, validation_alias="QA_IDENTITY_ENABLED")
+    likeness_qa_enabled: bool = Field(True, validation_alias="LIKENESS_QA_ENABLED")
     anchor_verify: bool = Field(True, validation_alias="ANCHOR_VERIFY")
 
     # attempts (spec/002 "Retries, timeouts and limits")

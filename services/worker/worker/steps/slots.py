@@ -3,7 +3,8 @@
 A slot's defect decides its single-figure regeneration (spec/002 "Single-figure regeneration"):
 ``missing`` (no figure: outside the cap, no time budget, must be drawn), ``edge`` (touches the sheet
 border) and ``flat`` (cut at a cell line; both ``EDGE_REGEN_TIMEOUT_SEC``), ``small`` (a sliver after
-export, handled like ``missing``), ``qa`` (a QA outlier, ``CONSISTENCY_REGEN_BUDGET_SEC``).
+export, handled like ``missing``), ``qa`` (a QA outlier) and ``likeness`` (no face where one is expected, or
+a face too far from the guest's: :mod:`worker.steps.likeness`; both ``CONSISTENCY_REGEN_BUDGET_SEC``).
 """
 
 from __future__ import annotations
@@ -18,11 +19,12 @@ import numpy.typing as npt
 from cartoon.poses import POSES, Pose
 from worker.context import RenderReport
 from worker.imaging.finish import MIN_COVERAGE, Sticker, StickerQA, finish_sticker
+from worker.likeness import Judgement
 from worker.steps.sheets import SheetResult, crowded
 
 __all__ = ["Defect", "Slot", "finish_slots", "slots_from_sheets", "stickers_of"]
 
-Defect = Literal["missing", "edge", "flat", "small", "qa"]
+Defect = Literal["missing", "edge", "flat", "small", "qa", "likeness"]
 
 
 @dataclass
@@ -37,6 +39,7 @@ class Slot:
         reasons: QA reasons (``hair_length``, ``skin_tone`` …).
         sticker, outlined, qa: the finished sticker, its outlined RGBA and its QA numbers.
         regenerated: the figure came from a single-figure regeneration.
+        likeness: the finished sticker's likeness (``None`` until judged; :mod:`worker.steps.likeness`).
     """
 
     index: int
@@ -48,6 +51,7 @@ class Slot:
     outlined: npt.NDArray[np.uint8] | None = None
     qa: StickerQA | None = None
     regenerated: bool = False
+    likeness: Judgement | None = None
 
 
 def slots_from_sheets(results: Sequence[SheetResult | None], plans_poses: int = 12) -> list[Slot]:

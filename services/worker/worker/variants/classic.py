@@ -6,7 +6,8 @@ only, no anchor; sheet 1 first, the rest in parallel with sheet 1 as a reference
   pulled toward the selfie by ``HYBRID_SELFIE_PULL``) and green spill removed; one pack-level QA against
   the selfie.
 
-Failures become single-figure regenerations in both.
+Both judge each sticker's likeness to the selfie (issue 20). Failures and outliers of either become
+single-figure regenerations in both.
 """
 
 from __future__ import annotations
@@ -19,19 +20,13 @@ from worker.providers.images import encode_drawing
 from worker.providers.prompts import ColourLock
 from worker.steps.colour import hybrid_colours
 from worker.steps.inputs import Inputs
+from worker.steps.likeness import likeness_outliers, mark_outliers
 from worker.steps.qa import identity_outliers
 from worker.steps.regen import regenerate
 from worker.steps.sheets import PromptTerms, SheetResult, lenient, plan_sheets, sheet_with_attempts
 from worker.steps.slots import Slot, finish_slots, slots_from_sheets
 
 __all__ = ["render_classic"]
-
-
-def _mark(slots: list[Slot], judged: list[Slot], outliers: dict[int, list[str]]) -> None:
-    for position, reasons in outliers.items():
-        slot = judged[position]
-        slot.reasons = reasons
-        slot.defect = slot.defect or "qa"
 
 
 async def render_classic(
@@ -83,10 +78,11 @@ async def render_classic(
             max_de=s.skin_norm_max_de,
         )
     await finish_slots(ctx, slots)
+    finished = [slot for slot in slots if slot.outlined is not None]
+    far = await likeness_outliers(ctx, ctx.judge, finished, enabled=s.likeness_qa_enabled)
     if hybrid:
-        judged = [slot for slot in slots if slot.outlined is not None]
-        _mark(
-            slots,
+        judged = finished
+        mark_outliers(
             judged,
             await identity_outliers(
                 ctx,
@@ -94,6 +90,7 @@ async def render_classic(
                 [x.outlined for x in judged if x.outlined is not None],
                 qa_identity_enabled=s.qa_identity_enabled,
             ),
+            "qa",
         )
     else:
         per_sheet = [
@@ -118,7 +115,8 @@ async def render_classic(
             )
         )
         for judged, outliers in zip(per_sheet, found, strict=True):
-            _mark(slots, judged, outliers)
+            mark_outliers(judged, outliers, "qa")
+    mark_outliers(finished, far, "likeness")
     await regenerate(
         ctx,
         slots,
@@ -129,5 +127,7 @@ async def render_classic(
         consistency_max_regen=s.consistency_max_regen,
         edge_regen_timeout_sec=s.edge_regen_timeout_sec,
         consistency_regen_budget_sec=s.consistency_regen_budget_sec,
+        judge=ctx.judge,
+        likeness_qa_enabled=s.likeness_qa_enabled,
     )
     return slots

@@ -1,7 +1,8 @@
 """Composite path (``STICKER_RENDER_MODE=composite``, or the figure fallback; spec/002): 2 sheets of 6
 heads in sequence (sheet 2 with sheet 1 as a reference), each head composed with Pillow onto the outfit's
 body template for its pose; ``SHEET_ATTEMPTS`` (2) per sheet with identity QA per sheet against the
-selfie, and the best cells of both attempts used (a present head that QA accepts; the earlier attempt
+selfie (and each head's likeness to it, issue 20), and the best cells of both attempts used (a present
+head that QA and the likeness check accept; the earlier attempt
 wins a tie). A cell without any usable head fails the attempt."""
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from worker.providers.answers import Passport
 from worker.providers.base import InputImage, ProviderCallError
 from worker.providers.images import encode_drawing
 from worker.steps.inputs import Inputs
+from worker.steps.likeness import likeness_outliers, merge_outliers
 from worker.steps.qa import identity_outliers
 from worker.steps.sheets import PromptTerms, SheetPlan, draw_sheet, plan_sheets
 from worker.steps.slots import Slot, finish_slots
@@ -46,7 +48,8 @@ async def _heads_of_sheet(
             composed = await ctx.cpu(compose_head, ctx.outfit, pose, figure.rgba)
             fresh.append(Slot(index=index, pose=pose, figure=composed))
         await finish_slots(ctx, fresh)
-        outliers = await identity_outliers(
+        far = await likeness_outliers(ctx, ctx.judge, fresh, enabled=ctx.settings.likeness_qa_enabled)
+        found = await identity_outliers(
             ctx,
             selfie,
             [s.outlined for s in fresh if s.outlined is not None],
@@ -54,6 +57,7 @@ async def _heads_of_sheet(
             kind="sheet_qa",
             grid=(plan.cols, plan.rows),
         )
+        outliers = merge_outliers(found, far)
         for position, slot in enumerate(fresh):
             if position in outliers and attempt < ctx.settings.sheet_attempts:
                 slot.reasons = outliers[position]

@@ -1,6 +1,7 @@
 """Consistency path (``CONSISTENCY_MODE=1``, spec/002): the anchor portrait is image 1 of every sheet,
 the sheets are asked for in parallel with a ``HARD LOCKS`` block; skin normalised to the anchor; one
-pack-level QA against the anchor; defects and outliers regenerated as single figures."""
+pack-level QA against the anchor, and each sticker's likeness to the selfie (issue 20); defects and
+outliers of either regenerated as single figures."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from worker.providers.base import InputImage
 from worker.steps.anchor import Anchor
 from worker.steps.colour import normalise_pack_skin
 from worker.steps.inputs import Inputs
+from worker.steps.likeness import likeness_outliers, mark_outliers
 from worker.steps.qa import identity_outliers
 from worker.steps.regen import regenerate
 from worker.steps.sheets import PromptTerms, lenient, plan_sheets, sheet_with_attempts
@@ -60,16 +62,19 @@ async def render_consistency(
         )
     await finish_slots(ctx, slots)
     judged = [slot for slot in slots if slot.outlined is not None]
-    outliers = await identity_outliers(
-        ctx,
-        anchor.image,
-        [slot.outlined for slot in judged if slot.outlined is not None],
-        qa_identity_enabled=s.qa_identity_enabled,
+    outliers, far = await gather_or_cancel(
+        [
+            identity_outliers(
+                ctx,
+                anchor.image,
+                [slot.outlined for slot in judged if slot.outlined is not None],
+                qa_identity_enabled=s.qa_identity_enabled,
+            ),
+            likeness_outliers(ctx, ctx.judge, judged, enabled=s.likeness_qa_enabled),
+        ]
     )
-    for position, reasons in outliers.items():
-        slot = judged[position]
-        slot.reasons = reasons
-        slot.defect = slot.defect or "qa"
+    mark_outliers(judged, outliers, "qa")
+    mark_outliers(judged, far, "likeness")
     await regenerate(
         ctx,
         slots,
@@ -80,5 +85,7 @@ async def render_consistency(
         consistency_max_regen=s.consistency_max_regen,
         edge_regen_timeout_sec=s.edge_regen_timeout_sec,
         consistency_regen_budget_sec=s.consistency_regen_budget_sec,
+        judge=ctx.judge,
+        likeness_qa_enabled=s.likeness_qa_enabled,
     )
     return slots

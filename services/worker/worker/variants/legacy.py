@@ -1,8 +1,8 @@
-"""Legacy figure path (``CONSISTENCY_MODE=0``, or the anchor failed; spec/002): the selfie and face crop,
-2 sheets of 6 in sequence, sheet 2 with sheet 1 as a reference; strict sheet validity (any missing or
-extra figure burns one of ``FIGURE_SHEET_ATTEMPTS``); identity QA per sheet against the selfie and at
-most one sheet regeneration for QA or edge defects, kept only when it has fewer defects. No
-single-figure regeneration: an edge cut that stays is logged ``EDGE_CUT_LEFT``."""
+"""Legacy figure path (``CONSISTENCY_MODE=0``, or the anchor failed; spec/002): the selfie and face crop, 2
+sheets of 6 in sequence, sheet 2 with sheet 1 as a reference; strict sheet validity (any missing or extra
+figure burns one of ``FIGURE_SHEET_ATTEMPTS``); identity QA and likeness (issue 20) per sheet against the
+selfie and at most one sheet regeneration for QA, likeness or edge defects, kept only when it has fewer
+defects. No single-figure regeneration: an edge cut that stays is logged ``EDGE_CUT_LEFT``."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from worker.providers.answers import Passport
 from worker.providers.base import InputImage
 from worker.providers.images import encode_drawing
 from worker.steps.inputs import Inputs
+from worker.steps.likeness import likeness_outliers, merge_outliers
 from worker.steps.qa import identity_outliers
 from worker.steps.sheets import (
     PromptTerms,
@@ -26,10 +27,11 @@ __all__ = ["render_legacy"]
 
 
 async def _defects(ctx: RenderContext, result: SheetResult, selfie: InputImage) -> tuple[list[Slot], int]:
-    """The sheet's finished slots and its defect count (edge or flat cuts + QA outliers)."""
+    """The sheet's finished slots and its defect count (edge or flat cuts + QA or likeness outliers)."""
     slots = [s for s in slots_from_sheets([result]) if s.figure is not None]
     await finish_slots(ctx, slots)
-    outliers = await identity_outliers(
+    far = await likeness_outliers(ctx, ctx.judge, slots, enabled=ctx.settings.likeness_qa_enabled)
+    found = await identity_outliers(
         ctx,
         selfie,
         [s.outlined for s in slots if s.outlined is not None],
@@ -37,6 +39,7 @@ async def _defects(ctx: RenderContext, result: SheetResult, selfie: InputImage) 
         kind="sheet_qa",
         grid=(result.plan.cols, result.plan.rows),
     )
+    outliers = merge_outliers(found, far)
     for position, reasons in outliers.items():
         slots[position].reasons = reasons
     defects = sum(1 for s in slots if s.defect in ("edge", "flat")) + len(outliers)
