@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 from uuid import UUID, uuid4
 
@@ -10,6 +11,24 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from shared.db.tables import blobs
 from shared.domain import Blob
+
+
+@dataclass(frozen=True, slots=True)
+class StickerSummary:
+    """A stored sticker without its bytes, for the admin job page (issue 20 item 5).
+
+    ``likeness``: the face-descriptor distance to the guest's selfie the worker stored in the blob's
+    ``meta["likeness"]`` (0 = the same descriptor, smaller is more alike; ``None`` when it stored none, or
+    a value that is not a JSON number). ``likeness_reason``: its ``meta["likeness_reason"]`` (why no
+    distance was judged, e.g. ``no_face_found``; ``None`` when one was). ``scored``: the blob has a
+    ``likeness`` key at all; stickers stored before issue 20 have neither key.
+    """
+
+    position: int
+    emoji: str | None
+    likeness: float | None
+    likeness_reason: str | None
+    scored: bool
 
 
 def _blob(row: Any) -> Blob:
@@ -74,6 +93,29 @@ class BlobRepository:
             .order_by(blobs.c.position)
         )
         return [(int(r[0]), r[1]) for r in rows]
+
+    async def sticker_summaries(self, job_id: UUID) -> list[StickerSummary]:
+        """The job's stickers (blobs of kind ``sticker`` with a position) by position, without their bytes:
+        emoji and likeness from their ``meta``. A ``likeness`` that is not a JSON number reads as ``None``
+        rather than failing the query."""
+        likeness = blobs.c.meta["likeness"]
+        rows = await self.conn.execute(
+            sa.select(
+                blobs.c.position,
+                blobs.c.meta["emoji"].astext,
+                sa.case((sa.func.jsonb_typeof(likeness) == "number", likeness.astext.cast(sa.Float))),
+                blobs.c.meta["likeness_reason"].astext,
+                blobs.c.meta.has_key("likeness"),
+            )
+            .where(blobs.c.job_id == job_id, blobs.c.kind == "sticker", blobs.c.position.isnot(None))
+            .order_by(blobs.c.position)
+        )
+        return [
+            StickerSummary(
+                position=int(r[0]), emoji=r[1], likeness=r[2], likeness_reason=r[3], scored=bool(r[4])
+            )
+            for r in rows
+        ]
 
     async def at_position(self, job_id: UUID, kind: str, position: int) -> Blob | None:
         """The job's blob of ``kind`` at ``position``, or ``None``."""

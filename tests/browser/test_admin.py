@@ -1,7 +1,7 @@
 """The admin page in Chromium against the running stack (issue 13 items 3 and 5): sign in, pause/resume,
 the overview row, finding a named guest's failed job and retrying it, no Retry for a no-face photo, a
-delivered job's page with its stickers, contact sheet and calls and "Resend link" reaching the guest's
-chat, paging, and the leads CSV export."""
+delivered job's page with its stickers (each with its likeness, issue 20 item 5), contact sheet and calls
+and "Resend link" reaching the guest's chat, paging, and the leads CSV export."""
 
 from __future__ import annotations
 
@@ -27,6 +27,7 @@ from shared import maintenance
 from shared.db import create_engine
 from shared.db.tables import jobs
 from shared.domain import JobStatus
+from shared.likeness import LIKENESS_MAX_DISTANCE
 from shared.repositories import Database, Repositories
 from shared.repositories.usage import ApiCall
 from tests.browser.kiosk_helpers import ADMIN_TOKEN, PHOTOS, screenshot
@@ -75,9 +76,18 @@ def linked_guest(stack: Stack, *, user_id: int, first_name: str, username: str) 
     return UUID(session["id"])
 
 
-def job_of(stack: Stack, session_id: UUID, *, status: JobStatus, stickers: int = 0, **values: Any) -> str:
+def job_of(
+    stack: Stack,
+    session_id: UUID,
+    *,
+    status: JobStatus,
+    stickers: int = 0,
+    likeness: dict[int, dict[str, Any]] | None = None,
+    **values: Any,
+) -> str:
     """A job of the session, put straight into ``status`` with ``values`` (one transaction: no worker
-    sees it queued), its selfie kept and ``stickers`` PNGs stored."""
+    sees it queued), its selfie kept and ``stickers`` PNGs stored; ``likeness`` adds to the meta of the
+    sticker at each of its positions (as the worker stores ``likeness`` and ``likeness_reason``)."""
 
     async def make(repos: Repositories) -> str:
         capture = f"c{time.time_ns()}"
@@ -93,7 +103,7 @@ def job_of(stack: Stack, session_id: UUID, *, status: JobStatus, stickers: int =
                 content_type="image/png",
                 job_id=job.id,
                 position=position,
-                meta={"emoji": "🏴‍☠️"},
+                meta={"emoji": "🏴‍☠️", **(likeness or {}).get(position, {})},
             )
         if status == JobStatus.FAILED:  # through the real transitions: the timeline shows them
             await repos.jobs.claim(job.id, owner="browser-test")
@@ -201,7 +211,16 @@ def test_a_delivered_jobs_page_shows_its_stickers_and_calls_and_resends_the_link
     page: Page, stack: Stack
 ) -> None:
     session = linked_guest(stack, user_id=7304, first_name="Anna", username="anna_k")
-    job_id = job_of(stack, session, status=JobStatus.DELIVERED, stickers=12)
+    bound = LIKENESS_MAX_DISTANCE
+    near, far = round(bound * 0.7, 2), round(bound + 0.25, 2)
+    scores: dict[int, dict[str, Any]] = {
+        p: {"likeness": near, "likeness_reason": None} for p in range(12) if p not in (1, 2, 3, 4)
+    }
+    scores[1] = {"likeness": None, "likeness_reason": "eyes_hidden"}
+    # 2: stored before likeness existed (no key)
+    scores[3] = {"likeness": far, "likeness_reason": None}
+    scores[4] = {"likeness": None, "likeness_reason": "no_face_found"}
+    job_id = job_of(stack, session, status=JobStatus.DELIVERED, stickers=12, likeness=scores)
 
     async def calls(repos: Repositories) -> None:
         for kind, outcome, cost in (
@@ -228,6 +247,26 @@ def test_a_delivered_jobs_page_shows_its_stickers_and_calls_and_resends_the_link
     expect(page.locator("#detail-stickers img")).to_have_count(12)
     loaded = "[...document.querySelectorAll('#detail-stickers img')].every((i) => i.naturalWidth === 512)"
     page.wait_for_function(f"() => {loaded}")
+
+    def sticker(position: int) -> Any:
+        return page.locator(f'#detail-stickers figure[data-position="{position}"]')
+
+    # each sticker's likeness under its thumbnail; over the bound or without a face, marked
+    expect(sticker(0).locator("figcaption")).to_have_text(f"{near:.2f}")
+    expect(sticker(1).locator("figcaption")).to_have_text("eyes hidden, not judged")
+    expect(sticker(2).locator("figcaption")).to_have_text("not scored")
+    expect(sticker(3).locator("figcaption")).to_have_text(f"⚠ {far:.2f} > {bound:.2f}")
+    expect(sticker(4).locator("figcaption")).to_have_text("⚠ no face found")
+    expect(sticker(3)).to_have_class("sticker over")
+    expect(sticker(4)).to_have_class("sticker missing")
+    expect(sticker(0)).to_have_class("sticker")
+    border = "(i) => getComputedStyle(i).borderTopColor"
+    assert sticker(3).locator("img").evaluate(border) == "rgb(255, 107, 107)"  # --bad
+    assert sticker(0).locator("img").evaluate(border) == "rgba(0, 0, 0, 0)"
+    expect(page.locator("#detail-likeness")).to_have_text(
+        "Likeness (distance to the guest's face, smaller is closer): likeness judged on 9 of 12, "
+        f"1 over the bound {bound:.2f}, 1 without a face."
+    )
     expect(page.locator("#detail-calls tbody tr")).to_have_count(3)
     expect(page.locator("#detail-cost")).to_contain_text("3 calls, $0.04 in all")
     expect(page.locator("#detail-calls")).to_contain_text("rate_limit")

@@ -18,6 +18,7 @@ from PIL import Image
 from shared import streams
 from shared.db.tables import job_events, jobs
 from shared.domain import JobStatus
+from shared.likeness import LIKENESS_MAX_DISTANCE
 from shared.repositories import Database
 from shared.repositories.usage import ApiCall
 from shared.texts import text
@@ -276,6 +277,69 @@ async def test_a_job_page_has_its_timeline_stickers_sheet_and_calls(
     with Image.open(io.BytesIO(sheet.content)) as image:
         assert image.size == (4 * 192, 3 * 192)
         assert image.getpixel((96, 96))[:3] == (200, 40, 40)  # the first sticker sits in the first cell
+
+
+async def test_each_sticker_shows_its_likeness_or_why_it_has_none(
+    admin_client: httpx.AsyncClient, db: Database
+) -> None:
+    """Issue 20 item 5: each sticker carries the distance the worker stored in its blob's meta, or
+    ``null`` with the worker's reason, or ``not_scored`` when it was stored before likeness existed; the
+    answer carries the bound the page marks against."""
+    job_id = await guest_job(db, name="Lena", user_id=31, username="lena_l")
+    metas: list[dict[str, object]] = [
+        {"emoji": "😀", "likeness": 0.41, "likeness_reason": None},  # judged, like the guest
+        {"emoji": "😎", "likeness": None, "likeness_reason": "eyes_hidden"},  # not judged, says why
+        {"emoji": "🙂"},  # stored before issue 20
+        {"emoji": "😮", "likeness": 0.87, "likeness_reason": None},  # judged, not like the guest
+        {"emoji": "😐", "likeness": 0, "likeness_reason": None},  # identical: 0 is a distance, not "none"
+        {"emoji": "🤔", "likeness": "far", "likeness_reason": None},  # not a number: no distance, no 500
+    ]
+    async with db.transaction() as repos:
+        for position, meta in enumerate(metas):
+            await repos.blobs.put(
+                kind="sticker",
+                data=png(),
+                content_type="image/png",
+                job_id=job_id,
+                position=position,
+                meta=meta,
+            )
+    response = await admin_client.get(f"/admin/jobs/{job_id}", headers=AUTH)
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert body["likeness_bound"] == LIKENESS_MAX_DISTANCE
+    assert [(s["position"], s["emoji"], s["likeness"], s["likeness_reason"]) for s in body["stickers"]] == [
+        (0, "😀", 0.41, None),
+        (1, "😎", None, "eyes_hidden"),
+        (2, "🙂", None, "not_scored"),
+        (3, "😮", 0.87, None),
+        (4, "😐", 0.0, None),
+        (5, "🤔", None, None),
+    ]
+    assert body["stickers"][3]["url"] == f"/admin/jobs/{job_id}/stickers/3"
+    # the stickers' likeness is read without their bytes, but the images are still there
+    assert (await admin_client.get(body["stickers"][5]["url"], headers=AUTH)).status_code == 200
+
+
+async def test_the_openapi_document_describes_the_job_page_and_its_likeness(
+    admin_client: httpx.AsyncClient,
+) -> None:
+    document = (await admin_client.get("/admin/openapi.json", headers=AUTH)).json()
+    answer = document["paths"]["/admin/jobs/{job_id}"]["get"]["responses"]["200"]["content"]
+    assert answer["application/json"]["schema"] == {"$ref": "#/components/schemas/JobDetailOut"}
+    schemas = document["components"]["schemas"]
+    job = schemas["JobDetailOut"]["properties"]
+    assert (
+        job["likeness_bound"]["type"] == "number"
+        and "LIKENESS_MAX_DISTANCE" in job["likeness_bound"]["description"]
+    )
+    assert job["stickers"]["items"] == {"$ref": "#/components/schemas/StickerOut"}
+    sticker = schemas["StickerOut"]["properties"]
+    assert {"type": "number"} in sticker["likeness"]["anyOf"] and {"type": "null"} in sticker["likeness"][
+        "anyOf"
+    ]
+    assert "not_scored" in sticker["likeness_reason"]["description"]
+    assert "from" in schemas["EventOut"]["properties"]  # the timeline's key, as the page reads it
 
 
 # --- retry and resend ------------------------------------------------------------------------------------

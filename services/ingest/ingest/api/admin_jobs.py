@@ -30,6 +30,7 @@ from typing import Annotated, Any
 from uuid import UUID
 
 from fastapi import APIRouter, Depends, Path, Query, Response
+from pydantic import BaseModel, ConfigDict, Field
 
 from ingest.api.admin_leads import admin_required
 from ingest.api.errors import ApiError
@@ -39,8 +40,10 @@ from shared import command_ids, maintenance
 from shared.domain import Job, JobStatus
 from shared.errors import ErrorClass
 from shared.joblife import republish_queued, resend_link, retry_can_help, retry_failed_job
+from shared.likeness import LIKENESS_MAX_DISTANCE
 from shared.outbox import dispatch_commands
 from shared.overview import gather_overview
+from shared.repositories.blobs import StickerSummary
 from shared.repositories.job_search import JobListing, PageCursor
 from shared.repositories.overview import failure_label
 
@@ -52,6 +55,99 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MICROSECOND = timedelta(microseconds=1)
 #: Images of guests: never cached by a browser or a proxy, never embedded by another origin.
 _PRIVATE = {"Cache-Control": "private, no-store", "X-Content-Type-Options": "nosniff"}
+#: ``likeness_reason`` of a sticker stored before the worker scored likeness (issue 20): its blob has no
+#: ``likeness`` key, so nothing was judged and nothing failed.
+NOT_SCORED = "not_scored"
+
+
+# --- the job page's answer (GET /admin/jobs/{id}), for the OpenAPI document ------------------------------
+# ``extra="forbid"``: a key the route adds without adding it here fails the answer (a 500 in the tests)
+# instead of being dropped silently.
+
+
+class _Out(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class GuestOut(_Out):
+    name: str | None = Field(description="first name from Telegram")
+    username: str | None = Field(description="Telegram @username, without the @")
+    user_id: int | None = Field(description="Telegram user id")
+    language: str | None = Field(description="the guest's language code (e.g. en)")
+
+
+class EventOut(_Out):
+    from_: str | None = Field(alias="from", description="status before (null for the first event)")
+    to: str
+    note: str | None
+    at: str = Field(description="ISO 8601, UTC")
+
+
+class StickerOut(_Out):
+    position: int = Field(description="0-11, the sticker's place in the pack")
+    emoji: str | None
+    url: str = Field(description="the PNG under this API (admin token)")
+    likeness: float | None = Field(
+        description="face-descriptor distance between the sticker's face and the guest's selfie's face "
+        "(shared.imaging.faces.descriptor_distance): 0 = the same descriptor, smaller is more alike; "
+        "over `likeness_bound` the sticker does not look like the guest. null when no face was judged "
+        "(`likeness_reason` says why)."
+    )
+    likeness_reason: str | None = Field(
+        description="null when a distance was judged; else why not, as the worker stored it (e.g. "
+        "no_face_found, eyes_hidden, no_selfie_face, scorer_unavailable), or `not_scored` for a sticker "
+        "stored before likeness was scored"
+    )
+
+
+class CallOut(_Out):
+    provider: str
+    model: str
+    kind: str
+    call_type: str
+    outcome: str
+    cost_usd: float = Field(description="USD")
+    latency_s: float = Field(description="seconds")
+    error: str | None
+
+
+class LinkMessageOut(_Out):
+    command_id: str
+    status: str
+    at: str = Field(description="ISO 8601, UTC: the command's last change")
+
+
+class JobDetailOut(_Out):
+    """One job as the admin job page shows it."""
+
+    id: str
+    status: JobStatus
+    requeues: int
+    queued_again: bool
+    outfit_id: str
+    attempts: int
+    error_class: str | None
+    failure: str | None
+    error: str | None
+    sticker_set_name: str | None
+    created_at: str
+    updated_at: str
+    link_sent_at: str | None
+    selfie_deleted: bool
+    retryable: bool
+    resendable: bool
+    station: str | None
+    guest: GuestOut
+    events: list[EventOut]
+    stickers: list[StickerOut]
+    likeness_bound: float = Field(
+        description="the likeness distance above which a sticker does not look like its guest "
+        "(shared.likeness.LIKENESS_MAX_DISTANCE, the worker's pack QA bound); the page marks stickers over it"
+    )
+    contact_sheet_url: str | None
+    calls: list[CallOut]
+    cost_usd: float = Field(description="USD, all calls")
+    link_messages: list[LinkMessageOut]
 
 
 def _job(job: Job, requeues: int) -> dict[str, Any]:
@@ -90,6 +186,18 @@ def _listing(row: JobListing) -> dict[str, Any]:
         **_job(row.job, row.requeues),
         "station": row.station,
         "guest": {"name": row.guest_name, "username": row.tg_username, "user_id": row.tg_user_id},
+    }
+
+
+def _sticker(base: str, sticker: StickerSummary) -> dict[str, Any]:
+    """A sticker of the job page: ``likeness_reason`` is :data:`NOT_SCORED` for a sticker whose blob has
+    no ``likeness`` key (stored before issue 20)."""
+    return {
+        "position": sticker.position,
+        "emoji": sticker.emoji,
+        "url": f"{base}/stickers/{sticker.position}",
+        "likeness": sticker.likeness,
+        "likeness_reason": sticker.likeness_reason if sticker.scored else NOT_SCORED,
     }
 
 
@@ -146,17 +254,19 @@ async def list_jobs(
     }
 
 
-@router.get("/admin/jobs/{job_id}")
+@router.get("/admin/jobs/{job_id}", response_model=JobDetailOut, response_model_by_alias=True)
 async def show_job(ctx: Ctx, job_id: UUID) -> dict[str, Any]:
-    """One job: its guest, its transitions, its stickers (image paths under this API), its provider calls
-    with cost (USD) and latency (s), and its link messages (delivery's and every "Resend link")."""
+    """One job: its guest, its transitions, its stickers (image paths under this API, each with its
+    likeness to the guest: a distance or the reason there is none), the bound the page marks likeness
+    against, its provider calls with cost (USD) and latency (s), and its link messages (delivery's and
+    every "Resend link"). 404 ``not_found`` for an unknown job."""
     async with ctx.db.transaction() as repos:
         job_ctx = await repos.jobs.get_context(job_id)
         if job_ctx is None:
             raise ApiError(404, "not_found", f"job {job_id} does not exist")
         session = await repos.sessions.get(job_ctx.job.session_id)
         events = await repos.jobs.events(job_id)
-        stickers = await repos.blobs.positions_for_job(job_id, "sticker")
+        stickers = await repos.blobs.sticker_summaries(job_id)
         calls = await repos.usage.for_job(job_id)
         links = await repos.tg_commands.with_prefix(command_ids.link(job_id))
         links += await repos.tg_commands.with_prefix(command_ids.resend_link_prefix(job_id))
@@ -171,7 +281,8 @@ async def show_job(ctx: Ctx, job_id: UUID) -> dict[str, Any]:
             "language": job_ctx.language,
         },
         "events": [{"from": e[0], "to": e[1], "note": e[2], "at": e[3].isoformat()} for e in events],
-        "stickers": [{"position": p, "emoji": emoji, "url": f"{base}/stickers/{p}"} for p, emoji in stickers],
+        "stickers": [_sticker(base, s) for s in stickers],
+        "likeness_bound": LIKENESS_MAX_DISTANCE,
         "contact_sheet_url": f"{base}/contact-sheet" if stickers else None,
         "calls": [
             {

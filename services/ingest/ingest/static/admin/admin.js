@@ -1,7 +1,9 @@
 /* Sticker Booth admin page over the /admin/* JSON API (services/ingest/ingest/api/admin_jobs.py,
  * admin_leads.py): the evening's overview row (shared/overview.py), the queue with Pause/Resume, the job
  * list with search and keyset paging, a job page (#/jobs/<id>) with its timeline, stickers, contact sheet,
- * provider calls, Retry and Resend link, and the leads with a CSV export.
+ * provider calls, Retry and Resend link, and the leads with a CSV export. Each sticker shows its likeness
+ * to the guest (issue 20: the face-descriptor distance, or why there is none), marked when it is over the
+ * answer's likeness_bound or its face is missing.
  * The token is asked for once and kept in sessionStorage (this tab only). Every value from the server is
  * put on the page as text, never as HTML: guest names, lead names and messages come from strangers.
  * Guest images need the token, so they are fetched and shown as blob: URLs (the CSP allows img blob:).
@@ -193,6 +195,51 @@
 
   const usd = (value) => `$${Number(value).toFixed(2)}`;
   const percent = (share) => `${Math.round(share * 100)}%`;
+
+  // Why a sticker has no likeness distance (the worker's likeness_reason codes; not_scored: stored before
+  // likeness existed). An unknown code is shown as it is.
+  const LIKENESS_REASONS = {
+    no_face_found: "no face found",
+    eyes_hidden: "eyes hidden, not judged",
+    no_selfie_face: "no face in the selfie",
+    scorer_unavailable: "scorer unavailable",
+    not_scored: "not scored",
+  };
+
+  /* A sticker's likeness for its caption: text, tooltip and a mark. "over" when the distance is over the
+   * bound (the worker's pack QA bound, shared/likeness.py), "missing" when the sticker has no face (pack
+   * QA regenerates both, issue 20 item 4); distances at two decimals, three when two would read as the
+   * bound itself. */
+  function likenessOf(sticker, bound) {
+    if (typeof sticker.likeness === "number") {
+      let shown = sticker.likeness.toFixed(2);
+      if (shown === bound.toFixed(2) && sticker.likeness !== bound) shown = sticker.likeness.toFixed(3);
+      const over = sticker.likeness > bound;
+      return {
+        text: over ? `⚠ ${shown} > ${bound.toFixed(2)}` : shown,
+        title: `likeness distance ${sticker.likeness} (0 = the guest's face; over ${bound} does not look like them)`,
+        mark: over ? "over" : "",
+      };
+    }
+    const reason = sticker.likeness_reason;
+    const missing = reason === "no_face_found";
+    return {
+      text: `${missing ? "⚠ " : ""}${LIKENESS_REASONS[reason] || reason || "no likeness"}`,
+      title: `no likeness distance${reason ? ` (${reason})` : ""}`,
+      mark: missing ? "missing" : "none",
+    };
+  }
+
+  function likenessSummary(job) {
+    const marks = job.stickers.map((s) => likenessOf(s, job.likeness_bound).mark);
+    const over = marks.filter((m) => m === "over").length;
+    const missing = marks.filter((m) => m === "missing").length;
+    const judged = job.stickers.filter((s) => typeof s.likeness === "number").length;
+    const parts = [`likeness judged on ${judged} of ${job.stickers.length}`];
+    if (over) parts.push(`${over} over the bound ${job.likeness_bound.toFixed(2)}`);
+    if (missing) parts.push(`${missing} without a face`);
+    return { text: `Likeness (distance to the guest's face, smaller is closer): ${parts.join(", ")}.`, flagged: over + missing > 0 };
+  }
 
   // What each failure of a job means for staff (DESIGN.md §5); a retry cannot fix the first three.
   const FAILURES = {
@@ -510,13 +557,25 @@
     const box = $("detail-stickers");
     $("detail-no-stickers").hidden = job.stickers.length > 0;
     $("detail-sheet").hidden = !job.contact_sheet_url;
-    if (shownImages.jobId === job.id && shownImages.count === job.stickers.length) return;
+    const summary = $("detail-likeness");
+    summary.hidden = job.stickers.length === 0;
+    if (job.stickers.length) {
+      const { text, flagged } = likenessSummary(job);
+      summary.textContent = text;
+      summary.className = `small ${flagged ? "bad" : "muted"}`;
+    }
+    // Fetched again only when the stickers changed (a regenerated sticker comes with its new likeness).
+    const shown = JSON.stringify([job.likeness_bound, job.stickers.map((s) => [s.position, s.likeness, s.likeness_reason])]);
+    if (shownImages.jobId === job.id && shownImages.shown === shown) return;
     for (const url of shownImages.urls) URL.revokeObjectURL(url);
-    shownImages = { jobId: job.id, count: job.stickers.length, urls: [] };
+    shownImages = { jobId: job.id, shown, urls: [] };
     box.replaceChildren();
     const images = await Promise.all(job.stickers.map((s) => blobUrl(s.url).catch(() => null)));
     box.replaceChildren(
       ...job.stickers.map((s, k) => {
+        const likeness = likenessOf(s, job.likeness_bound);
+        const figure = el("figure", null, `sticker ${likeness.mark}`.trim());
+        figure.dataset.position = String(s.position);
         const img = el("img");
         img.alt = `Sticker ${s.position + 1}${s.emoji ? ` ${s.emoji}` : ""}`;
         img.width = img.height = 112;
@@ -524,7 +583,10 @@
           img.src = images[k];
           shownImages.urls.push(images[k]);
         }
-        return img;
+        const caption = el("figcaption", likeness.text, typeof s.likeness === "number" ? "likeness mono" : "likeness");
+        caption.title = likeness.title;
+        figure.append(img, caption);
+        return figure;
       }),
     );
   }
