@@ -10,6 +10,7 @@ import pytest
 
 from devstack.bench import faces as face_eval
 from devstack.bench import haar_reference
+from devstack.bench.report import write_markdown
 
 FIXTURES = face_eval.FIXTURES_DIR
 # Fixture photos of ../shared/fixtures/photos with their truth: enough to score every kind of verdict.
@@ -128,3 +129,15 @@ def test_each_count_gets_its_verdict(
     label: face_eval.Label, min_faces: int, count: int, expected: str
 ) -> None:
     assert face_eval.verdict(label, min_faces, count) == expected
+
+
+def test_make_bench_rewrites_benchmarks_md_but_keeps_the_face_check_section(tmp_path: Path) -> None:
+    path = tmp_path / "BENCHMARKS.md"
+    path.write_text("# Benchmarks\n\nold figures\n\n## Face check\n\nface figures\n")
+    write_markdown(path, [], elapsed_s=1.0)
+    text = path.read_text()
+    assert "old figures" not in text
+    assert text.endswith("## Face check\n\nface figures\n")
+    without = tmp_path / "other.md"
+    write_markdown(without, [], elapsed_s=1.0)
+    assert "Face check" not in without.read_text()
