@@ -7,7 +7,7 @@ SRC_PATHS := . services/ingest services/worker services/delivery services/leads 
 STAMP := $(VENV)/.installed
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: help install check lint format test test-fast test-integration test-e2e test-browser test-all chaos demo up preflight render deploy-check compose-check clean
+.PHONY: help install check lint format test test-fast test-integration test-e2e test-browser test-all chaos demo up preflight render face-eval deploy-check compose-check clean
 
 help:  ## list the commands
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -88,6 +88,9 @@ render: install  ## a pack from a photo without the services: PHOTO=… OUTFIT=c
 
 bench: install  ## every benchmark of issue 12, written to BENCHMARKS.md (python -m devstack.bench --only NAME for one)
 	$(PY) -m devstack.bench
+
+face-eval: install  ## score the face check on the face set: Haar vs dlib, false refusals/accepts, CPU time (FACE_EVAL_ARGS)
+	$(PY) -m devstack face-eval $(FACE_EVAL_ARGS)
 
 deploy-check: install  ## lint the Dockerfile, validate compose.yaml, render k8s
 	$(PY) -m pytest tests/deploy $(PYTEST_ARGS)

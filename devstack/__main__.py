@@ -155,6 +155,12 @@ def main() -> int:
             "--ai-sim", action="store_true", help="render through the AI provider simulator (real SDKs)"
         )
     sub.add_parser("preflight", help="run the preflight against the stack `make up` runs")
+    face_eval_cmd = sub.add_parser(
+        "face-eval", help="score the face check on the face set: Haar vs the product's detector (issue 20)"
+    )
+    from devstack.bench import faces as face_eval
+
+    face_eval.add_arguments(face_eval_cmd)
     chaos_cmd = sub.add_parser(
         "chaos", help="journeys and leads under faults; a ledger of every guest's outcome"
     )
@@ -179,6 +185,8 @@ def main() -> int:
     args = parser.parse_args()
     if args.command == "chaos":
         return run_chaos(args)
+    if args.command == "face-eval":
+        return face_eval.run(args)
     if args.command == "preflight":
         from devstack import preflight
 

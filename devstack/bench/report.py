@@ -90,6 +90,14 @@ def _cpus() -> int:
     return len(os.sched_getaffinity(0))
 
 
+#: A section of ``BENCHMARKS.md`` that ``make bench`` does not measure (``make face-eval`` does, issue 20):
+#: from this heading to the end of the file, kept as it is when the file is written again.
+KEPT_SECTION = "## Face check"
+
+
 def write_markdown(path: Path, rows: Sequence[Row], *, elapsed_s: float) -> None:
-    """Write ``render_markdown`` to ``path`` (replacing it whole)."""
-    path.write_text(render_markdown(rows, elapsed_s=elapsed_s), encoding="utf-8")
+    """Write ``render_markdown`` to ``path``, replacing it except for its :data:`KEPT_SECTION`."""
+    old = path.read_text(encoding="utf-8") if path.exists() else ""
+    kept = old[old.index(KEPT_SECTION) :] if KEPT_SECTION in old else ""
+    text = render_markdown(rows, elapsed_s=elapsed_s)
+    path.write_text(text + ("\n" + kept if kept else ""), encoding="utf-8")

@@ -56,8 +56,10 @@ __all__ = [
 ]
 
 #: Longest side (px) of the grey copies the detector runs on, in order; the second only when the first
-#: finds nothing (a no-face photo pays for both: ~10 + ~40 ms).
-DETECT_SIDES_PX = (400, 800)
+#: finds nothing (a no-face photo pays for both: ~15 + ~65 ms). Chosen by ``make face-eval``
+#: (BENCHMARKS.md "Face check"): the fastest pair tried with no frontal face refused and no no-face photo
+#: accepted; 1000 px refuses a group of ~20 px faces, 1200 px costs ~25 % more CPU.
+DETECT_SIDES_PX = (400, 1100)
 #: The SVM margin a detection must reach (dlib's ``adjust_threshold``; 0.0 is dlib's own default).
 DETECT_THRESHOLD = 0.0
 #: Names recorded with a stored face and a likeness score, so a model change is visible in the data.
