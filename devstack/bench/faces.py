@@ -208,9 +208,17 @@ class Report:
         }
 
 
-def load_set(truth: Path = TRUTH, set_dir: Path = SET_DIR, fixtures_dir: Path = FIXTURES_DIR) -> list[Photo]:
+def load_set(
+    truth: Path = TRUTH,
+    set_dir: Path = SET_DIR,
+    fixtures_dir: Path = FIXTURES_DIR,
+    *,
+    fixtures_only: bool = False,
+) -> list[Photo]:
     """The photos of ``truth`` (``{"photos": [{"file", "label", "min_faces", "source"}, ...]}``): those
-    whose ``source`` names a ``fixture`` are read from ``fixtures_dir``, the others from ``set_dir``.
+    whose ``source`` names a ``fixture`` are read from ``fixtures_dir``, the others from ``set_dir``
+    (skipped with ``fixtures_only``: the team kit's fixtures are on every machine that runs ``make
+    test``; the set's public photos are data the kit keeps, not this repository).
 
     Raises:
         FileNotFoundError: a photo is missing (the message names the folder that must sit beside the repo).
@@ -221,6 +229,8 @@ def load_set(truth: Path = TRUTH, set_dir: Path = SET_DIR, fixtures_dir: Path = 
     for entry in json.loads(truth.read_text())["photos"]:
         if entry["label"] not in LABELS:
             raise ValueError(f"{entry['file']}: unknown label {entry['label']!r} (one of {LABELS})")
+        if fixtures_only and "fixture" not in entry["source"]:
+            continue
         folder = fixtures_dir if "fixture" in entry["source"] else set_dir
         path = folder / entry["file"]
         if not path.is_file():

