@@ -15,8 +15,10 @@ tell "retry later" from "permanent" without knowing which library failed.
     │   │                            nothing was sent: the command may run again; a PTB ``NetworkError``
     │   ├── SetNotReadable           (telegram_gateway.sticker_sets) a set's name is taken but the set
     │   │                            does not read yet; also a PTB ``NetworkError``, so PTB retries it
-    │   └── PhotoCheckUnavailable    (ingest.photo_pool) a photo-check process died during the upload:
-    │                                HTTP 503, the pool is replaced, the kiosk sends the photo again
+    │   ├── PhotoCheckUnavailable    (ingest.photo_pool) a photo-check process died during the upload:
+    │   │                            HTTP 503, the pool is replaced, the kiosk sends the photo again
+    │   └── ScorerUnavailable        (worker.likeness) the likeness scoring process died or did not
+    │                                answer: that sticker's likeness is ``None`` (scorer_unavailable)
     ├── UploadRejected               a kiosk upload is unusable: 4xx with a machine-readable `code`
     │   ├── ConsentRequired          (ingest.consent) no "Agree" on the session: 403
     │   │                            `consent_required`, nothing read or stored

@@ -38,6 +38,7 @@ SET_WHILE_RUNNING = frozenset(
 FILLED_BY_TRAFFIC = frozenset(
     {
         "stk_stage_seconds_bucket",
+        "stk_sticker_likeness_bucket",  # a distribution of delivered stickers, like the stage times
         "stk_provider_calls_total",
         "stk_provider_latency_seconds_bucket",
         "stk_provider_latency_seconds_sum",

@@ -32,6 +32,7 @@ import structlog
 from PIL import Image
 
 from cartoon.poses import Pose
+from shared.errors import UnavailableError
 from shared.imaging.decode import decode_rgb
 from shared.imaging.faces import (
     DESCRIPTOR_ID,
@@ -82,7 +83,7 @@ NO_SELFIE_FACE = "no_selfie_face"  #: the selfie has no face to compare with (``
 SCORER_UNAVAILABLE = "scorer_unavailable"  #: the scoring process died or did not answer in time
 
 
-class ScorerUnavailable(Exception):
+class ScorerUnavailable(UnavailableError):
     """The scoring process died, could not start, or did not answer within the timeout."""
 
 
