@@ -32,7 +32,7 @@ COPY requirements.txt /tmp/requirements.txt
 # deleted in the same layer, so no image carries them. The check fails the build if a kept file is missing.
 RUN python -m venv /opt/venv \
  && /opt/venv/bin/pip install --no-cache-dir -r /tmp/requirements.txt \
- && models="$(/opt/venv/bin/python -c 'import face_recognition_models as m, os; print(os.path.dirname(m.__file__))')/models" \
+ && models="$(/opt/venv/bin/python -c 'import importlib.util as u, os; print(os.path.dirname(u.find_spec("face_recognition_models").origin))')/models" \
  && rm -f "$models/shape_predictor_68_face_landmarks.dat" "$models/mmod_human_face_detector.dat" \
  && test -s "$models/shape_predictor_5_face_landmarks.dat" \
  && test -s "$models/dlib_face_recognition_resnet_model_v1.dat" \

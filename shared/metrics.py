@@ -33,7 +33,23 @@ STICKER_LIKENESS = Histogram(
     "Face descriptor distance of each delivered sticker to its guest's selfie (issue 20; lower is likelier,"
     " the bound is shared.likeness.LIKENESS_MAX_DISTANCE); stickers without a judged face are not observed",
     ["variant"],
-    buckets=(0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7, 0.8, 0.9, 1.0),
+    buckets=(
+        0.2,
+        0.25,
+        0.3,
+        0.35,
+        0.4,
+        0.45,
+        0.5,
+        0.55,
+        0.57,
+        0.6,
+        0.65,
+        0.7,
+        0.8,
+        0.9,
+        1.0,
+    ),  # 0.57: the bound
 )
 PROVIDER_COST = Counter("stk_provider_cost_usd_total", "AI spend (USD)", ["provider", "model"])
 PROVIDER_BUDGET_HELD = Gauge(

@@ -74,7 +74,7 @@ HEAVY = (
     "tests/shared/imaging/test_faces.py::test_the_exif_rotated_face_is_found_only_upright",  # 1.1 s
     "tests/shared/imaging/test_faces.py::test_a_face_behind_a_welding_mask_is_not_found",  # 1.1 s
     # ~60 s: the whole face set normalised and detected (make face-eval's scorer on the product detector)
-    "tests/devstack/test_face_eval.py::test_the_product_detector_refuses_no_frontal_face_and_accepts_no_empty_photo",
+    "tests/devstack/test_face_eval.py::test_on_the_fixtures_the_product_detector_refuses_no_face_and_accepts_no_empty_photo",
     # 1.5 s each: the fixture photos (a 12 MP HEIC among them) normalised as ingest does
     "tests/devstack/test_face_eval.py::test_a_detector_that_always_says_face_is_scored_as_accepting_every_empty_photo",
     "tests/devstack/test_face_eval.py::test_a_detector_that_never_finds_a_face_is_scored_as_refusing_every_face",

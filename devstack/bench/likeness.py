@@ -12,7 +12,7 @@ is compared with its own selfie's face (same person) and with every other fixtur
 that hide the eyes (:data:`worker.likeness.EYES_HIDDEN_OVERLAYS`) are counted apart.
 
 The bound is ``min(other-person distances) − MARGIN`` (eyes shown, resp. hidden), and the row says whether
-every same-person distance stays at or below it. The figures are a drawer's on six faces: a real image
+every same-person distance stays at or below it. The figures are a drawer's on five faces: a real image
 model's stickers stray further from the face, so the production figures come from
 ``stk_sticker_likeness`` (``LIKENESS_QA_ENABLED=false`` scores without acting while they are gathered).
 

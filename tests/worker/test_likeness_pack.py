@@ -18,6 +18,7 @@ import os
 import signal
 import sys
 import threading
+import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from types import FrameType
@@ -42,6 +43,7 @@ from worker.likeness import (
     NO_FACE_FOUND,
     SCORER_UNAVAILABLE,
     LikenessScorer,
+    ScorerUnavailable,
     PackJudge,
     eyes_hidden,
 )
@@ -221,9 +223,71 @@ async def test_a_killed_scoring_process_costs_a_score_not_the_job(pack_a: Pack) 
         os.kill(pid, signal.SIGKILL)
         lost = await judge.sticker(sticker.png, POSES[0])
         assert (lost.distance, lost.reason, lost.defect) == (None, SCORER_UNAVAILABLE, None)
-        again = await judge.sticker(sticker.png, POSES[0])
+        # the rest of this pack is not scored (a hung child costs a pack one timeout, not twelve) ...
+        rest = await judge.sticker(sticker.png, POSES[0])
+        assert rest.reason == SCORER_UNAVAILABLE
+        # ... and the next pack gets a fresh process
+        again = await judge_for(scorer, GUEST_A).sticker(sticker.png, POSES[0])
         assert again.distance == pytest.approx(first.distance, abs=1e-4)
         assert scorer.child_pids() and pid not in scorer.child_pids()
+    finally:
+        await scorer.close()
+
+
+async def _until(check: Callable[[], bool], what: str, limit_s: float = 60.0) -> None:
+    """Poll ``check`` (a state another process changes) until true; fail naming ``what`` after
+    ``limit_s`` (a limit for a hang, not a timing assertion)."""
+    for _ in range(int(limit_s / 0.05)):
+        if check():
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"never: {what}")
+
+
+async def test_a_scoring_process_that_died_between_packs_is_replaced(pack_a: Pack) -> None:
+    """The child dies while idle (an OOM kill between jobs): the pool notices and is broken; the next
+    pack must get a fresh process, not ``scorer_unavailable`` for ever."""
+    scorer = LikenessScorer()
+    try:
+        sticker = pack_a.stickers[0]
+        first = await judge_for(scorer, GUEST_A).sticker(sticker.png, POSES[0])
+        (pid,) = scorer.child_pids()
+        pool = scorer._pool
+        os.kill(pid, signal.SIGKILL)
+        await _until(lambda: bool(getattr(pool, "_broken", False)), "the pool notices its dead child")
+        outcomes = [await judge_for(scorer, GUEST_A).sticker(sticker.png, POSES[0]) for _ in range(2)]
+        assert outcomes[-1].distance == pytest.approx(first.distance, abs=1e-4), outcomes
+    finally:
+        await scorer.close()
+
+
+async def test_a_hung_scoring_process_is_killed_and_replaced(pack_a: Pack) -> None:
+    scorer = LikenessScorer(timeout_s=1.0)
+    try:
+        sticker = pack_a.stickers[0]
+        with pytest.raises(ScorerUnavailable, match="no answer within"):
+            await scorer._run(time.sleep, 600)  # a child that never answers
+        assert scorer.child_pids() == []  # the hung pool was dropped ...
+        scorer._timeout_s = 60.0  # a fresh child loads its models first (~1.5 s): past the test's 1 s
+        judged = await judge_for(scorer, GUEST_A).sticker(sticker.png, POSES[0])
+        assert judged.distance is not None  # ... and the next pack is scored by a fresh one
+    finally:
+        await scorer.close(wait_s=5.0)
+
+
+async def test_an_error_in_the_child_costs_that_answer_only(pack_a: Pack) -> None:
+    scorer = LikenessScorer()
+    try:
+        sticker = pack_a.stickers[0]
+        first = await judge_for(scorer, GUEST_A).sticker(sticker.png, POSES[0])
+        (pid,) = scorer.child_pids()
+        with pytest.raises(ScorerUnavailable, match="ValueError"):
+            await scorer._run(int, "not a number")  # raises in the child
+        broken = await judge_for(scorer, GUEST_A).sticker(b"not a png", POSES[0])
+        assert broken.reason == SCORER_UNAVAILABLE
+        again = await judge_for(scorer, GUEST_A).sticker(sticker.png, POSES[0])
+        assert again.distance == pytest.approx(first.distance, abs=1e-4)
+        assert scorer.child_pids() == [pid]  # the same child served all of it
     finally:
         await scorer.close()
 

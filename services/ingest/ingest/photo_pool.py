@@ -37,6 +37,7 @@ import structlog
 from starlette.requests import ClientDisconnect
 
 from ingest import malloc, photo
+from shared.childproc import exit_with
 from shared.errors import UnavailableError, UploadRejected
 from shared.imaging.faces import load_detector
 
@@ -69,9 +70,11 @@ def container_cpus(cpu_max: Path = _CGROUP_CPU_MAX) -> int:
     return max(1, cpus)
 
 
-def _start_process() -> None:
-    """Pool initializer, once per process: one OpenCV thread (the pool is the parallelism), HEIC
-    registered, the face detector and landmark model loaded (:func:`shared.imaging.faces.load_detector`)."""
+def _start_process(service_pid: int) -> None:
+    """Pool initializer, once per process: leave with ingest (:func:`shared.childproc.exit_with`), one
+    OpenCV thread (the pool is the parallelism), HEIC registered, the face detector and landmark model
+    loaded (:func:`shared.imaging.faces.load_detector`)."""
+    exit_with(service_pid)
     cv2.setNumThreads(1)
     malloc.fix_mmap_threshold()
     photo.load_decoders()
@@ -128,7 +131,10 @@ class PhotoChecker:
             context = multiprocessing.get_context("forkserver")
             context.set_forkserver_preload(["ingest.photo_pool"])
             self._pool = ProcessPoolExecutor(
-                max_workers=self.workers, mp_context=context, initializer=_start_process
+                max_workers=self.workers,
+                mp_context=context,
+                initializer=_start_process,
+                initargs=(os.getpid(),),
             )
         return self._pool
 

@@ -18,8 +18,10 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import io
 import multiprocessing
+import os
 import threading
 from collections.abc import Callable
 from concurrent.futures.process import BrokenProcessPool
@@ -32,6 +34,7 @@ import structlog
 from PIL import Image
 
 from cartoon.poses import Pose
+from shared.childproc import exit_with
 from shared.errors import UnavailableError
 from shared.imaging.decode import decode_rgb
 from shared.imaging.faces import (
@@ -187,7 +190,8 @@ def _descriptor_of(rgb: npt.NDArray[np.uint8], face: FaceBox | None) -> tuple[by
     return face_descriptor(rgb, face).tobytes(), None
 
 
-def _child_init() -> None:
+def _child_init(service_pid: int) -> None:
+    exit_with(service_pid)
     load_descriptor()
 
 
@@ -241,15 +245,23 @@ class LikenessScorer:
                 raise ScorerUnavailable("the scorer is closed")
             if self._pool is None:
                 self._pool = concurrent.futures.ProcessPoolExecutor(
-                    max_workers=self._processes, mp_context=self._context, initializer=_child_init
+                    max_workers=self._processes,
+                    mp_context=self._context,
+                    initializer=_child_init,
+                    initargs=(os.getpid(),),
                 )
             return self._pool
 
-    def _discard(self, pool: concurrent.futures.ProcessPoolExecutor) -> None:
-        """Forget a broken pool (the next call starts a fresh one)."""
+    def _discard(self, pool: concurrent.futures.ProcessPoolExecutor, *, kill: bool = False) -> None:
+        """Forget a broken or hung pool (the next call starts a fresh one); ``kill``: SIGKILL its
+        children first (a hung child never ends on its own, and ``shutdown`` would wait for it)."""
         with self._lock:
             if self._pool is pool:
                 self._pool = None
+        if kill:
+            for process in list((getattr(pool, "_processes", None) or {}).values()):
+                with contextlib.suppress(OSError, ValueError):
+                    process.kill()
         pool.shutdown(wait=False, cancel_futures=True)
 
     def child_pids(self) -> list[int]:
@@ -261,10 +273,14 @@ class LikenessScorer:
     async def _run(
         self, fn: Callable[..., tuple[bytes | None, str | None]], *args: Any
     ) -> tuple[Descriptor | None, str | None]:
+        pool = self._executor()
         try:
-            pool = self._executor()
             future = pool.submit(fn, *args)
-        except (BrokenProcessPool, RuntimeError) as exc:  # RuntimeError: submit after a shutdown
+        except BrokenProcessPool as exc:  # the child died while idle (between jobs)
+            log.warning("LIKENESS_SCORER_DIED", error=str(exc)[:200])
+            self._discard(pool)
+            raise ScorerUnavailable(f"the scoring process died: {exc}") from exc
+        except RuntimeError as exc:  # submit after a shutdown (the worker is stopping)
             raise ScorerUnavailable(f"{type(exc).__name__}: {exc}") from exc
         try:
             data, reason = await asyncio.wait_for(asyncio.wrap_future(future), self._timeout_s)
@@ -273,8 +289,12 @@ class LikenessScorer:
             self._discard(pool)
             raise ScorerUnavailable(f"the scoring process died: {exc}") from exc
         except TimeoutError as exc:
-            future.cancel()
+            log.warning("LIKENESS_SCORER_HUNG", timeout_s=self._timeout_s)
+            self._discard(pool, kill=True)
             raise ScorerUnavailable(f"no answer within {self._timeout_s} s") from exc
+        except Exception as exc:  # raised in the child (an undecodable PNG, dlib): that answer only
+            log.warning("LIKENESS_SCORE_FAILED", error=f"{type(exc).__name__}: {exc}"[:200])
+            raise ScorerUnavailable(f"{type(exc).__name__}: {exc}") from exc
         if data is None:
             return None, reason
         return np.frombuffer(data, np.float32).copy(), None
@@ -298,13 +318,19 @@ class LikenessScorer:
         """
         return await self._run(_describe_drawing, png)
 
-    async def close(self) -> None:
-        """Shut the pool down (waits for its children to exit, in a thread)."""
+    async def close(self, *, wait_s: float = 10.0) -> None:
+        """Shut the pool down: wait up to ``wait_s`` seconds (in a thread) for its children to exit,
+        then kill them (a hung child must not hold the worker's shutdown)."""
         with self._lock:
             self._closed = True
             pool, self._pool = self._pool, None
-        if pool is not None:
-            await asyncio.to_thread(pool.shutdown, True, cancel_futures=True)
+        if pool is None:
+            return
+        try:
+            await asyncio.wait_for(asyncio.to_thread(pool.shutdown, True, cancel_futures=True), wait_s)
+        except TimeoutError:
+            log.warning("LIKENESS_SCORER_KILLED_AT_EXIT", wait_s=wait_s)
+            self._discard(pool, kill=True)
 
 
 class PackJudge:
@@ -324,18 +350,24 @@ class PackJudge:
         self._selfie: tuple[Descriptor | None, str | None] | None = None
         self._anchor: Descriptor | None = None
         self._lock = asyncio.Lock()
+        #: Set at this pack's first ScorerUnavailable: the rest of the pack is not scored (one hung
+        #: child costs a pack at most one ``timeout_s``, not one per sticker).
+        self._unavailable = False
 
     async def selfie(self) -> tuple[Descriptor | None, str | None]:
         """The selfie's descriptor, or ``None`` and the reason (:data:`NO_SELFIE_FACE`,
-        :data:`SCORER_UNAVAILABLE`: tried again on the next call)."""
+        :data:`SCORER_UNAVAILABLE`: for the rest of this pack)."""
         async with self._lock:
             if self._selfie is None:
                 if self._face is None:
                     self._selfie = (None, NO_SELFIE_FACE)
+                elif self._unavailable:
+                    return None, SCORER_UNAVAILABLE
                 else:
                     try:
                         found, reason = await self._scorer.photo(self._selfie_bytes, self._face)
                     except ScorerUnavailable:
+                        self._unavailable = True
                         return None, SCORER_UNAVAILABLE
                     self._selfie = (found, None) if found is not None else (None, NO_SELFIE_FACE)
                     if found is None:
@@ -345,9 +377,12 @@ class PackJudge:
     async def use_anchor(self, png: bytes) -> bool:
         """Take the anchor portrait (PNG) as the second reference; ``False`` when no face is found on it
         or the scorer is unavailable (the stickers are then judged against the selfie alone)."""
+        if self._unavailable:
+            return False
         try:
             self._anchor, _reason = await self._scorer.drawing(png)
         except ScorerUnavailable:
+            self._unavailable = True
             self._anchor = None
         return self._anchor is not None
 
@@ -359,8 +394,11 @@ class PackJudge:
             return Judgement(None, SCORER_UNAVAILABLE, hidden_eyes=eyes_hidden(pose))
         if selfie is None:
             return judge(None, None, None, None, pose)
+        if self._unavailable:
+            return Judgement(None, SCORER_UNAVAILABLE, hidden_eyes=eyes_hidden(pose))
         try:
             found, reason = await self._scorer.drawing(png)
         except ScorerUnavailable:
+            self._unavailable = True
             found, reason = None, SCORER_UNAVAILABLE
         return judge(found, reason, selfie, self._anchor, pose)
