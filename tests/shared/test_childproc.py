@@ -27,7 +27,8 @@ def init(pid, watch):
 if __name__ == "__main__":
     watch = sys.argv[1] == "watch"
     pool = concurrent.futures.ProcessPoolExecutor(
-        1, mp_context=multiprocessing.get_context("forkserver"), initializer=init, initargs=(os.getpid(), watch)
+        1, mp_context=multiprocessing.get_context("forkserver"),
+        initializer=init, initargs=(os.getpid(), watch),
     )
     print(pool.submit(os.getpid).result(), flush=True)
     time.sleep(600)

@@ -43,8 +43,8 @@ from worker.likeness import (
     NO_FACE_FOUND,
     SCORER_UNAVAILABLE,
     LikenessScorer,
-    ScorerUnavailable,
     PackJudge,
+    ScorerUnavailable,
     eyes_hidden,
 )
 from worker.providers.chain import ChainPolicy, ProviderChain
