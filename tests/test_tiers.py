@@ -22,7 +22,7 @@ from tests.conftest import HEAVY, STACK_FIXTURES, STORE_FIXTURES
 pytestmark = pytest.mark.heavy  # collects the whole suite in a child process
 
 REPO = Path(__file__).resolve().parent.parent
-TIERS = ("FAST", "INTEGRATION", "E2E")
+TIERS = ("FAST", "INTEGRATION", "E2E", "CHAOS")
 #: What `make test` selected before it was split into tiers.
 WHOLE = "not slow and not browser"
 DUMP = """
@@ -69,7 +69,7 @@ def selected(expression: str, markers: dict[str, set[str]]) -> set[str]:
 
 
 def tiers() -> dict[str, str]:
-    """``FAST``, ``INTEGRATION``, ``E2E``: the ``-m`` expression of each tier in the Makefile."""
+    """``FAST``, ``INTEGRATION``, ``E2E``, ``CHAOS``: the ``-m`` expression of each tier in the Makefile."""
     makefile = (REPO / "Makefile").read_text(encoding="utf-8")
     found = dict(re.findall(r"^(\w+)_MARKS := (.+)$", makefile, re.MULTILINE))
     assert set(found) == set(TIERS), found
@@ -96,7 +96,7 @@ def test_the_chaos_run_and_stacks_are_e2e_and_listed_heavy_tests_are_not_fast(
     markers: dict[str, set[str]],
 ) -> None:
     tier = {nodeid: t for t, expression in tiers().items() for nodeid in selected(expression, markers)}
-    assert tier["tests/chaos/test_chaos.py::test_every_guest_is_accounted_for_under_faults"] == "E2E"
+    assert tier["tests/chaos/test_chaos.py::test_every_guest_is_accounted_for_under_faults"] == "CHAOS"
     assert {tier[n] for n in markers if n.startswith("tests/e2e/")} == {"E2E"}
     for prefix in HEAVY:
         named = [n for n in markers if n == prefix or n.startswith((prefix + "[", prefix + "::"))]

@@ -230,6 +230,8 @@ class LikenessScorer:
         self._processes = processes
         self._timeout_s = timeout_s
         self._context = multiprocessing.get_context(start_method)
+        if start_method == "forkserver":  # the server imports the scoring code once, not the whole service
+            self._context.set_forkserver_preload(["worker.likeness"])
         self._pool: concurrent.futures.ProcessPoolExecutor | None = None
         self._lock = threading.Lock()
         self._closed = False
