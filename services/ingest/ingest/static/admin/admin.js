@@ -18,7 +18,9 @@
   let token = sessionStorage.getItem(TOKEN_KEY);
   let refreshTimer = null;
   // Job list: the search in force and the cursors of the pages seen (cursors[k] opens page k).
-  const list = { q: "", status: "", cursors: [null], page: 0 };
+  // seq: the newest job-list request; an older answer that arrives after it (a periodic refresh of
+  // page 1 still in flight when "older" is pressed) is dropped, not drawn over the newer page.
+  const list = { q: "", status: "", cursors: [null], page: 0, seq: 0 };
   // The job page's images: fetched once per job, released when another job is opened.
   let shownImages = { jobId: null, urls: [] };
 
@@ -423,12 +425,14 @@
   /* ---- Job list. ---- */
 
   async function loadJobs() {
+    const seq = ++list.seq;
     const params = new URLSearchParams({ limit: String(PAGE_SIZE) });
     if (list.q) params.set("q", list.q);
     if (list.status) params.set("status", list.status);
     const cursor = list.cursors[list.page];
     if (cursor) params.set("cursor", cursor);
     const body = await api("GET", `/admin/jobs?${params}`);
+    if (seq !== list.seq) return; // a newer request (another page, a search) answers instead
     list.cursors.length = list.page + 1;
     if (body.next_cursor) list.cursors.push(body.next_cursor);
     renderJobs(body.jobs);
@@ -471,6 +475,10 @@
     list.status = $("job-filter").value;
     list.cursors = [null];
     list.page = 0;
+    // The pager belongs to the list on screen, which is not this search's yet: "older" pressed now would
+    // ask for page 2 of a search whose page 1 has not answered (no cursor: page 1's rows, labelled page 2).
+    $("page-older").disabled = true;
+    $("page-newer").disabled = true;
     refresh();
   }
 
@@ -654,7 +662,11 @@
   $("resume").addEventListener("click", () => act($("resume"), "POST", "/admin/resume"));
   $("job-search").addEventListener("submit", search);
   $("job-filter").addEventListener("change", search);
-  $("page-older").addEventListener("click", () => { list.page += 1; refresh(); });
+  $("page-older").addEventListener("click", () => {
+    if (!list.cursors[list.page + 1]) return; // the next page's cursor is not known yet
+    list.page += 1;
+    refresh();
+  });
   $("page-newer").addEventListener("click", () => { list.page = Math.max(0, list.page - 1); refresh(); });
   $("leads-export").addEventListener("click", exportLeads);
   $("detail-sheet").addEventListener("click", (event) => openSheet(event).catch(() => {}));
