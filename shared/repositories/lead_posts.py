@@ -112,14 +112,6 @@ class LeadPostRepository:
             .values(tokens=lead_chats.c.tokens - 1)
         )
 
-    async def pause_chat(self, chat_id: int, *, until: datetime) -> None:
-        """Flood control: no message to the chat before ``until`` (a later pause is kept)."""
-        await self.conn.execute(
-            sa.update(lead_chats)
-            .where(lead_chats.c.chat_id == chat_id)
-            .values(flood_until=sa.func.greatest(sa.func.coalesce(lead_chats.c.flood_until, until), until))
-        )
-
     async def note_message_id(self, chat_id: int, message_id: int, *, now: datetime, capacity: float) -> None:
         """Raise the chat's highest known message id to ``message_id`` (lower ids change nothing)."""
         stmt = insert(lead_chats).values(
@@ -310,18 +302,6 @@ class LeadPostRepository:
                 "next_attempt_at": next_attempt_at,
                 "last_error": error[:500],
             },
-        )
-
-    async def send_flooded(
-        self, kind: str, post_id: int, attempt: int, *, next_attempt_at: datetime, error: str
-    ) -> LeadPost | None:
-        """``sending → pending`` after flood control: due at ``next_attempt_at``, not counted as a failure."""
-        return await self._move(
-            kind,
-            post_id,
-            states=["sending"],
-            attempt=attempt,
-            values={"post_state": "pending", "next_attempt_at": next_attempt_at, "last_error": error[:500]},
         )
 
     async def probe_absent(self, kind: str, post_id: int, probe: int, *, now: datetime) -> LeadPost | None:
