@@ -86,7 +86,7 @@ class TelegramCommandRepository:
                 method=method,
                 params=params,
                 reply_to=reply_to,
-                subject=None if subject is None else subject.model_dump(mode="json", exclude_none=True),
+                subject=sa.null() if subject is None else subject.model_dump(mode="json", exclude_none=True),
                 expires_at=expires_at,
             )
             .on_conflict_do_nothing(index_elements=[tg_commands.c.command_id])

@@ -73,6 +73,20 @@ BACKFILL: tuple[tuple[str, str], ...] = (
 )
 
 
+def backfill_statements() -> list[sa.TextClause]:
+    """One ``UPDATE`` per id shape of :data:`BACKFILL`, each setting the subject of the rows still without
+    one whose id matches (tests run them against the ids the builders make)."""
+    return [
+        sa.text(
+            f"UPDATE tg_commands SET subject = jsonb_strip_nulls({subject}) "
+            "FROM (SELECT command_id AS cid, regexp_match(command_id, :pattern) AS m FROM tg_commands"
+            " WHERE subject IS NULL) AS matched "
+            "WHERE tg_commands.command_id = matched.cid AND matched.m IS NOT NULL"
+        ).bindparams(pattern=pattern)
+        for pattern, subject in BACKFILL
+    ]
+
+
 def upgrade() -> None:
     op.add_column("tg_commands", sa.Column("not_before", sa.DateTime(timezone=True), nullable=True))
     op.add_column("tg_commands", sa.Column("attempt", sa.Integer, nullable=False, server_default="1"))
@@ -81,15 +95,8 @@ def upgrade() -> None:
     op.drop_constraint("ck_tg_commands_status", "tg_commands", type_="check")
     statuses = "status IN ('pending', 'sending', 'sent', 'failed', 'cancelled')"
     op.create_check_constraint("ck_tg_commands_status", "tg_commands", statuses)
-    for pattern, subject in BACKFILL:
-        op.execute(
-            sa.text(
-                f"UPDATE tg_commands SET subject = jsonb_strip_nulls({subject}) "
-                "FROM (SELECT command_id AS cid, regexp_match(command_id, :pattern) AS m FROM tg_commands"
-                " WHERE subject IS NULL) AS matched "
-                "WHERE tg_commands.command_id = matched.cid AND matched.m IS NOT NULL"
-            ).bindparams(pattern=pattern)
-        )
+    for statement in backfill_statements():
+        op.execute(statement)
     op.create_index(
         "ix_tg_commands_subject",
         "tg_commands",
