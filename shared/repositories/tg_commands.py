@@ -240,7 +240,8 @@ class TelegramCommandRepository:
         """Reconciler query: ``pending`` commands not dispatched after ``grace`` or whose hint is lost, and
         (with ``sending_stale``) ``sending`` commands whose executor died mid-call. A deferred command
         (``not_before``) is due once ``not_before`` has come, not before and without ``grace``: its hint was
-        cleared when it was deferred, so it goes on the first tick after (the gateway ticks every
+        cleared when it was deferred, and a hint given while it waited took nothing, so it goes on the
+        first tick after (the gateway ticks every
         ``RECONCILE_INTERVAL_SEC``, 2 s)."""
         now = sa.func.now()
         pending = sa.and_(
@@ -251,6 +252,7 @@ class TelegramCommandRepository:
                     tg_commands.c.dispatched_at.is_(None),
                     sa.or_(tg_commands.c.not_before.is_not(None), tg_commands.c.created_at <= now - grace),
                 ),
+                tg_commands.c.dispatched_at < tg_commands.c.not_before,  # hinted while waiting: took nothing
                 tg_commands.c.dispatched_at <= now - republish_after,
             ),
         )
