@@ -194,7 +194,7 @@ async def test_message_ids_seen_in_the_chat_raise_the_search_floor(rig: Rig) -> 
     assert chat is not None and chat.last_message_id == 41
 
 
-async def test_a_card_edit_answered_with_a_long_flood_wait_is_sent_again_after_retry_after(
+async def test_a_card_edit_held_by_a_long_flood_wait_is_sent_when_it_ends_and_a_newer_one_cancels_it(
     db: object, redis: object
 ) -> None:
     from datetime import timedelta
@@ -212,18 +212,39 @@ async def test_a_card_edit_answered_with_a_long_flood_wait_is_sent_again_after_r
         await rig.gateway()
         (card,) = await rig.chat()
         assert "Taken by Olga" not in card["text"]  # Telegram applied nothing
-        assert await rig.service.buttons.resend_flooded_edits() == 0  # not before retry_after
+        async with rig.db.transaction() as repos:
+            (taken,) = await repos.tg_commands.for_subject("lead_post", lead_id, post="card", op="edit")
+        assert taken.status == "pending" and taken.attempt == 2  # the same row waits in the outbox
+
+        await rig.gateway()  # a redelivered hint before the wait is over sends nothing
+        assert [c["ok"] for c in await rig.sim.get("/sim/calls?method=editMessageText")] == [False]
         async with rig.db.transaction() as repos:  # 121 s pass, for the rows and the gateway's limiter
             shift = timedelta(seconds=121)
             await repos.conn.execute(
-                sa.update(tg_commands).values(updated_at=tg_commands.c.updated_at - shift)
+                sa.update(tg_commands).values(not_before=tg_commands.c.not_before - shift)
             )
         rig.clock.advance(121)
-        assert await rig.service.buttons.resend_flooded_edits() == 1
-        await rig.gateway()
+        await rig.executor.execute(taken.command_id)  # the reconciler's hint, once due
         (card,) = await rig.chat()
         assert "Taken by Olga" in card["text"]
-        assert await rig.service.buttons.resend_flooded_edits() == 0
+
+        # a newer press while an older edit still waits: the older one is cancelled, never shown late
+        await rig.fault(method="editMessageText", error_code=429, retry_after=120)
+        await rig.press(7, card["message_id"], f"stickers_lead:{lead_id}:done", name="Olga")
+        await rig.gateway()
+        reopen = LeadButtonPressed(  # the card still shows Done: a press the chat had before the edit
+            callback_query_id="reopen-1",
+            data=f"stickers_lead:{lead_id}:reopen",
+            user_id=7,
+            user_name="Olga",
+            chat_id=LEADS_CHAT,
+            message_id=card["message_id"],
+        )
+        await rig.service.buttons.handle(reopen)
+        async with rig.db.transaction() as repos:
+            edits = await repos.tg_commands.for_subject("lead_post", lead_id, post="card", op="edit")
+        assert [(r.subject or {}).get("n") for r in edits] == [1, 2, 3]
+        assert [r.status for r in edits] == ["sent", "cancelled", "pending"]
     finally:
         await bot.shutdown()
         await rig.sim.http.close()
