@@ -18,7 +18,7 @@ import redis.asyncio as aioredis
 import sqlalchemy as sa
 
 from delivery.deadlines import enforce_deadlines
-from shared.db.tables import job_events, jobs
+from shared.db.tables import job_events, jobs, tg_commands
 from shared.domain import Job
 from shared.repositories import Database
 from shared.streams import Publisher
@@ -130,8 +130,7 @@ async def test_a_link_held_by_a_flood_wait_past_the_deadline_is_sent_late_with_s
     rig: Rig,
 ) -> None:
     job = await rendered_job(rig.db, guest=GUEST)
-    # past the deadline when its link is queued (the words are chosen then: the gateway sends that row later)
-    await age(rig.db, job, 16 * 60)
+    await age(rig.db, job, 14 * 60)
     await rig.sim.post("/sim/faults", {**LOST, "error_code": 429, "retry_after": 120})
     await rig.delivery.request_set(job.id)
     for _ in range(3):  # the set is created, found complete, and its link is flood-held
@@ -140,11 +139,21 @@ async def test_a_link_held_by_a_flood_wait_past_the_deadline_is_sent_late_with_s
         (link,) = await repos.tg_commands.for_subject("job", job.id, step="link")
     assert link.status == "pending" and link.attempt == 2  # deferred by the gateway until the wait ends
     assert (await current(rig.db, job)).status == "delivering"
+    async with rig.db.transaction() as repos:  # 2 minutes pass: the deadline passes while the link waits
+        back = timedelta(minutes=2)
+        await repos.conn.execute(sa.update(tg_commands).values(created_at=tg_commands.c.created_at - back))
+        await repos.conn.execute(sa.update(jobs).values(created_at=jobs.c.created_at - back))
+        await repos.conn.execute(sa.update(job_events).values(at=job_events.c.at - back))
     failed, _ = await enforce_deadlines(rig.db, Publisher(rig.redis), notice_after_s=300, deadline_s=900)
     assert failed == 0 and (await current(rig.db, job)).status == "delivering"  # before: failed
+    async with rig.db.transaction() as repos:  # its words said nothing of the wait: queued again, late
+        assert [r.status for r in await repos.tg_commands.for_subject("job", job.id, step="link")] == [
+            "cancelled"
+        ]
 
     await rig.wait_passes(121)
-    for _ in range(2):
+    await rig.delivery.poll_due()
+    for _ in range(3):
         await rig.step()
     assert (await current(rig.db, job)).status == "delivered"
     texts = [m["text"] for m in await bot_messages(rig) if m.get("text")]

@@ -8,7 +8,9 @@
   Telegram flood wait): its set exists and will be linked, so "something went wrong" would be false;
   the link goes when Telegram allows, with "sorry for the wait" (:mod:`delivery.packs`, issue 19). Such
   a job still fails if its link fails ``LINK_ATTEMPTS`` times. The link is found by its subject
-  (step ``link``), not by its id.
+  (step ``link``), not by its id. A link queued before the deadline and still waiting (a flood wait) past
+  it would arrive without the "sorry": it is cancelled and the next readiness poll queues it again with
+  the late words (:func:`_reword_waiting_links`; a cancelled link is no attempt).
 * Flood control is the outbox's (issue 21): a text Telegram holds back is sent by the gateway when the wait
   ends. The notice expires at the job's delivery deadline (``expires_at``), and the job's failure or
   delivery cancels it while it is pending (:data:`shared.repositories.jobs.GUEST_TEXTS`): the failure text
@@ -22,11 +24,11 @@ from datetime import UTC, datetime, timedelta
 import structlog
 
 from shared import command_ids, metrics
-from shared.domain import ACTIVE_JOB_STATUSES, JobStatus
+from shared.domain import ACTIVE_JOB_STATUSES, CommandStatus, Job, JobStatus, TelegramCommandRecord
 from shared.errors import ErrorClass
 from shared.joblife import fail_job
 from shared.outbox import dispatch_commands, tell_guest
-from shared.repositories import Database
+from shared.repositories import Database, Repositories
 from shared.streams import Publisher
 from shared.subjects import JobStep
 
@@ -54,9 +56,9 @@ async def enforce_deadlines(
         overdue = await repos.jobs.active_created_before(deadline_cutoff)
     for job in overdue:
         async with db.transaction() as repos:
-            if job.status == JobStatus.DELIVERING and await repos.tg_commands.for_subject(
-                "job", job.id, step="link"
-            ):
+            links = await repos.tg_commands.for_subject("job", job.id, step="link")
+            if job.status == JobStatus.DELIVERING and links:
+                await _reword_waiting_links(repos, job, links, deadline_s=deadline_s)
                 continue  # complete and being linked: late, never failed (see the module docstring)
             done = await fail_job(
                 repos,
@@ -97,3 +99,21 @@ async def enforce_deadlines(
         log.warning("DEADLINES", failed=failed, noticed=noticed)
     await dispatch_commands(db, publisher, commands)
     return failed, noticed
+
+
+async def _reword_waiting_links(
+    repos: Repositories, job: Job, links: list[TelegramCommandRecord], *, deadline_s: float
+) -> None:
+    """Cancel the job's pending link messages queued before the deadline (their words say nothing of the
+    wait) and make its next readiness poll due now: :mod:`delivery.packs` then queues the link again,
+    "sorry for the wait" (issue 19's words, kept under issue 21's deferral)."""
+    accepted = await repos.jobs.accepted_at(job.id) or job.created_at
+    deadline = accepted + timedelta(seconds=deadline_s)
+    cancelled: list[str] = []
+    for link in links:
+        n = (link.subject or {}).get("n")
+        if link.status == CommandStatus.PENDING and link.created_at <= deadline and isinstance(n, int):
+            cancelled += await repos.tg_commands.cancel_pending("job", job.id, step="link", n=n)
+    if cancelled:
+        await repos.jobs.schedule_poll(job.id, at=datetime.now(UTC))
+        log.info("LINK_REWORDED_LATE", job_id=str(job.id), cancelled=len(cancelled))

@@ -297,17 +297,18 @@ class PackDelivery:
         not an attempt: the gateway sends the same row later.
         """
         job = ctx.job
-        attempts = await repos.tg_commands.for_subject("job", job.id, step="link")
+        rows = await repos.tg_commands.for_subject("job", job.id, step="link")
+        attempts = [r for r in rows if r.status != CommandStatus.CANCELLED]  # reworded: no attempt
         live = [r for r in attempts if r.status != CommandStatus.FAILED]
         if live:
             return live[-1].command_id
         if attempts and _outcome_unknown(attempts[-1]):
-            settled, step = await self._resolve_unknown_link(repos, ctx, attempts[-1], len(attempts))
+            settled, step = await self._resolve_unknown_link(repos, ctx, attempts[-1], len(rows))
             if not settled:
                 return step
         if len(attempts) >= self.settings.link_attempts:
             return None
-        attempt = len(attempts) + 1
+        attempt = len(rows) + 1
         command_id = command_ids.link(job.id, attempt)
         assert job.sticker_set_name is not None and ctx.tg_chat_id is not None  # bound with tg_user_id
         accepted = await repos.jobs.accepted_at(job.id) or job.created_at
