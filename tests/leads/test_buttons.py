@@ -15,6 +15,18 @@ from tests.leads.conftest import ADMIN, LEADS_CHAT, Rig
 pytestmark = pytest.mark.integration
 
 
+def pressed(callback_id: str, data: str, card: dict[str, Any], name: str) -> LeadButtonPressed:
+    """Staff member 7 (``name``) pressed ``data`` on ``card``, as the gateway routes it."""
+    return LeadButtonPressed(
+        callback_query_id=callback_id,
+        data=data,
+        user_id=7,
+        user_name=name,
+        chat_id=LEADS_CHAT,
+        message_id=card["message_id"],
+    )
+
+
 async def posted_card(rig: Rig) -> tuple[int, dict[str, Any]]:
     stored = await rig.submit()
     await rig.settle()
@@ -146,15 +158,7 @@ async def test_two_staff_pressing_take_at_once_get_one_winner(rig: Rig) -> None:
 async def test_a_redelivered_press_answers_and_edits_once(rig: Rig) -> None:
     lead_id, card = await posted_card(rig)
     callback_id = await rig.press(7, card["message_id"], f"stickers_lead:{lead_id}:spam")
-    again = LeadButtonPressed(
-        callback_query_id=callback_id,
-        data=f"stickers_lead:{lead_id}:spam",
-        user_id=7,
-        user_name="Staff 7",
-        chat_id=LEADS_CHAT,
-        message_id=card["message_id"],
-    )
-    await rig.service.buttons.handle(again)
+    await rig.service.buttons.handle(pressed(callback_id, f"stickers_lead:{lead_id}:spam", card, "Staff 7"))
     executed = await rig.gateway()
     assert sorted(executed) == sorted([f"cbq:{callback_id}", f"lead:{lead_id}:edit:1"])
 
@@ -232,15 +236,8 @@ async def test_a_card_edit_held_by_a_long_flood_wait_is_sent_when_it_ends_and_a_
         await rig.fault(method="editMessageText", error_code=429, retry_after=120)
         await rig.press(7, card["message_id"], f"stickers_lead:{lead_id}:done", name="Olga")
         await rig.gateway()
-        reopen = LeadButtonPressed(  # the card still shows Done: a press the chat had before the edit
-            callback_query_id="reopen-1",
-            data=f"stickers_lead:{lead_id}:reopen",
-            user_id=7,
-            user_name="Olga",
-            chat_id=LEADS_CHAT,
-            message_id=card["message_id"],
-        )
-        await rig.service.buttons.handle(reopen)
+        # the card still shows Done: a press the chat had before the edit
+        await rig.service.buttons.handle(pressed("reopen-1", f"stickers_lead:{lead_id}:reopen", card, "Olga"))
         async with rig.db.transaction() as repos:
             edits = await repos.tg_commands.for_subject("lead_post", lead_id, post="card", op="edit")
         assert [(r.subject or {}).get("n") for r in edits] == [1, 2, 3]
