@@ -528,3 +528,78 @@ def markdown_sections(path: Path) -> dict[str, str]:
         assert anchor not in sections, f"{path.name}: two headings make the anchor #{anchor}"
         sections[anchor] = "\n".join(lines[body:end])
     return sections
+
+
+#: The parts every runbook section has, as the bold label that opens one of its bullets.
+RUNBOOK_PARTS = ("For guests", "On the dashboard", "In the logs", "What to do", "Escalate")
+
+
+def runbook_bullets(section: str) -> dict[str, str]:
+    """The bullets of a runbook section that open with a bold ``**Label:**``, by label: their text with
+    continuation lines joined (markdown-it's inline content)."""
+    from markdown_it import MarkdownIt
+
+    bullets = {}
+    for token in MarkdownIt("commonmark").parse(section):
+        match = (
+            re.fullmatch(r"\*\*([^*]+):\*\*\s*(.*)", token.content, re.DOTALL)
+            if token.type == "inline"
+            else None
+        )
+        if match:
+            bullets[match.group(1)] = " ".join(match.group(2).split())
+    return bullets
+
+
+def logged_event_names() -> set[str]:
+    """Every upper-case string literal (``"JOB_FAILED"``) of the Python code of services/ and shared/: the
+    log events (shared/logging.py: event names are such markers) and the setting names among them."""
+    names: set[str] = set()
+    for path in [*(ROOT / "services").rglob("*.py"), *(ROOT / "shared").rglob("*.py")]:
+        if "tests" not in path.parts:
+            names |= set(re.findall(r"[\"']([A-Z][A-Z0-9_]+)[\"']", path.read_text(encoding="utf-8")))
+    return names
+
+
+def runbook_problems(
+    rules: list[dict[str, Any]], runbook: Path, panel_titles: set[str], events: set[str]
+) -> list[str]:
+    """What is wrong between alert rules and their runbook (issue 22 item 5), one line each; empty when
+    nothing is.
+
+    Every rule's ``annotations.runbook_url`` is ``<path from the repo root>#<anchor>``, the path is
+    ``runbook`` and the anchor a heading of it (:func:`heading_anchor`); that section has a bullet for each
+    of :data:`RUNBOOK_PARTS`; the "On the dashboard" bullet names (in double quotes) panels of
+    ``panel_titles`` only, at least one; the "In the logs" bullet names (in backticks) events of ``events``
+    only, at least one.
+    """
+    sections = markdown_sections(runbook)
+    problems = []
+    for rule in rules:
+        alert = rule.get("alert", "?")
+        url = rule.get("annotations", {}).get("runbook_url")
+        if not url:
+            problems.append(f"{alert}: no runbook_url annotation")
+            continue
+        path, _, anchor = str(url).partition("#")
+        if (ROOT / path).resolve() != runbook.resolve():
+            problems.append(f"{alert}: runbook_url {url} is not {runbook.relative_to(ROOT)}")
+            continue
+        if anchor not in sections:
+            problems.append(f"{alert}: runbook_url {url}: no heading #{anchor} in {runbook.name}")
+            continue
+        bullets = runbook_bullets(sections[anchor])
+        missing = [part for part in RUNBOOK_PARTS if not bullets.get(part)]
+        if missing:
+            problems.append(f"{alert}: the runbook section lacks {missing}")
+            continue
+        panels = set(re.findall(r'"([^"]+)"', bullets["On the dashboard"]))
+        if not panels or panels - panel_titles:
+            problems.append(
+                f"{alert}: dashboard panels not in the dashboard: "
+                f"{sorted(panels - panel_titles) or 'none named'}"
+            )
+        named = set(re.findall(r"`([A-Z][A-Z0-9_]+)`", bullets["In the logs"]))
+        if not named or named - events:
+            problems.append(f"{alert}: log events no service logs: {sorted(named - events) or 'none named'}")
+    return problems
