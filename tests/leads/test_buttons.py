@@ -107,7 +107,7 @@ async def test_a_lead_nobody_took_is_spammed_and_reopened_by_anyone_and_done_onl
         "/sim/callbacks",
         {"user_id": 8, "chat_id": LEADS_CHAT, "message_id": card["message_id"], "data": card_data(card)},
     )
-    await rig.service.buttons.handle(
+    await rig.service.buttons.press(
         LeadButtonPressed(
             callback_query_id=early["id"],
             data=f"stickers_lead:{lead_id}:done",
@@ -154,7 +154,7 @@ async def test_a_redelivered_press_answers_and_edits_once(rig: Rig) -> None:
         chat_id=LEADS_CHAT,
         message_id=card["message_id"],
     )
-    await rig.service.buttons.handle(again)
+    await rig.service.buttons.press(again)
     executed = await rig.gateway()
     assert sorted(executed) == sorted([f"cbq:{callback_id}", f"lead:{lead_id}:edit:1"])
 
@@ -167,7 +167,7 @@ async def test_orphan_buttons_get_a_polite_answer(rig: Rig, data: str) -> None:
         "/sim/callbacks",
         {"user_id": 7, "chat_id": LEADS_CHAT, "message_id": card["message_id"], "data": card_data(card)},
     )
-    await rig.service.buttons.handle(
+    await rig.service.buttons.press(
         LeadButtonPressed(
             callback_query_id=callback["id"],
             data=data,
@@ -187,8 +187,8 @@ def card_data(card: dict[str, Any]) -> str:
 
 
 async def test_message_ids_seen_in_the_chat_raise_the_search_floor(rig: Rig) -> None:
-    await rig.service.buttons.handle(LeadsChatMessage(chat_id=LEADS_CHAT, message_id=41))
-    await rig.service.buttons.handle(LeadsChatMessage(chat_id=LEADS_CHAT, message_id=17))
+    await rig.service.buttons.note_chat_message(LeadsChatMessage(chat_id=LEADS_CHAT, message_id=41))
+    await rig.service.buttons.note_chat_message(LeadsChatMessage(chat_id=LEADS_CHAT, message_id=17))
     async with rig.db.transaction() as repos:
         chat = await repos.lead_posts.lock_chat(LEADS_CHAT, now=rig.clock(), capacity=20)
     assert chat is not None and chat.last_message_id == 41
