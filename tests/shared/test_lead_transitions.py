@@ -21,6 +21,7 @@ from shared.repositories import Database
 from shared.repositories import lead_posts as posts_repo
 from shared.repositories import leads as leads_repo
 from shared.repositories.lead_posts import CARD
+from tests.shared.lead_helpers import lead
 
 pytestmark = pytest.mark.integration
 
@@ -28,19 +29,7 @@ NOW = datetime.now(UTC)
 
 
 async def new_lead(db: Database) -> int:
-    contact = f"{uuid.uuid4().hex}@example.com"
-    async with db.transaction() as repos:
-        stored = await repos.leads.submit(
-            request_id=uuid.uuid4().hex,
-            name="Ann",
-            contact=contact,
-            contact_kind="email",
-            contact_key=contact,
-            message="",
-            source_page=None,
-            utm={},
-        )
-    return stored.lead.id
+    return await lead(db, uuid.uuid4().hex, f"{uuid.uuid4().hex}@example.com")
 
 
 def test_the_enums_are_the_stored_values() -> None:
