@@ -29,7 +29,16 @@ $(PROMTOOL): | $(STAMP)
 	  dpkg-deb -x prometheus_*.deb root; install -m 0755 root/usr/bin/promtool $(abspath $(PROMTOOL))
 	$(PROMTOOL) --version | head -1
 
-install: $(STAMP) $(PROMTOOL)  ## build .venv with the pinned dependencies (and promtool from Debian)
+# The published models of our custom resources' API types (KEDA ScaledObject, prometheus-operator PodMonitor),
+# pinned by tests/deploy/crd_models/package-lock.json and installed by `npm ci` into its git-ignored node_modules.
+CRD_MODELS := tests/deploy/crd_models
+CRD_MODELS_STAMP := $(CRD_MODELS)/node_modules/.package-lock.json
+$(CRD_MODELS_STAMP): $(CRD_MODELS)/package.json $(CRD_MODELS)/package-lock.json
+	@command -v npm >/dev/null || { echo "needs node and npm (make deploy-check validates the custom resources with them)"; exit 1; }
+	npm ci --prefix $(CRD_MODELS) --no-audit --no-fund --loglevel=error
+	touch $(CRD_MODELS_STAMP)
+
+install: $(STAMP) $(PROMTOOL) $(CRD_MODELS_STAMP)  ## build .venv with the pinned dependencies (promtool from Debian, the CRD models from npm)
 
 check: install  ## ruff (lint + format check), mypy and the import rules (lint-imports, pyproject [tool.importlinter])
 	$(VENV)/bin/ruff check .
@@ -98,7 +107,7 @@ bench: install  ## every benchmark of issue 12, written to BENCHMARKS.md (python
 face-eval: install  ## score the face check on the face set: Haar vs dlib, false refusals/accepts, CPU time (FACE_EVAL_ARGS)
 	$(PY) -m devstack face-eval $(FACE_EVAL_ARGS)
 
-deploy-check: install  ## lint the Dockerfile, validate compose.yaml, render k8s
+deploy-check: install  ## lint the Dockerfile, validate compose.yaml, render k8s and validate it (CRDs too), monitoring/ and its runbooks
 	$(PY) -m pytest tests/deploy $(PYTEST_ARGS)
 
 compose-check: install  ## docker compose up for real: journeys, --scale worker=3, faults, Prometheus queries; down -v

@@ -6,8 +6,9 @@ Writes ``OUT/01-waving.png`` … ``12-victory.png`` (the Telegram stickers), ``O
 one sheet) and ``OUT/report.json`` (variant, providers, seconds per stage, every provider call with its
 cost, the pipeline's events). Providers come from the environment as in the worker (``PRIMARY_AI_PROVIDER``,
 ``GEMINI_API_KEY``, ``AI_BASE_URL_GEMINI`` …): with no key set, the offline ``local`` provider renders.
-Variants: ``consistency``, ``classic``, ``hybrid``, ``legacy``, ``composite`` (they set
-``STICKER_RENDER_MODE``, ``LIKENESS_MODE`` and ``CONSISTENCY_MODE``). Exit status 0 on success, 1 when
+Variants: those of :data:`worker.variants.VARIANTS` (``consistency``, ``classic``, ``hybrid``, ``legacy``,
+``composite``; each sets the ``STICKER_RENDER_MODE``, ``LIKENESS_MODE`` and ``CONSISTENCY_MODE`` that select
+it). Exit status 0 on success, 1 when
 the pack could not be rendered (the error is printed), 2 for bad arguments.
 """
 
@@ -42,17 +43,9 @@ from worker.likeness import LikenessScorer
 from worker.providers.factory import build_chain, build_providers
 from worker.render import Pack, render_job, resolve_mode
 from worker.settings import PipelineSettings
+from worker.variants import VARIANTS
 
-__all__ = ["VARIANTS", "RenderedPack", "cli", "main", "render_pack", "render_to_folder"]
-
-#: Variant → the settings that select it (spec/002 "Which path runs").
-VARIANTS: dict[str, dict[str, Any]] = {
-    "consistency": {"sticker_render_mode": "figure", "likeness_mode": "", "consistency_mode": True},
-    "classic": {"sticker_render_mode": "figure", "likeness_mode": "classic"},
-    "hybrid": {"sticker_render_mode": "figure", "likeness_mode": "hybrid"},
-    "legacy": {"sticker_render_mode": "figure", "likeness_mode": "", "consistency_mode": False},
-    "composite": {"sticker_render_mode": "composite"},
-}
+__all__ = ["RenderedPack", "cli", "main", "render_pack", "render_to_folder"]
 
 
 def _write_stickers(stickers: Sequence[Sticker], out: Path) -> list[dict[str, Any]]:
@@ -113,7 +106,7 @@ async def render_pack(
     catalog = load_catalog()
     outfit = catalog[outfit_id]
     base = settings or PipelineSettings()
-    chosen = base.model_copy(update=VARIANTS[variant])
+    chosen = base.model_copy(update=VARIANTS[variant].selected_by)
     providers, warnings = build_providers(chosen, catalog)
     store = MemoryUsageStore()
     ledger = CostLedger(

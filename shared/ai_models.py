@@ -58,6 +58,7 @@ __all__ = [
     "shutdown_notice",
 ]
 
+#: The AI providers (one entry each in :data:`shared.ai_providers.PROVIDERS`: title, key, models).
 Provider = Literal["gemini", "openai", "local"]
 Role = Literal["image", "vision"]
 

@@ -36,6 +36,33 @@ class CommandStatus(StrEnum):
     CANCELLED = "cancelled"
 
 
+class LeadStatus(StrEnum):
+    """What staff did with a lead (the card's buttons, ``leads.cards`` "Lead status"); stored as text in
+    ``leads.status``. The allowed moves are :data:`shared.repositories.leads.ALLOWED`."""
+
+    NEW = "new"
+    TAKEN = "taken"
+    DONE = "done"
+    SPAM = "spam"
+
+
+class PostState(StrEnum):
+    """Where the publication of a lead card or a repeat notice is (``leads.post_state``,
+    ``lead_repeats.post_state``; :mod:`leads.publishing`). The allowed moves are
+    :data:`shared.repositories.lead_posts.ALLOWED`; only a notice ends ``failed``."""
+
+    PENDING = "pending"
+    SENDING = "sending"
+    UNSURE = "unsure"
+    CHECKING = "checking"
+    POSTED = "posted"
+    FAILED = "failed"
+
+
+#: A post in one of these has a command whose outcome is not known yet.
+IN_FLIGHT_POST_STATES: tuple[PostState, ...] = (PostState.SENDING, PostState.UNSURE, PostState.CHECKING)
+
+
 #: A command in one of these has its outcome: the gateway never executes it again.
 FINAL_COMMAND_STATUSES = frozenset({CommandStatus.SENT, CommandStatus.FAILED, CommandStatus.CANCELLED})
 

@@ -144,8 +144,10 @@ class NotFound(StickerBoothError):
 
 
 class UndeclaredTransition(StickerBoothError):
-    """A job transition that :data:`shared.repositories.jobs.ALLOWED` does not declare was asked for; raised
-    before any SQL runs (DESIGN.md §3 "Job state machine")."""
+    """A state change its state machine does not declare was asked for (a bug); raised before any SQL runs.
+    The machines: the job's (:data:`shared.repositories.jobs.ALLOWED`, DESIGN.md §3 "Job state machine"), a
+    lead's status (:data:`shared.repositories.leads.ALLOWED`) and a lead post's publication
+    (:data:`shared.repositories.lead_posts.ALLOWED`)."""
 
 
 class Conflict(StickerBoothError):

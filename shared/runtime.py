@@ -53,7 +53,14 @@ from shared.db import create_engine
 from shared.ops import ReadyCheck, start_ops_server
 from shared.repositories import Database
 from shared.settings import ServiceSettings
-from shared.streams import Handler, Publisher, StreamConsumer, build_consumer, create_redis
+from shared.streams import (
+    HANDLER_TIMEOUT_S,
+    Publisher,
+    Route,
+    StreamConsumer,
+    build_consumer,
+    create_redis,
+)
 
 log = structlog.get_logger(__name__)
 
@@ -235,17 +242,26 @@ class ServiceRuntime:
         """Await ``close()`` on leaving ``async with``, before what was registered earlier (LIFO)."""
         self._owned.push_async_callback(close)
 
-    def consumer(self, stream: str, handler: Handler, *, slots: int) -> StreamConsumer:
-        """A consumer of ``stream`` in the service's group, as this replica, with the settings' lease,
-        delivery cap and block time; dead letters raise an admin alert (:func:`dead_letter_alerter`)."""
+    def consumer(
+        self,
+        stream: str,
+        *routes: Route[Any],
+        slots: int,
+        handler_timeout_s: float | None = HANDLER_TIMEOUT_S,
+    ) -> StreamConsumer:
+        """A consumer of ``stream`` in the service's group, as this replica, handing each message class to
+        its route (:func:`shared.streams.route`), with the settings' lease, delivery cap and block time;
+        ``handler_timeout_s`` as in :class:`StreamConsumer`; dead letters raise an admin alert
+        (:func:`dead_letter_alerter`)."""
         return build_consumer(
             self.redis,
             self.settings,
             stream=stream,
             group=self.service,
             consumer=self.consumer_name,
-            handler=handler,
+            routes=routes,
             slots=slots,
+            handler_timeout_s=handler_timeout_s,
             on_dead=dead_letter_alerter(self.db, self.publisher),
         )
 

@@ -8,18 +8,20 @@ Each service builds exactly one settings object in its ``main.py`` and passes it
 from __future__ import annotations
 
 import sys
-from typing import Literal, TypeVar
+from typing import TypeVar
 
 from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from shared.ai_models import Provider
 from shared.bot_identity import bot_username_problems
 from shared.errors import ConfigError
 
 S = TypeVar("S", bound=BaseSettings)
 
-#: The AI providers of the chain ``PRIMARY_AI_PROVIDER``, ``FALLBACK_AI_PROVIDER`` (DESIGN.md §5).
-ProviderName = Literal["gemini", "openai", "local"]
+#: The AI providers of the chain ``PRIMARY_AI_PROVIDER``, ``FALLBACK_AI_PROVIDER`` (DESIGN.md §5;
+#: :data:`shared.ai_providers.PROVIDERS`): another name is a settings error at start.
+ProviderName = Provider
 
 
 def load_settings(cls: type[S]) -> S:

@@ -7,6 +7,10 @@ refreshing the lease of entries still being worked on; dead-letter an entry deli
 ``max_deliveries`` times to ``<stream>:dead``; create groups idempotently (``MKSTREAM``, ``BUSYGROUP`` is
 success) and re-create them on ``NOGROUP`` (Redis restarted empty), backing off instead of spinning.
 
+Routes: a consumer is given one :class:`Route` per message class it handles (:func:`route` checks with mypy
+that the handler takes exactly that class); a decoded message of a class without a route is logged
+(``STREAM_UNROUTED_MESSAGE``) and acked, in this one place rather than in every handler.
+
 Trimming: :class:`Publisher` caps each stream by length (``STREAM_MAXLEN``, approximate) at every ``XADD``;
 :func:`trim_before` deletes entries by age (the housekeeping job
 :func:`shared.housekeeping.trim_streams`, ``STREAM_RETENTION_HOURS``).
@@ -18,10 +22,10 @@ import asyncio
 import contextlib
 import random
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import redis.asyncio as aioredis
 import redis.exceptions
@@ -29,8 +33,8 @@ import structlog
 from pydantic import ValidationError
 
 from shared import metrics
-from shared.errors import RedisUnavailable
-from shared.messages import Message, _Message, decode, encode
+from shared.errors import RedisUnavailable, UnavailableError
+from shared.messages import _Message, decode, encode
 from shared.settings import ServiceSettings
 
 log = structlog.get_logger(__name__)
@@ -123,7 +127,29 @@ class Publisher:
         return True
 
 
-Handler = Callable[[Message], Awaitable[None]]
+M = TypeVar("M", bound=_Message)
+
+#: Seconds one handler call may run before it is cancelled and its entry left pending (``handler_timeout_s``
+#: of :class:`StreamConsumer`): the lease's length (``STREAM_LEASE_SEC``' default), far above what a handler
+#: that writes a few rows and publishes a hint needs. Consumers whose handlers legitimately run longer pass
+#: their own bound or ``None``.
+HANDLER_TIMEOUT_S = 60.0
+
+
+@dataclass(frozen=True)
+class Route(Generic[M]):
+    """Entries whose message is a ``message_type`` go to ``handler``; build with :func:`route`."""
+
+    message_type: type[M]
+    handler: Callable[[M], Awaitable[None]]
+
+
+def route(message_type: type[M], handler: Callable[[M], Awaitable[None]]) -> Route[M]:
+    """The route of ``message_type`` (a class of :mod:`shared.messages`) to ``handler``, which takes
+    exactly that class; mypy rejects a handler of another message class."""
+    return Route(message_type, handler)
+
+
 DEPTHS_EVERY_S = 1.0  # how often a consumer refreshes its stream's lag/pending gauges (s)
 
 
@@ -151,20 +177,41 @@ async def sleep_or_stop(stop: asyncio.Event, seconds: float) -> None:
 
 
 class StreamConsumer:
-    """Reads one stream in one consumer group and runs ``handler`` for each entry, ``slots`` at a time.
+    """Reads one stream in one consumer group and hands each entry to the route of its message's class,
+    ``slots`` at a time.
 
-    The handler must be idempotent: an entry can be delivered again after a crash, a lease expiry or a
-    Redis restart. The entry is acked when the handler returns; when it raises, the entry stays pending and
-    is retried after the lease, until ``max_deliveries`` is exceeded and it is dead-lettered.
+    Handlers must be idempotent: an entry can be delivered again after a crash, a lease expiry or a Redis
+    restart. The entry is acked when its handler returns. An entry of a message class without a route is
+    logged as a warning (``STREAM_UNROUTED_MESSAGE``) and acked: each consumer reads only its own stream,
+    so such a message is one its service has no use for (each handler used to ignore them on its own).
+    An entry that does not decode is dead-lettered at once.
+
+    When the handler fails, the entry stays pending and is retried after the lease, until
+    ``max_deliveries`` is exceeded and it is dead-lettered. How the failure is logged depends on its kind:
+
+    * :class:`shared.errors.UnavailableError` (Postgres, Redis or another dependency is down): a warning
+      ``STREAM_HANDLER_UNAVAILABLE`` without traceback; retrying later is the remedy.
+    * past ``handler_timeout_s``: the handler is cancelled, an error ``STREAM_HANDLER_TIMEOUT``.
+    * any other exception (a bug): an error ``STREAM_HANDLER_FAILED`` with its traceback (``exc_info``).
+
+    Cancellation from outside (shutdown) is never caught: the entry stays pending for the next consumer.
 
     Args:
         redis: a client from :func:`create_redis` (``decode_responses=True``).
         stream, group, consumer: stream key, consumer group (the service) and consumer (the replica).
+        routes: one :class:`Route` per message class handled (:func:`route`); a class may appear once.
         slots: entries handled concurrently; only that many are read.
         lease_s: seconds an entry may sit unacked before another consumer takes it over. Entries of this
-            consumer's running handlers are re-claimed every ``lease_s / 3`` so long jobs keep their lease.
+            consumer's running handlers are re-claimed every ``lease_s / 3`` so long jobs keep their lease;
+            once a handler has ended (failed, timed out) its entry is no longer re-claimed and is taken
+            over ``lease_s`` later, whatever ``handler_timeout_s`` is.
         max_deliveries: deliveries allowed before dead-lettering (DESIGN.md §3 ``MAX_DELIVERIES``).
+        handler_timeout_s: seconds one handler call may run (:data:`HANDLER_TIMEOUT_S`, 60 s); ``None``:
+            no limit, for handlers bounded by their own timeouts (the worker's jobs run minutes).
         on_dead: awaited with ``(stream, entry_id, reason)`` after an entry was dead-lettered (alerts).
+
+    Raises:
+        ValueError: two routes for one message class.
     """
 
     def __init__(
@@ -174,22 +221,28 @@ class StreamConsumer:
         stream: str,
         group: str,
         consumer: str,
-        handler: Handler,
+        routes: Sequence[Route[Any]],
         slots: int = 1,
         lease_s: float = 60.0,
         max_deliveries: int = 5,
         block_ms: int = 2000,
+        handler_timeout_s: float | None = HANDLER_TIMEOUT_S,
         on_dead: Callable[[str, str, str], Awaitable[None]] | None = None,
     ) -> None:
         self.redis = redis
         self.stream = stream
         self.group = group
         self.consumer = consumer
-        self.handler = handler
+        self.routes: dict[type[_Message], Callable[[Any], Awaitable[None]]] = {}
+        for each in routes:
+            if each.message_type in self.routes:
+                raise ValueError(f"{stream}: two routes for {each.message_type.__name__}")
+            self.routes[each.message_type] = each.handler
         self.slots = slots
         self.lease_s = lease_s
         self.max_deliveries = max_deliveries
         self.block_ms = block_ms
+        self.handler_timeout_s = handler_timeout_s
         self.on_dead = on_dead
         self._running: dict[str, asyncio.Task[None]] = {}
         self._last_reclaim = 0.0
@@ -352,15 +405,30 @@ class StreamConsumer:
         except (ValidationError, KeyError, ValueError) as exc:
             await self._safe_dead_letter(entry_id, fields, f"undecodable: {type(exc).__name__}")
             return
-        try:
-            await self.handler(message)
-        except asyncio.CancelledError:
-            raise
-        except Exception:
-            log.exception(
-                "STREAM_HANDLER_FAILED", stream=self.stream, entry_id=entry_id, message_type=message.type
-            )
+        context = {"stream": self.stream, "entry_id": entry_id, "message_type": message.type}
+        handler = self.routes.get(type(message))
+        if handler is None:
+            log.warning("STREAM_UNROUTED_MESSAGE", group=self.group, **context)
+            await self._ack(entry_id)
             return
+        limit = asyncio.timeout(self.handler_timeout_s)
+        try:
+            async with limit:
+                await handler(message)
+        except asyncio.CancelledError:
+            raise  # shutdown: the entry stays pending for whoever runs next
+        except UnavailableError as exc:
+            log.warning("STREAM_HANDLER_UNAVAILABLE", error=f"{type(exc).__name__}: {exc}", **context)
+            return
+        except Exception as exc:
+            if isinstance(exc, TimeoutError) and limit.expired():
+                log.error("STREAM_HANDLER_TIMEOUT", limit_s=self.handler_timeout_s, **context)
+            else:
+                log.error("STREAM_HANDLER_FAILED", exc_info=exc, **context)
+            return
+        await self._ack(entry_id)
+
+    async def _ack(self, entry_id: str) -> None:
         try:
             await self.redis.xack(self.stream, self.group, entry_id)
         except REDIS_ERRORS:
@@ -543,8 +611,9 @@ def build_consumer(
     stream: str,
     group: str,
     consumer: str,
-    handler: Handler,
+    routes: Sequence[Route[Any]],
     slots: int,
+    handler_timeout_s: float | None = HANDLER_TIMEOUT_S,
     on_dead: Callable[[str, str, str], Awaitable[None]] | None = None,
 ) -> StreamConsumer:
     """A :class:`StreamConsumer` with the lease, delivery cap and block time from the service's settings."""
@@ -553,10 +622,11 @@ def build_consumer(
         stream=stream,
         group=group,
         consumer=consumer,
-        handler=handler,
+        routes=routes,
         slots=slots,
         lease_s=settings.stream_lease_sec,
         max_deliveries=settings.max_deliveries,
         block_ms=settings.stream_block_ms,
+        handler_timeout_s=handler_timeout_s,
         on_dead=on_dead,
     )

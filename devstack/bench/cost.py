@@ -67,7 +67,7 @@ _LEFT = (
 
 @dataclass(frozen=True)
 class Config:
-    """One measured configuration: a variant (:data:`devstack.render.VARIANTS`), a ``SHEET_LAYOUT``
+    """One measured configuration: a variant (:data:`worker.variants.VARIANTS`), a ``SHEET_LAYOUT``
     (``None``: the variant ignores it) and the provider that serves it."""
 
     variant: str

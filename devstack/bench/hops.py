@@ -32,8 +32,8 @@ from arq.connections import RedisSettings, create_pool
 from arq.worker import Worker, func
 
 from devstack.bench.report import Options, Row
-from shared.messages import JobRendered, Message
-from shared.streams import Publisher, StreamConsumer
+from shared.messages import JobRendered
+from shared.streams import Publisher, StreamConsumer, route
 
 __all__ = ["ARQ_FAST_POLL_S", "measure", "percentile", "rows_of", "run"]
 
@@ -83,12 +83,17 @@ async def _ours(redis_url: str, prefix: str, count: int, jitter_s: float) -> lis
     arrivals = _Arrivals()
     ids: dict[uuid.UUID, int] = {}
 
-    async def handler(message: Message) -> None:
-        assert isinstance(message, JobRendered)
+    async def handler(message: JobRendered) -> None:
         arrivals.arrive(ids.pop(message.job_id))
 
     consumer = StreamConsumer(
-        client, stream=stream, group="bench", consumer="bench-1", handler=handler, slots=4, block_ms=2000
+        client,
+        stream=stream,
+        group="bench",
+        consumer="bench-1",
+        routes=[route(JobRendered, handler)],
+        slots=4,
+        block_ms=2000,
     )
     await consumer.ensure_group()
     stop = asyncio.Event()

@@ -41,7 +41,7 @@ from PIL import Image
 from cartoon.appearance import measure_appearance
 from cartoon.poses import POSES
 from devstack.bench.report import Options, Row, render_markdown
-from devstack.render import VARIANTS, render_pack
+from devstack.render import render_pack
 from shared.imaging.decode import decode_rgb
 from shared.imaging.faces import descriptor_distance
 from shared.imaging.lab import hair_mask, hex_to_lab, mean_lab, skin_mask
@@ -50,6 +50,7 @@ from shared.logging import configure_logging
 from worker.imaging.skin import shift_region
 from worker.likeness import Descriptor, LikenessScorer, eyes_hidden
 from worker.settings import PipelineSettings
+from worker.variants import VARIANTS
 
 __all__ = ["FACES", "MARGIN", "Calibration", "calibrate", "measure"]
 

@@ -16,15 +16,15 @@ from __future__ import annotations
 import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import JSONB, UUID
 
-from shared.domain import CommandStatus, JobStatus
+from shared.domain import CommandStatus, JobStatus, LeadStatus, PostState
 
 metadata = sa.MetaData()
 
 JOB_STATUSES = tuple(s.value for s in JobStatus)  # the ck_jobs_status CHECK: no schema change
 COMMAND_STATUSES = tuple(s.value for s in CommandStatus)  # the ck_tg_commands_status CHECK
-LEAD_STATUSES = ("new", "taken", "done", "spam")
-LEAD_CARD_STATES = ("pending", "sending", "unsure", "checking", "posted")
-LEAD_NOTICE_STATES = (*LEAD_CARD_STATES, "failed")
+LEAD_STATUSES = tuple(s.value for s in LeadStatus)  # the ck_leads_status CHECK
+LEAD_NOTICE_STATES = tuple(s.value for s in PostState)  # ck_lead_repeats_post_state
+LEAD_CARD_STATES = tuple(s for s in LEAD_NOTICE_STATES if s != PostState.FAILED)  # ck_leads_post_state
 TZ = sa.DateTime(timezone=True)
 
 sessions = sa.Table(

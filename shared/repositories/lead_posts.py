@@ -1,9 +1,11 @@
 """Publication state of what the leads service posts into the staff chat: lead cards and repeat notices.
 
-Both kinds share one state machine (``shared.db.tables`` docstring) and one set of conditional updates:
-every transition names the post, the state it expects and the attempt (or probe) number of the command
-whose outcome it applies, so a late or repeated result can never move a post twice. Times are passed in
-by the caller (the publisher's clock), never taken from the database, so backoff is testable.
+Both kinds share one state machine (:class:`shared.domain.PostState`, its edges declared once in
+:data:`ALLOWED`; only a notice gives up, ``→ failed``) and one set of conditional updates: every transition
+names the post, the state it expects and the attempt (or probe) number of the command whose outcome it
+applies, so a late or repeated result can never move a post twice. An edge :data:`ALLOWED` does not declare
+is refused before any SQL runs (:class:`shared.errors.UndeclaredTransition`), as the job's are. Times are
+passed in by the caller (the publisher's clock), never taken from the database, so backoff is testable.
 
 ``lead_chats`` holds the per-chat pacing row; :meth:`LeadPostRepository.lock_chat` locks it, which
 serialises publishing across replicas of the leads service. A transaction that writes both the chat row
@@ -22,11 +24,27 @@ from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from shared.db.tables import lead_chats, lead_repeats, leads
-from shared.domain import LeadChat, LeadPost
+from shared.domain import IN_FLIGHT_POST_STATES, LeadChat, LeadPost, PostState
+from shared.errors import UndeclaredTransition
 
 CARD = "card"
 NOTICE = "notice"
-IN_FLIGHT = ("sending", "unsure", "checking")
+_PENDING, _SENDING, _UNSURE = PostState.PENDING, PostState.SENDING, PostState.UNSURE
+_CHECKING, _POSTED, _FAILED = PostState.CHECKING, PostState.POSTED, PostState.FAILED
+
+#: The publication machine's edges, ``from → {to, …}``: the only place they are declared. A send is
+#: ``pending → sending``, then ``posted``, back to ``pending`` (failed), ``failed`` (a
+#: notice gives up) or ``unsure`` (the outcome is unknown); an unsure post is searched for (``unsure →
+#: checking``) and found (``posted``), not found (``pending``) or the search failed (``unsure``). A message
+#: found in the chat marks any unposted state ``posted``.
+ALLOWED: dict[PostState, frozenset[PostState]] = {
+    _PENDING: frozenset({_SENDING, _POSTED}),
+    _SENDING: frozenset({_POSTED, _PENDING, _FAILED, _UNSURE}),
+    _UNSURE: frozenset({_CHECKING, _POSTED}),
+    _CHECKING: frozenset({_POSTED, _PENDING, _UNSURE}),
+    _POSTED: frozenset(),
+    _FAILED: frozenset({_POSTED}),
+}
 
 
 @dataclass(frozen=True)
@@ -136,7 +154,9 @@ class LeadPostRepository:
         posts: list[LeadPost] = []
         for kind, k in _KINDS.items():
             rows = await self.conn.execute(
-                sa.select(*_columns(kind)).where(k.table.c.post_state.in_(IN_FLIGHT)).order_by(k.table.c.id)
+                sa.select(*_columns(kind))
+                .where(k.table.c.post_state.in_(IN_FLIGHT_POST_STATES))
+                .order_by(k.table.c.id)
             )
             posts.extend(_post(r) for r in rows)
         return posts
@@ -145,16 +165,16 @@ class LeadPostRepository:
         """The pending post that has waited longest: cards due at ``now``, and notices due at ``now``
         whose lead's card is posted (a notice replies under it). Ties go to cards, then to lower ids."""
         cards = sa.select(*_columns(CARD), sa.literal(0).label("rank")).where(
-            leads.c.post_state == "pending",
+            leads.c.post_state == _PENDING,
             sa.or_(leads.c.next_attempt_at.is_(None), leads.c.next_attempt_at <= now),
         )
         notices = (
             sa.select(*_columns(NOTICE), sa.literal(1).label("rank"))
             .join(leads, leads.c.id == lead_repeats.c.lead_id)
             .where(
-                lead_repeats.c.post_state == "pending",
+                lead_repeats.c.post_state == _PENDING,
                 sa.or_(lead_repeats.c.next_attempt_at.is_(None), lead_repeats.c.next_attempt_at <= now),
-                leads.c.post_state == "posted",
+                leads.c.post_state == _POSTED,
             )
         )
         both = sa.union_all(cards, notices).subquery()
@@ -181,7 +201,7 @@ class LeadPostRepository:
         """``created_at`` of the oldest lead whose card is not posted yet (pending age)."""
         return (
             await self.conn.execute(
-                sa.select(sa.func.min(leads.c.created_at)).where(leads.c.post_state != "posted")
+                sa.select(sa.func.min(leads.c.created_at)).where(leads.c.post_state != _POSTED)
             )
         ).scalar()
 
@@ -192,11 +212,22 @@ class LeadPostRepository:
         kind: str,
         post_id: int,
         *,
-        states: Sequence[str],
+        states: Sequence[PostState],
+        to: Sequence[PostState],
         values: dict[str, Any],
         attempt: int | None = None,
         probe: int | None = None,
     ) -> LeadPost | None:
+        """Move the post from one of ``states`` to one of ``to`` (``values`` sets ``post_state``) when its
+        attempt (probe) number is ``attempt`` (``probe``); ``None`` when it is elsewhere.
+
+        Raises:
+            UndeclaredTransition: an edge from ``states`` to ``to`` is not in :data:`ALLOWED` (a bug;
+                before any SQL).
+        """
+        undeclared = [f"{a} → {b}" for a in states for b in to if PostState(b) not in ALLOWED[PostState(a)]]
+        if undeclared or not states or not to:
+            raise UndeclaredTransition(f"lead post move {undeclared or 'from/to nothing'} is not in ALLOWED")
         table = _KINDS[kind].table
         conditions = [table.c.id == post_id, table.c.post_state.in_(list(states))]
         if attempt is not None:
@@ -217,10 +248,11 @@ class LeadPostRepository:
         return await self._move(
             post.kind,
             post.id,
-            states=["pending"],
+            states=[_PENDING],
+            to=[_SENDING],
             attempt=post.attempts,
             values={
-                "post_state": "sending",
+                "post_state": _SENDING,
                 "attempts": t.c.attempts + 1,
                 "last_attempt_at": now,
                 "probe_after": probe_after,
@@ -233,9 +265,10 @@ class LeadPostRepository:
         return await self._move(
             post.kind,
             post.id,
-            states=["unsure"],
+            states=[_UNSURE],
+            to=[_CHECKING],
             probe=post.probes,
-            values={"post_state": "checking", "probes": t.c.probes + 1, "last_attempt_at": now},
+            values={"post_state": _CHECKING, "probes": t.c.probes + 1, "last_attempt_at": now},
         )
 
     async def mark_posted(
@@ -244,7 +277,7 @@ class LeadPostRepository:
         """Any unposted state ``→ posted`` with the message's id; ``False`` when it was posted already."""
         k = _KINDS[kind]
         values: dict[str, Any] = {
-            "post_state": "posted",
+            "post_state": _POSTED,
             k.message_id.name: message_id,
             k.posted_at.name: now,
             "failures": 0,
@@ -253,7 +286,8 @@ class LeadPostRepository:
         }
         if kind == CARD:
             values["card_chat_id"] = chat_id
-        moved = await self._move(kind, post_id, states=["pending", *IN_FLIGHT, "failed"], values=values)
+        unposted = [s for s in PostState if s != _POSTED]
+        moved = await self._move(kind, post_id, states=unposted, to=[_POSTED], values=values)
         return moved is not None
 
     async def send_failed(
@@ -269,13 +303,14 @@ class LeadPostRepository:
         """``sending → pending`` with one more consecutive failure, due at ``next_attempt_at``; ``→ failed``
         instead once the failures reach ``give_up_after`` (repeat notices)."""
         t = _KINDS[kind].table
-        state: Any = "pending"
+        state: Any = _PENDING
         if give_up_after is not None:
-            state = sa.case((t.c.failures + 1 >= give_up_after, "failed"), else_="pending")
+            state = sa.case((t.c.failures + 1 >= give_up_after, _FAILED.value), else_=_PENDING.value)
         return await self._move(
             kind,
             post_id,
-            states=["sending"],
+            states=[_SENDING],
+            to=[_PENDING] if give_up_after is None else [_PENDING, _FAILED],
             attempt=attempt,
             values={
                 "post_state": state,
@@ -294,10 +329,11 @@ class LeadPostRepository:
         return await self._move(
             kind,
             post_id,
-            states=["sending"],
+            states=[_SENDING],
+            to=[_UNSURE],
             attempt=attempt,
             values={
-                "post_state": "unsure",
+                "post_state": _UNSURE,
                 "failures": t.c.failures + 1,
                 "next_attempt_at": next_attempt_at,
                 "last_error": error[:500],
@@ -310,9 +346,10 @@ class LeadPostRepository:
         return await self._move(
             kind,
             post_id,
-            states=["checking"],
+            states=[_CHECKING],
+            to=[_PENDING],
             probe=probe,
-            values={"post_state": "pending", "next_attempt_at": now},
+            values={"post_state": _PENDING, "next_attempt_at": now},
         )
 
     async def probe_failed(
@@ -323,10 +360,11 @@ class LeadPostRepository:
         return await self._move(
             kind,
             post_id,
-            states=["checking"],
+            states=[_CHECKING],
+            to=[_UNSURE],
             probe=probe,
             values={
-                "post_state": "unsure",
+                "post_state": _UNSURE,
                 "failures": t.c.failures + 1,
                 "next_attempt_at": next_attempt_at,
                 "last_error": error[:500],

@@ -1,5 +1,11 @@
 """Leads from the landing page: idempotent intake by the visitor's ``requestId``, repeats by contact, the
 status the card's buttons set, and the admin listing. Publication state lives in :mod:`.lead_posts`.
+
+The lead status machine (``leads.cards`` "Lead status"): Take ``new → taken``; Done ``taken → done`` (an
+admin also ``new → done``); Spam ``new|taken → spam``; Reopen ``done|spam → taken`` (back to the holder) or
+``→ new`` (nobody holds it). :data:`ALLOWED` declares these edges once; :meth:`LeadRepository.set_status`
+refuses an undeclared one before any SQL runs (:class:`shared.errors.UndeclaredTransition`), as the job's
+transitions do.
 """
 
 from __future__ import annotations
@@ -13,7 +19,18 @@ from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from shared.db.tables import lead_repeats, leads
-from shared.domain import Lead, LeadRepeat, LeadSubmission
+from shared.domain import Lead, LeadRepeat, LeadStatus, LeadSubmission
+from shared.errors import UndeclaredTransition
+
+_NEW, _TAKEN, _DONE, _SPAM = LeadStatus.NEW, LeadStatus.TAKEN, LeadStatus.DONE, LeadStatus.SPAM
+
+#: The lead status machine's edges, ``from → {to, …}`` (module docstring): the only place they are declared.
+ALLOWED: dict[LeadStatus, frozenset[LeadStatus]] = {
+    _NEW: frozenset({_TAKEN, _DONE, _SPAM}),  # Take; Done (an admin); Spam
+    _TAKEN: frozenset({_DONE, _SPAM}),
+    _DONE: frozenset({_NEW, _TAKEN}),  # Reopen: to the holder, or new when nobody holds it
+    _SPAM: frozenset({_NEW, _TAKEN}),
+}
 
 
 def _lead(row: Any) -> Lead:
@@ -135,8 +152,8 @@ class LeadRepository:
         self,
         lead_id: int,
         *,
-        status: str | None,
-        allowed_from: Sequence[str],
+        status: LeadStatus | None,
+        allowed_from: Sequence[LeadStatus],
         by_id: int,
         by_name: str,
         now: datetime,
@@ -149,14 +166,27 @@ class LeadRepository:
 
         ``status=None`` is a Reopen: ``taken`` when the lead has a holder, else ``new``. ``take`` makes
         the presser the holder. Bumps ``status_version``, which names the card edit of this change.
+
+        Raises:
+            UndeclaredTransition: an edge from ``allowed_from`` to ``status`` (to ``new`` or ``taken`` for a
+                Reopen) is not in :data:`ALLOWED`, or ``allowed_from`` is empty (a bug; before any SQL).
         """
+        targets = (status,) if status is not None else (_NEW, _TAKEN)
+        undeclared = [
+            f"{source} → {target}"
+            for source in allowed_from
+            for target in targets
+            if LeadStatus(target) not in ALLOWED[LeadStatus(source)]
+        ]
+        if undeclared or not allowed_from:
+            raise UndeclaredTransition(f"lead status {undeclared or 'from nothing'} is not in ALLOWED")
         conditions = [leads.c.id == lead_id, leads.c.status.in_(list(allowed_from))]
         if holder is not None:
             conditions.append(sa.or_(leads.c.taken_by_id.is_(None), leads.c.taken_by_id == holder))
         values: dict[str, Any] = {
             "status": status
             if status is not None
-            else sa.case((leads.c.taken_by_id.is_(None), "new"), else_="taken"),
+            else sa.case((leads.c.taken_by_id.is_(None), _NEW.value), else_=_TAKEN.value),
             "status_by_id": by_id,
             "status_by_name": by_name,
             "status_at": now,

@@ -21,7 +21,7 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from shared.db.tables import blobs, jobs, lead_repeats, leads, sessions, tg_commands
-from shared.domain import ACTIVE_JOB_STATUSES, FINAL_COMMAND_STATUSES, JobStatus
+from shared.domain import ACTIVE_JOB_STATUSES, FINAL_COMMAND_STATUSES, IN_FLIGHT_POST_STATES, JobStatus
 from shared.repositories.erasure import ErasureRepository
 
 __all__ = ["PERSONAL_BLOB_KINDS", "PurgedBatch", "RetentionRepository"]
@@ -30,8 +30,6 @@ __all__ = ["PERSONAL_BLOB_KINDS", "PurgedBatch", "RetentionRepository"]
 #: ``passport`` JSON and the ``anchor`` portrait, :class:`worker.context.DbArtefacts`). The face crop is
 #: never stored: the worker cuts it from the selfie in memory for each render.
 PERSONAL_BLOB_KINDS: tuple[str, ...] = ("selfie", "anchor", "passport")
-#: A lead card or repeat notice in one of these is being sent or checked by the leads service.
-LEAD_POSTS_IN_FLIGHT = ("sending", "unsure", "checking")
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,7 +136,7 @@ class RetentionRepository:
         )
         expired = sa.and_(
             leads.c.created_at < active_before,
-            leads.c.post_state.notin_(LEAD_POSTS_IN_FLIGHT),
+            leads.c.post_state.notin_(IN_FLIGHT_POST_STATES),
             ~recent_repeat,
         )
         ids = await self._lock(leads, leads.c.id, expired, limit=limit)

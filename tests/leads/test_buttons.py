@@ -119,7 +119,7 @@ async def test_a_lead_nobody_took_is_spammed_and_reopened_by_anyone_and_done_onl
         "/sim/callbacks",
         {"user_id": 8, "chat_id": LEADS_CHAT, "message_id": card["message_id"], "data": card_data(card)},
     )
-    await rig.service.buttons.handle(
+    await rig.service.buttons.press(
         LeadButtonPressed(
             callback_query_id=early["id"],
             data=f"stickers_lead:{lead_id}:done",
@@ -158,7 +158,7 @@ async def test_two_staff_pressing_take_at_once_get_one_winner(rig: Rig) -> None:
 async def test_a_redelivered_press_answers_and_edits_once(rig: Rig) -> None:
     lead_id, card = await posted_card(rig)
     callback_id = await rig.press(7, card["message_id"], f"stickers_lead:{lead_id}:spam")
-    await rig.service.buttons.handle(pressed(callback_id, f"stickers_lead:{lead_id}:spam", card, "Staff 7"))
+    await rig.service.buttons.press(pressed(callback_id, f"stickers_lead:{lead_id}:spam", card, "Staff 7"))
     executed = await rig.gateway()
     assert sorted(executed) == sorted([f"cbq:{callback_id}", f"lead:{lead_id}:edit:1"])
 
@@ -171,7 +171,7 @@ async def test_orphan_buttons_get_a_polite_answer(rig: Rig, data: str) -> None:
         "/sim/callbacks",
         {"user_id": 7, "chat_id": LEADS_CHAT, "message_id": card["message_id"], "data": card_data(card)},
     )
-    await rig.service.buttons.handle(
+    await rig.service.buttons.press(
         LeadButtonPressed(
             callback_query_id=callback["id"],
             data=data,
@@ -191,8 +191,8 @@ def card_data(card: dict[str, Any]) -> str:
 
 
 async def test_message_ids_seen_in_the_chat_raise_the_search_floor(rig: Rig) -> None:
-    await rig.service.buttons.handle(LeadsChatMessage(chat_id=LEADS_CHAT, message_id=41))
-    await rig.service.buttons.handle(LeadsChatMessage(chat_id=LEADS_CHAT, message_id=17))
+    await rig.service.buttons.note_chat_message(LeadsChatMessage(chat_id=LEADS_CHAT, message_id=41))
+    await rig.service.buttons.note_chat_message(LeadsChatMessage(chat_id=LEADS_CHAT, message_id=17))
     async with rig.db.transaction() as repos:
         chat = await repos.lead_posts.lock_chat(LEADS_CHAT, now=rig.clock(), capacity=20)
     assert chat is not None and chat.last_message_id == 41
@@ -237,7 +237,7 @@ async def test_a_card_edit_held_by_a_long_flood_wait_is_sent_when_it_ends_and_a_
         await rig.press(7, card["message_id"], f"stickers_lead:{lead_id}:done", name="Olga")
         await rig.gateway()
         # the card still shows Done: a press the chat had before the edit
-        await rig.service.buttons.handle(pressed("reopen-1", f"stickers_lead:{lead_id}:reopen", card, "Olga"))
+        await rig.service.buttons.press(pressed("reopen-1", f"stickers_lead:{lead_id}:reopen", card, "Olga"))
         async with rig.db.transaction() as repos:
             edits = await repos.tg_commands.for_subject("lead_post", lead_id, post="card", op="edit")
         assert [(r.subject or {}).get("n") for r in edits] == [1, 2, 3]

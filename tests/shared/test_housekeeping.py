@@ -27,6 +27,7 @@ from shared.repositories import Database
 from shared.repositories.usage import ApiCall
 from shared.settings import RetentionSettings
 from shared.subjects import JobStep
+from tests.shared.lead_helpers import lead
 
 pytestmark = pytest.mark.integration
 
@@ -174,21 +175,6 @@ async def test_settled_commands_go_after_their_window_never_pending_or_sending(d
     async with db.transaction() as repos:
         left = (await repos.conn.execute(sa.select(tg_commands.c.command_id))).scalars().all()
     assert sorted(left) == ["c:pending", "c:sending"]
-
-
-async def lead(db: Database, request_id: str, contact: str) -> int:
-    async with db.transaction() as repos:
-        stored = await repos.leads.submit(
-            request_id=request_id,
-            name="Ann",
-            contact=contact,
-            contact_kind="email",
-            contact_key=contact,
-            message="",
-            source_page=None,
-            utm={},
-        )
-    return stored.lead.id
 
 
 async def test_leads_go_with_their_repeats_after_their_window(db: Database) -> None:

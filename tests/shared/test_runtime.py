@@ -18,11 +18,11 @@ import redis.asyncio as aioredis
 from structlog.testing import capture_logs
 
 from shared import metrics
-from shared.messages import JobQueued, Message
+from shared.messages import JobQueued
 from shared.repositories import Database
 from shared.runtime import Duty, LongTask, ServiceRuntime
 from shared.settings import ServiceSettings
-from shared.streams import Publisher
+from shared.streams import Publisher, route
 
 pytestmark = pytest.mark.integration
 STREAM = "test:runtime"
@@ -134,8 +134,7 @@ async def test_stop_drains_consumers_within_the_bound_and_cancels_stragglers(
     cancelled: list[uuid.UUID] = []
     quick, slow = uuid.uuid4(), uuid.uuid4()
 
-    async def handler(message: Message) -> None:
-        assert isinstance(message, JobQueued)
+    async def handler(message: JobQueued) -> None:
         started[message.job_id] = time.monotonic()
         try:
             await asyncio.sleep(0.3 if message.job_id == quick else 3600)
@@ -148,7 +147,7 @@ async def test_stop_drains_consumers_within_the_bound_and_cancels_stragglers(
     for job_id in (quick, slow):
         await publisher.publish(STREAM, JobQueued(job_id=job_id))
     async with runtime(settings, db, redis) as rt:
-        consumer = rt.consumer(STREAM, handler, slots=2)
+        consumer = rt.consumer(STREAM, route(JobQueued, handler), slots=2)
         with capture_logs() as logs:
             run = asyncio.create_task(
                 rt.run(consumers=[consumer], drain_timeout_s=1.0, shutdown=lambda: {"running": consumer.busy})

@@ -11,7 +11,6 @@ from typing import Any
 
 from PIL import Image
 
-from devstack.render import VARIANTS
 from shared.outfits import get_outfit
 from tests.simulators.ai.helpers import RunningAiSim, photo
 from worker.context import MemoryArtefacts, RenderContext
@@ -20,6 +19,7 @@ from worker.providers.base import Provider
 from worker.providers.chain import ChainPolicy, ProviderChain
 from worker.render import Pack, render_job
 from worker.settings import PipelineSettings
+from worker.variants import VARIANTS
 
 
 @dataclass
@@ -36,7 +36,7 @@ class Rendered:
 
 
 def settings(variant: str, **overrides: Any) -> PipelineSettings:
-    return PipelineSettings().model_copy(update={**VARIANTS[variant], **overrides})
+    return PipelineSettings().model_copy(update={**VARIANTS[variant].selected_by, **overrides})
 
 
 async def render(

@@ -12,7 +12,8 @@ import pytest
 from PIL import Image
 
 from cartoon.poses import POSES
-from devstack.render import VARIANTS, cli
+from devstack.render import cli
+from worker.variants import VARIANTS
 
 pytestmark = pytest.mark.integration
 

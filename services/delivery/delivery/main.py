@@ -21,8 +21,10 @@ from shared import streams
 from shared.digest import send_digest_if_due
 from shared.housekeeping import scheduler_task
 from shared.logging import configure_logging
+from shared.messages import JobRendered, TelegramResult
 from shared.runtime import Duty, Given, ServiceRuntime
 from shared.settings import settings_or_exit
+from shared.streams import route
 
 SHUTDOWN_GRACE_SEC = 5.0
 
@@ -59,9 +61,15 @@ async def run(settings: DeliverySettings, **given: Unpack[Given]) -> int:
         delivery = PackDelivery(db=rt.db, publisher=rt.publisher, settings=settings)
         return await rt.run(
             consumers=[
-                rt.consumer(streams.DELIVERY, delivery.handle_rendered, slots=settings.delivery_slots),
                 rt.consumer(
-                    streams.results_stream(SERVICE), delivery.handle_result, slots=settings.results_slots
+                    streams.DELIVERY,
+                    route(JobRendered, delivery.handle_rendered),
+                    slots=settings.delivery_slots,
+                ),
+                rt.consumer(
+                    streams.results_stream(SERVICE),
+                    route(TelegramResult, delivery.handle_result),
+                    slots=settings.results_slots,
                 ),
             ],
             duties=duties(delivery, settings),

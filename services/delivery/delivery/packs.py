@@ -33,7 +33,6 @@ sent again (:meth:`PackDelivery._resolve_unknown_link`), so the guest gets it ex
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
-from typing import Any
 from uuid import UUID
 
 import structlog
@@ -80,15 +79,12 @@ class PackDelivery:
 
     # --- inputs -------------------------------------------------------------------------------------
 
-    async def handle_rendered(self, message: Any) -> None:
+    async def handle_rendered(self, message: JobRendered) -> None:
         """``stk:delivery``: ask the gateway to create the job's sticker set."""
-        if isinstance(message, JobRendered):
-            await self.request_set(message.job_id)
+        await self.request_set(message.job_id)
 
-    async def handle_result(self, message: Any) -> None:
+    async def handle_result(self, message: TelegramResult) -> None:
         """``tg:results:delivery``: advance the job by the outcome of one of its commands."""
-        if not isinstance(message, TelegramResult):
-            return
         match message.subject:
             case JobStep(id=job_id, step="create_set"):
                 await self.on_set_created(job_id, message)

@@ -26,8 +26,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, Literal, get_args
 
+from shared.ai_providers import PROVIDERS, provider_chain
 from shared.errors import UploadRejected
-from shared.settings import ProviderName
 
 if TYPE_CHECKING:
     from ingest.settings import IngestSettings
@@ -37,12 +37,6 @@ KioskLanguage = Literal["en", "ru"]
 KIOSK_LANGUAGES: Final[tuple[KioskLanguage, ...]] = get_args(KioskLanguage)
 PLACEHOLDERS: Final = frozenset({"providers", "selfie_hours", "sticker_days", "session_days"})
 
-#: How the guest reads a provider's name; ``local`` sends the photo to no outside service.
-_PROVIDER_TITLES: Final[dict[str, dict[str, str]]] = {
-    "gemini": {"en": "Google Gemini", "ru": "Google Gemini"},
-    "openai": {"en": "OpenAI", "ru": "OpenAI"},
-    "local": {"en": "the booth's own server", "ru": "собственный сервер стойки"},
-}
 _OR: Final = {"en": " or ", "ru": " или "}
 
 DEFAULT_TEXTS: Final[dict[str, str]] = {
@@ -106,16 +100,10 @@ def split_points(text: str) -> list[str]:
     return [line.strip() for line in _LINE_BREAK.split(text) if line.strip()]
 
 
-def provider_chain(primary: ProviderName, fallback: ProviderName | str) -> tuple[str, ...]:
-    """The providers that may receive the photo, in chain order: ``primary``, then ``fallback`` when set
-    and different (the worker's rule, ``worker.providers.factory.build_providers``). A provider the
-    worker skips for want of a key is still named: ingest holds no AI keys (DESIGN.md §12)."""
-    return (primary,) if not fallback or fallback == primary else (primary, fallback)
-
-
 def providers_phrase(providers: tuple[str, ...], language: str) -> str:
-    """``Google Gemini or OpenAI`` in ``language``."""
-    return _OR[language].join(_PROVIDER_TITLES[p][language] for p in providers)
+    """``Google Gemini or OpenAI`` in ``language``: each provider's guest-facing title
+    (:data:`shared.ai_providers.PROVIDERS`; ``local`` sends the photo to no outside service)."""
+    return _OR[language].join(PROVIDERS[p].titles[language] for p in providers)
 
 
 @dataclass(frozen=True)
@@ -131,7 +119,10 @@ class ConsentText:
 
 def consent_text(settings: IngestSettings) -> ConsentText:
     """The consent screen for these settings, with its version (module docstring)."""
-    providers = provider_chain(settings.primary_ai_provider, settings.fallback_ai_provider)
+    # the worker's chain (a provider it skips for want of a key is still named: ingest holds no AI keys,
+    # DESIGN.md §12)
+    chain = provider_chain(settings.primary_ai_provider, settings.fallback_ai_provider)
+    providers = tuple(p.name for p in chain)
     templates: dict[KioskLanguage, str] = {"en": settings.consent_text_en, "ru": settings.consent_text_ru}
     points = {
         language: tuple(

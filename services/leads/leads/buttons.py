@@ -21,7 +21,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime
-from typing import Any
 
 import structlog
 
@@ -79,15 +78,12 @@ class ButtonHandler:
         self.per_minute = per_minute
         self.admin_ids = admin_ids
 
-    async def handle(self, message: Any) -> None:
-        """Stream handler: button presses and chat message ids; anything else is ignored."""
-        if isinstance(message, LeadButtonPressed):
-            await self.press(message)
-        elif isinstance(message, LeadsChatMessage):
-            async with self.db.transaction() as repos:
-                await repos.lead_posts.note_message_id(
-                    message.chat_id, message.message_id, now=self.now(), capacity=self.per_minute
-                )
+    async def note_chat_message(self, message: LeadsChatMessage) -> None:
+        """Stream handler for a message id seen in the leads chat (the flood pacing counts it)."""
+        async with self.db.transaction() as repos:
+            await repos.lead_posts.note_message_id(
+                message.chat_id, message.message_id, now=self.now(), capacity=self.per_minute
+            )
 
     async def press(self, pressed: LeadButtonPressed) -> None:
         """Apply one press (safe to repeat: the answer and the edit are commands with fixed ids)."""

@@ -28,26 +28,33 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from shared.domain import Lead, LeadRepeat
+from shared.domain import Lead, LeadRepeat, LeadStatus
 
 ACTIONS = ("take", "done", "spam", "reopen")
+_NEW, _TAKEN, _DONE, _SPAM = LeadStatus.NEW, LeadStatus.TAKEN, LeadStatus.DONE, LeadStatus.SPAM
 #: lead status a button sets (Reopen's depends on the holder: :data:`REOPENED`)
-TARGET_STATUS = {"take": "taken", "done": "done", "spam": "spam"}
+TARGET_STATUS = {"take": _TAKEN, "done": _DONE, "spam": _SPAM}
 #: the status of a reopened lead, by whether it has a holder
-REOPENED = {True: "taken", False: "new"}
-#: the statuses a button may be pressed in (a conditional update), for an admin
-ALLOWED_FROM = {
-    "take": ("new",),
-    "done": ("new", "taken"),
-    "spam": ("new", "taken"),
-    "reopen": ("done", "spam"),
+REOPENED = {True: _TAKEN, False: _NEW}
+#: the statuses a button may be pressed in (a conditional update), for an admin; each edge is one of
+#: :data:`shared.repositories.leads.ALLOWED`
+ALLOWED_FROM: dict[str, tuple[LeadStatus, ...]] = {
+    "take": (_NEW,),
+    "done": (_NEW, _TAKEN),
+    "spam": (_NEW, _TAKEN),
+    "reopen": (_DONE, _SPAM),
 }
 #: the same for everyone else: Done only on a lead taken (by the presser, :data:`HOLDER_ONLY`)
-STAFF_ALLOWED_FROM = {**ALLOWED_FROM, "done": ("taken",)}
+STAFF_ALLOWED_FROM = {**ALLOWED_FROM, "done": (_TAKEN,)}
 #: buttons that a lead's holder (or an admin) alone may press once someone holds it
 HOLDER_ONLY = frozenset({"done", "spam", "reopen"})
 #: the buttons shown under a card in each status
-SHOWN = {"new": ("take", "spam"), "taken": ("done", "spam"), "done": ("reopen",), "spam": ("reopen",)}
+SHOWN: dict[str, tuple[str, ...]] = {
+    _NEW: ("take", "spam"),
+    _TAKEN: ("done", "spam"),
+    _DONE: ("reopen",),
+    _SPAM: ("reopen",),
+}
 _BUTTON_TEXT = {"take": "🙋 Take", "done": "✅ Done", "spam": "🚫 Spam", "reopen": "↩️ Reopen"}
 _STATUS_LINE = {
     "taken": "🙋 Taken by {who}",

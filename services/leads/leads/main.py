@@ -15,7 +15,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any, Unpack
+from typing import Unpack
 
 from leads.backoff import Backoff
 from leads.buttons import ButtonHandler
@@ -24,10 +24,11 @@ from leads.publishing import SERVICE, LeadPublisher
 from leads.settings import LeadsSettings
 from shared import streams
 from shared.logging import configure_logging
+from shared.messages import LeadButtonPressed, LeadCreated, LeadRepeated, LeadsChatMessage, TelegramResult
 from shared.repositories import Database
 from shared.runtime import Duty, Given, ServiceRuntime
 from shared.settings import settings_or_exit
-from shared.streams import Publisher, StreamConsumer
+from shared.streams import Publisher, StreamConsumer, route
 
 SHUTDOWN_GRACE_SEC = 5.0
 
@@ -59,7 +60,7 @@ class LeadsService:
     buttons: ButtonHandler
     wake: asyncio.Event = field(default_factory=asyncio.Event)
 
-    async def wake_on_hint(self, _message: Any) -> None:
+    async def wake_on_hint(self, _message: LeadCreated | LeadRepeated) -> None:
         """``stk:leads`` handler: a lead or repeat was stored; the rows say what to do."""
         self.wake.set()
 
@@ -107,12 +108,24 @@ def duties(service: LeadsService, settings: LeadsSettings) -> list[Duty]:
 def consumers(service: LeadsService, rt: ServiceRuntime, settings: LeadsSettings) -> list[StreamConsumer]:
     """``stk:leads`` (wakes the publisher), ``tg:results:leads`` (command outcomes), ``tg:updates:leads``
     (button presses), ``LEADS_SLOTS`` slots each."""
-    routes = [
-        (streams.LEADS, service.wake_on_hint),
-        (streams.results_stream(SERVICE), service.outcomes.handle),
-        (streams.TG_UPDATES_LEADS, service.buttons.handle),
+    slots = settings.leads_slots
+    return [
+        rt.consumer(
+            streams.LEADS,
+            route(LeadCreated, service.wake_on_hint),
+            route(LeadRepeated, service.wake_on_hint),
+            slots=slots,
+        ),
+        rt.consumer(
+            streams.results_stream(SERVICE), route(TelegramResult, service.outcomes.apply), slots=slots
+        ),
+        rt.consumer(
+            streams.TG_UPDATES_LEADS,
+            route(LeadButtonPressed, service.buttons.press),
+            route(LeadsChatMessage, service.buttons.note_chat_message),
+            slots=slots,
+        ),
     ]
-    return [rt.consumer(stream, handler, slots=settings.leads_slots) for stream, handler in routes]
 
 
 async def run(settings: LeadsSettings, **given: Unpack[Given]) -> int:

@@ -29,7 +29,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
 
 import structlog
 
@@ -87,13 +86,9 @@ class OutcomeHandler:
         self.now = now
         self.on_change = on_change
 
-    async def handle(self, message: Any) -> None:
-        """Stream handler for ``tg:results:leads``; other messages and commands are ignored."""
-        if isinstance(message, TelegramResult):
-            await self.apply(message)
-
     async def apply(self, result: TelegramResult) -> None:
-        """Move the post the result's subject names (see the module's tables). Safe to repeat."""
+        """Stream handler for ``tg:results:leads``: move the post the result's subject names (see the
+        module's tables); results of other commands are ignored. Safe to repeat."""
         match result.subject:
             case PostStep(op="send" | "find", n=int()) as step:
                 await self._apply_to_post(step, result)

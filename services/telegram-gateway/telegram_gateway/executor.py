@@ -152,11 +152,8 @@ class CommandExecutor:
         #: Groups Telegram said were upgraded to a supergroup: old chat id → new (:meth:`_call`).
         self.migrated: dict[int, int] = {}
 
-    async def handle(self, message: Any) -> None:
+    async def handle(self, message: TelegramCommand) -> None:
         """Stream handler for ``tg:outbox``."""
-        if not isinstance(message, TelegramCommand):
-            log.warning("OUTBOX_UNEXPECTED_MESSAGE", type=getattr(message, "type", None))
-            return
         await self.execute(message.command_id)
 
     async def execute(self, command_id: str) -> None:

@@ -30,7 +30,7 @@ from shared.messages import TelegramCommand
 from shared.repositories import Database
 from shared.runtime import Duty, Given, LongTask, ServiceRuntime
 from shared.settings import settings_or_exit
-from shared.streams import Publisher
+from shared.streams import Publisher, route
 from telegram_gateway.admin import AdminHandlers
 from telegram_gateway.erasure import ErasureHandlers
 from telegram_gateway.executor import CommandExecutor
@@ -185,7 +185,18 @@ async def run(settings: GatewaySettings, **given: Unpack[Given]) -> int:
             rt.closing(application.stop)  # stop, then shutdown, after the drain: finishing commands send
             polling = partial(poll_updates, application, timeout_s=settings.poll_timeout_sec, held=held)
             return await rt.run(
-                consumers=[rt.consumer(streams.TG_OUTBOX, executor.handle, slots=settings.outbox_slots)],
+                consumers=[
+                    # No time limit: a command waits while another gateway holds Telegram (``held``), a
+                    # sticker set takes one call per sticker (each bounded by TELEGRAM_MEDIA_TIMEOUT_SEC,
+                    # pauses by TELEGRAM_FLOOD_WAIT_MAX_SEC), and a send cancelled mid-call could only be
+                    # failed as unknown on its next run (executor.py); every Bot API call bounds itself.
+                    rt.consumer(
+                        streams.TG_OUTBOX,
+                        route(TelegramCommand, executor.handle),
+                        slots=settings.outbox_slots,
+                        handler_timeout_s=None,
+                    )
+                ],
                 duties=duties(rt.db, rt.publisher, settings, held=held),
                 tasks=[
                     # stop taking updates first; an unconfirmed batch is delivered again next start

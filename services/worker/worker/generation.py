@@ -61,10 +61,9 @@ class Generator:
         self.owner = owner
         self.notify = notify
 
-    async def handle(self, message: Any) -> None:
+    async def handle(self, message: JobQueued) -> None:
         """Stream handler for ``stk:jobs``."""
-        if isinstance(message, JobQueued):
-            await self.process(message.job_id)
+        await self.process(message.job_id)
 
     async def process(self, job_id: UUID) -> None:
         """Claim and render ``job_id``; every outcome is written to Postgres before this returns.

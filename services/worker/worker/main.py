@@ -20,11 +20,12 @@ import structlog
 from shared import streams
 from shared.alerts import send_alert
 from shared.logging import configure_logging
+from shared.messages import JobQueued
 from shared.outfits import load_catalog
 from shared.repositories import Database
 from shared.runtime import Duty, Given, ServiceRuntime
 from shared.settings import settings_or_exit
-from shared.streams import Publisher
+from shared.streams import Publisher, route
 from worker.cost import Alerter
 from worker.generation import Generator
 from worker.lifecycle import warn_model_shutdowns
@@ -114,7 +115,16 @@ async def run(settings: WorkerSettings, **given: Unpack[Given]) -> int:
             owner=rt.consumer_name,
             notify=notifier(settings.notify_url),
         )
-        jobs = rt.consumer(streams.JOBS, generator.handle, slots=settings.worker_slots)
+        # No time limit on a job's handler: a job legitimately runs minutes (AI_TIMEOUT_SEC per provider
+        # call, retries, STORE_WAIT_MAX_SEC waits for Postgres) and the worker has no per-job time limit
+        # setting; every call bounds itself, delivery's deadline fails an overdue job from outside, and a
+        # cancellation would requeue the job as at shutdown. Its entry keeps its lease while it runs.
+        jobs = rt.consumer(
+            streams.JOBS,
+            route(JobQueued, generator.handle),
+            slots=settings.worker_slots,
+            handler_timeout_s=None,
+        )
         return await rt.run(
             consumers=[jobs],
             duties=duties(rt.db, rt.publisher, settings),

@@ -30,6 +30,7 @@ from google.genai import errors as genai_errors
 from google.genai import types as genai_types
 
 from shared.ai_models import SHUTDOWN_WARNING, Role, lookup, price_known
+from shared.ai_providers import provider_chain
 from shared.errors import ConfigError, StickerBoothError
 from shared.preflight import CheckResult, emit, fail, ok, warn
 from shared.settings import load_settings
@@ -189,28 +190,26 @@ async def run_checks(today: date | None = None) -> list[CheckResult]:
     except ConfigError as exc:
         return [fail("settings.ai", f"invalid settings: {exc}", "correct the named variables")]
     day = today or datetime.now(UTC).date()
-    chain = [settings.primary_ai_provider]
-    if settings.fallback_ai_provider and settings.fallback_ai_provider != settings.primary_ai_provider:
-        chain.append(settings.fallback_ai_provider)
+    chain = provider_chain(settings.primary_ai_provider, settings.fallback_ai_provider)
     results: list[CheckResult] = []
     keyed = 0
-    for provider in chain:
-        if provider == "local":
-            results.append(ok("ai.local", "the offline local renderer: nothing to check"))
+    for info in chain:
+        provider, key = info.name, info.key_setting
+        if key is None:
+            results.append(ok(f"ai.{provider}", f"{provider} needs no key (it sends nothing out)"))
             continue
-        if getattr(settings, f"{provider}_api_key") is None:
+        if getattr(settings, key.lower()) is None:
             results.append(
                 warn(
                     f"ai.{provider}.key",
-                    f"{provider} is in the chain but {provider.upper()}_API_KEY is not set: "
-                    "the worker skips it",
-                    f"set {provider.upper()}_API_KEY, or take {provider} out of PRIMARY/FALLBACK_AI_PROVIDER",
+                    f"{provider} is in the chain but {key} is not set: the worker skips it",
+                    f"set {key}, or take {provider} out of PRIMARY/FALLBACK_AI_PROVIDER",
                 )
             )
             continue
         keyed += 1
         results += await provider_checks(settings, provider, day)
-    if not keyed and "local" not in chain:
+    if not keyed and "local" not in {info.name for info in chain}:
         results.append(
             warn(
                 "ai.local",

@@ -1,5 +1,5 @@
-"""Rendering one job: which variant runs, the steps every variant shares, and the figure → composite
-fallback (spec/002 "Which path runs"; DESIGN.md §5).
+"""Rendering one job: which variant runs (the registry :data:`worker.variants.VARIANTS`), the steps every
+variant shares, and the figure → composite fallback (spec/002 "Which path runs"; DESIGN.md §5).
 
 ``STICKER_RENDER_MODE=composite`` runs composite. Otherwise ``LIKENESS_MODE`` (``classic``/``hybrid``) wins
 over ``CONSISTENCY_MODE``: 1 runs the consistency path (the legacy path when no anchor could be drawn),
@@ -19,7 +19,6 @@ import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Literal
 
 import structlog
 
@@ -31,25 +30,18 @@ from worker.context import DbArtefacts, NoValidSheet, RenderContext
 from worker.cost import Alerter, CostLedger, DbUsageStore, UsageStore, warn_image_rpd
 from worker.imaging.finish import Sticker
 from worker.likeness import LikenessScorer, PackJudge
-from worker.providers.answers import Passport
-from worker.providers.base import InputImage
 from worker.providers.chain import ProviderChain
 from worker.settings import PipelineSettings
-from worker.steps.anchor import anchor_portrait
-from worker.steps.inputs import Inputs, face_crop, prepare_inputs
+from worker.steps.inputs import face_crop, prepare_inputs
 from worker.steps.likeness import attach_likeness
 from worker.steps.passport import appearance_passport
-from worker.steps.slots import Slot, stickers_of
+from worker.steps.slots import stickers_of
 from worker.store_outage import DEFAULT_PATIENCE_S
-from worker.variants.classic import render_classic
-from worker.variants.composite import render_composite
-from worker.variants.consistency import render_consistency
-from worker.variants.legacy import render_legacy
+from worker.variants import VARIANTS, resolve_variant
 
-__all__ = ["Pack", "PipelineRenderer", "RenderMode", "render_job", "resolve_mode", "startup_fields"]
+__all__ = ["Pack", "PipelineRenderer", "render_job", "resolve_mode", "startup_fields"]
 
 log = structlog.get_logger(__name__)
-RenderMode = Literal["consistency", "classic", "hybrid", "legacy", "composite"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,15 +52,9 @@ class Pack:
     timings: dict[str, float] = field(default_factory=dict)
 
 
-def resolve_mode(settings: PipelineSettings) -> RenderMode:
-    """The variant the settings select (``LIKENESS_MODE`` wins over ``CONSISTENCY_MODE``)."""
-    if settings.sticker_render_mode == "composite":
-        return "composite"
-    if settings.likeness_mode == "classic":
-        return "classic"
-    if settings.likeness_mode == "hybrid":
-        return "hybrid"
-    return "consistency" if settings.consistency_mode else "legacy"
+def resolve_mode(settings: PipelineSettings) -> str:
+    """The name of the variant the settings select (:func:`worker.variants.resolve_variant`)."""
+    return resolve_variant(settings).name
 
 
 def startup_fields(settings: PipelineSettings) -> dict[str, object]:
@@ -81,36 +67,6 @@ def startup_fields(settings: PipelineSettings) -> dict[str, object]:
         "sheet_layout": settings.sheet_layout,
         "variant": resolve_mode(settings),
     }
-
-
-async def _figure_path(
-    ctx: RenderContext, mode: RenderMode, inputs: Inputs, face: InputImage | None, passport: Passport | None
-) -> tuple[list[Slot], RenderMode]:
-    """The slots of the figure path ``mode`` selects, and the path that drew them."""
-    if mode in ("classic", "hybrid"):
-        return await render_classic(ctx, inputs, face, passport, hybrid=mode == "hybrid"), mode
-    if mode == "consistency":
-        s = ctx.settings
-        anchor = await anchor_portrait(
-            ctx,
-            ctx.artefacts,
-            inputs.selfie,
-            face,
-            passport,
-            outfit=ctx.outfit,
-            art_style=s.art_style,
-            anchor_retries=s.anchor_retries,
-            anchor_verify=s.anchor_verify,
-            anchor_verify_timeout_sec=s.anchor_verify_timeout_sec,
-            anchor_skin_strength=s.anchor_skin_strength,
-            skin_norm_max_de=s.skin_norm_max_de,
-        )
-        if anchor is not None:
-            if ctx.judge is not None and not await ctx.judge.use_anchor(anchor.image.data):
-                ctx.event("LIKENESS_NO_ANCHOR_FACE")
-            return await render_consistency(ctx, inputs, face, passport, anchor), "consistency"
-        ctx.event("ANCHOR_MISSING_LEGACY_PATH", level="warning")
-    return await render_legacy(ctx, inputs, face, passport), "legacy"
 
 
 #: Artefact kind (a blob of the job, like ``passport``/``anchor``): the figure path of this job fell back to
@@ -137,7 +93,8 @@ async def render_job(ctx: RenderContext) -> Pack:
         RetryableJobError: a charged failure (no valid sheet and no fallback, a missing figure that
             could not be drawn, …).
     """
-    mode = resolve_mode(ctx.settings)
+    variant = resolve_variant(ctx.settings)
+    mode = variant.name
     log.info(
         "JOB_RENDER_MODE", job=str(ctx.job_id) if ctx.job_id else None, mode=mode, providers=ctx.chain.names
     )
@@ -151,20 +108,20 @@ async def render_job(ctx: RenderContext) -> Pack:
             ctx, ctx.artefacts, inputs.selfie, card_attempts=ctx.settings.card_attempts
         )
     face = await ctx.cpu(face_crop, inputs.rgb, inputs.face, passport)
-    fallback = ctx.settings.figure_fallback_enabled
-    path: RenderMode = "composite"
-    if mode == "composite":
-        slots = await render_composite(ctx, inputs, face, passport)
-    elif fallback and await ctx.artefacts.get(FIGURE_FAILED) is not None:
+    enabled = ctx.settings.figure_fallback_enabled
+    fallback = VARIANTS[variant.fallback] if variant.fallback is not None and enabled else None
+    if variant.fallback is None:
+        drawn = await variant.draw(ctx, inputs, face, passport)
+    elif fallback is not None and await ctx.artefacts.get(FIGURE_FAILED) is not None:
         # An earlier attempt of this job drew every figure sheet in vain and fell back; this selfie would
         # most likely fail them again, so the retry (e.g. after a refunded pause) does not pay for them twice.
         ctx.event("FIGURE_SKIPPED_AFTER_FALLBACK", mode=mode)
-        slots = await render_composite(ctx, inputs, face, passport)
+        drawn = await fallback.draw(ctx, inputs, face, passport)
     else:
         try:
-            slots, path = await _figure_path(ctx, mode, inputs, face, passport)
+            drawn = await variant.draw(ctx, inputs, face, passport)
         except NoValidSheet as exc:
-            if not fallback:
+            if fallback is None:
                 raise RetryableJobError(f"no valid sheet: {exc}", error_class=ErrorClass.INVALID) from exc
             ctx.event("FIGURE_FALLBACK_TO_COMPOSITE", level="warning", mode=mode, reason=str(exc))
             await ctx.artefacts.put(FIGURE_FAILED, str(exc).encode(), "text/plain")
@@ -175,9 +132,9 @@ async def render_job(ctx: RenderContext) -> Pack:
                         f"A job's figure sheets were never valid ({mode}); it was rebuilt as composite.",
                         timedelta(minutes=10),
                     )
-            slots = await render_composite(ctx, inputs, face, passport)
-    await attach_likeness(ctx, ctx.judge, slots, variant=path)
-    return Pack(stickers=stickers_of(slots), timings=dict(ctx.timings))
+            drawn = await fallback.draw(ctx, inputs, face, passport)
+    await attach_likeness(ctx, ctx.judge, drawn.slots, variant=drawn.path)
+    return Pack(stickers=stickers_of(drawn.slots), timings=dict(ctx.timings))
 
 
 class PipelineRenderer:

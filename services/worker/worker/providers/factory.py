@@ -1,6 +1,10 @@
 """The provider chain from settings (spec/002 "Provider chain"): ``PRIMARY_AI_PROVIDER`` then
 ``FALLBACK_AI_PROVIDER``; a provider without an API key is skipped with a start-up warning; with no
-usable provider at all the ``local`` renderer serves (the demo's default, DESIGN.md §5)."""
+usable provider at all the ``local`` renderer serves (the demo's default, DESIGN.md §5).
+
+Each provider of :data:`shared.ai_providers.PROVIDERS` (title, key setting, priced models) has its builder
+in :data:`BUILDERS`; a name without one is a start-up error (:class:`shared.errors.ConfigError`), never
+another provider."""
 
 from __future__ import annotations
 
@@ -9,6 +13,8 @@ from collections.abc import Awaitable, Callable, Mapping
 
 import redis.asyncio as aioredis
 
+from shared.ai_providers import provider_chain
+from shared.errors import ConfigError
 from shared.outfits import Outfit
 from worker.cost import Alerter
 from worker.providers.base import Provider
@@ -19,7 +25,43 @@ from worker.providers.local import LocalProvider
 from worker.providers.openai_api import OpenAIProvider
 from worker.settings import PipelineSettings
 
-__all__ = ["build_chain", "build_providers", "chain_policy", "fleet_budget"]
+__all__ = ["BUILDERS", "Builder", "build_chain", "build_providers", "chain_policy", "fleet_budget"]
+
+
+#: Builds one provider from the settings (its key, base URL, models) and the outfit catalogue, or
+#: ``None`` when its key (:attr:`shared.ai_providers.ProviderInfo.key_setting`) is not set.
+Builder = Callable[[PipelineSettings, Mapping[str, Outfit]], Provider | None]
+
+
+def _gemini(settings: PipelineSettings, catalog: Mapping[str, Outfit]) -> Provider | None:
+    if settings.gemini_api_key is None:
+        return None
+    return GeminiProvider(
+        settings.gemini_api_key.get_secret_value(),
+        base_url=settings.ai_base_url_gemini,
+        image_model=settings.gemini_image_model,
+        vision_model=settings.gemini_vision_model,
+    )
+
+
+def _openai(settings: PipelineSettings, catalog: Mapping[str, Outfit]) -> Provider | None:
+    if settings.openai_api_key is None:
+        return None
+    return OpenAIProvider(
+        settings.openai_api_key.get_secret_value(),
+        base_url=settings.ai_base_url_openai,
+        image_model=settings.openai_image_model,
+        vision_model=settings.openai_vision_model,
+        timeout_s=settings.ai_timeout_sec,
+    )
+
+
+def _local(settings: PipelineSettings, catalog: Mapping[str, Outfit]) -> Provider:
+    return LocalProvider(catalog)
+
+
+#: Provider name → its builder: one per entry of :data:`shared.ai_providers.PROVIDERS`.
+BUILDERS: dict[str, Builder] = {"gemini": _gemini, "openai": _openai, "local": _local}
 
 
 def build_providers(
@@ -28,43 +70,25 @@ def build_providers(
     """The providers of the chain, in order, and the start-up warnings (skipped providers, no fallback).
 
     Keys are read from the settings here and handed to the SDK clients; they appear nowhere else.
+
+    Raises:
+        ConfigError: a provider name of the chain is not in :data:`shared.ai_providers.PROVIDERS` or has
+            no builder in :data:`BUILDERS`.
     """
-    wanted = [settings.primary_ai_provider]
-    if settings.fallback_ai_provider and settings.fallback_ai_provider != settings.primary_ai_provider:
-        wanted.append(settings.fallback_ai_provider)
     providers: list[Provider] = []
     warnings: list[str] = []
-    for name in wanted:
-        if name == "local":
-            providers.append(LocalProvider(catalog))
-        elif name == "gemini":
-            if settings.gemini_api_key is None:
-                warnings.append("gemini skipped: GEMINI_API_KEY is not set")
-                continue
-            providers.append(
-                GeminiProvider(
-                    settings.gemini_api_key.get_secret_value(),
-                    base_url=settings.ai_base_url_gemini,
-                    image_model=settings.gemini_image_model,
-                    vision_model=settings.gemini_vision_model,
-                )
-            )
-        else:
-            if settings.openai_api_key is None:
-                warnings.append("openai skipped: OPENAI_API_KEY is not set")
-                continue
-            providers.append(
-                OpenAIProvider(
-                    settings.openai_api_key.get_secret_value(),
-                    base_url=settings.ai_base_url_openai,
-                    image_model=settings.openai_image_model,
-                    vision_model=settings.openai_vision_model,
-                    timeout_s=settings.ai_timeout_sec,
-                )
-            )
+    for info in provider_chain(settings.primary_ai_provider, settings.fallback_ai_provider):
+        builder = BUILDERS.get(info.name)
+        if builder is None:
+            raise ConfigError(f"AI provider {info.name!r} has no builder in worker.providers.factory")
+        provider = builder(settings, catalog)
+        if provider is None:
+            warnings.append(f"{info.name} skipped: {info.key_setting} is not set")
+            continue
+        providers.append(provider)
     if not providers:
         warnings.append("no AI provider has a key: the local renderer serves every call")
-        providers.append(LocalProvider(catalog))
+        providers.append(_local(settings, catalog))
     elif len(providers) == 1 and providers[0].name != "local":
         warnings.append(f"{providers[0].name} has no fallback provider")
     return providers, warnings

@@ -25,8 +25,9 @@ from worker.steps.qa import identity_outliers
 from worker.steps.regen import regenerate
 from worker.steps.sheets import PromptTerms, SheetResult, lenient, plan_sheets, sheet_with_attempts
 from worker.steps.slots import Slot, finish_slots, slots_from_sheets
+from worker.variants.base import Drawn
 
-__all__ = ["render_classic"]
+__all__ = ["draw_classic", "draw_hybrid", "render_classic"]
 
 
 async def render_classic(
@@ -131,3 +132,17 @@ async def render_classic(
         likeness_qa_enabled=s.likeness_qa_enabled,
     )
     return slots
+
+
+async def draw_classic(
+    ctx: RenderContext, inputs: Inputs, face: InputImage | None, passport: Passport | None
+) -> Drawn:
+    """The classic path as the registry draws it (:func:`render_classic`)."""
+    return Drawn(await render_classic(ctx, inputs, face, passport, hybrid=False), "classic")
+
+
+async def draw_hybrid(
+    ctx: RenderContext, inputs: Inputs, face: InputImage | None, passport: Passport | None
+) -> Drawn:
+    """The hybrid path as the registry draws it (:func:`render_classic` with ``hybrid``)."""
+    return Drawn(await render_classic(ctx, inputs, face, passport, hybrid=True), "hybrid")

@@ -19,8 +19,9 @@ from worker.steps.likeness import likeness_outliers, merge_outliers
 from worker.steps.qa import identity_outliers
 from worker.steps.sheets import PromptTerms, SheetPlan, draw_sheet, plan_sheets
 from worker.steps.slots import Slot, finish_slots
+from worker.variants.base import Drawn
 
-__all__ = ["render_composite"]
+__all__ = ["draw_composite", "render_composite"]
 
 
 async def _heads_of_sheet(
@@ -92,3 +93,10 @@ async def render_composite(
                 error_class=ErrorClass.INVALID,
             )
     return [slots[k] for k in sorted(slots)]
+
+
+async def draw_composite(
+    ctx: RenderContext, inputs: Inputs, face: InputImage | None, passport: Passport | None
+) -> Drawn:
+    """The composite path as the registry draws it (:func:`render_composite`)."""
+    return Drawn(await render_composite(ctx, inputs, face, passport), "composite")

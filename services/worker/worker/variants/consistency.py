@@ -8,7 +8,7 @@ from __future__ import annotations
 from worker.context import NoValidSheet, RenderContext, gather_or_cancel
 from worker.providers.answers import Passport
 from worker.providers.base import InputImage
-from worker.steps.anchor import Anchor
+from worker.steps.anchor import Anchor, anchor_portrait
 from worker.steps.colour import normalise_pack_skin
 from worker.steps.inputs import Inputs
 from worker.steps.likeness import likeness_outliers, mark_outliers
@@ -16,8 +16,10 @@ from worker.steps.qa import identity_outliers
 from worker.steps.regen import regenerate
 from worker.steps.sheets import PromptTerms, lenient, plan_sheets, sheet_with_attempts
 from worker.steps.slots import Slot, finish_slots, slots_from_sheets
+from worker.variants.base import Drawn
+from worker.variants.legacy import render_legacy
 
-__all__ = ["render_consistency"]
+__all__ = ["draw_consistency", "render_consistency"]
 
 
 async def render_consistency(
@@ -89,3 +91,32 @@ async def render_consistency(
         likeness_qa_enabled=s.likeness_qa_enabled,
     )
     return slots
+
+
+async def draw_consistency(
+    ctx: RenderContext, inputs: Inputs, face: InputImage | None, passport: Passport | None
+) -> Drawn:
+    """The consistency path as the registry draws it: the anchor portrait first, then
+    :func:`render_consistency` on it; without an anchor (``ANCHOR_MISSING_LEGACY_PATH``) the legacy path
+    draws the pack. ``LIKENESS_NO_ANCHOR_FACE`` when the likeness judge finds no face on the anchor."""
+    s = ctx.settings
+    anchor = await anchor_portrait(
+        ctx,
+        ctx.artefacts,
+        inputs.selfie,
+        face,
+        passport,
+        outfit=ctx.outfit,
+        art_style=s.art_style,
+        anchor_retries=s.anchor_retries,
+        anchor_verify=s.anchor_verify,
+        anchor_verify_timeout_sec=s.anchor_verify_timeout_sec,
+        anchor_skin_strength=s.anchor_skin_strength,
+        skin_norm_max_de=s.skin_norm_max_de,
+    )
+    if anchor is not None:
+        if ctx.judge is not None and not await ctx.judge.use_anchor(anchor.image.data):
+            ctx.event("LIKENESS_NO_ANCHOR_FACE")
+        return Drawn(await render_consistency(ctx, inputs, face, passport, anchor), "consistency")
+    ctx.event("ANCHOR_MISSING_LEGACY_PATH", level="warning")
+    return Drawn(await render_legacy(ctx, inputs, face, passport), "legacy")

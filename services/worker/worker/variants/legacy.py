@@ -22,8 +22,9 @@ from worker.steps.sheets import (
     strict,
 )
 from worker.steps.slots import Slot, finish_slots, slots_from_sheets
+from worker.variants.base import Drawn
 
-__all__ = ["render_legacy"]
+__all__ = ["draw_legacy", "render_legacy"]
 
 
 async def _defects(ctx: RenderContext, result: SheetResult, selfie: InputImage) -> tuple[list[Slot], int]:
@@ -85,3 +86,10 @@ async def render_legacy(
         slots += sheet_slots
         previous = await ctx.cpu(encode_drawing, result.image[..., :3], "reference")
     return slots
+
+
+async def draw_legacy(
+    ctx: RenderContext, inputs: Inputs, face: InputImage | None, passport: Passport | None
+) -> Drawn:
+    """The legacy figure path as the registry draws it (:func:`render_legacy`)."""
+    return Drawn(await render_legacy(ctx, inputs, face, passport), "legacy")
