@@ -4,14 +4,15 @@ and messages": admin alert).
 
 Alerts go through the gateway's ``tg_commands`` outbox as ``send_admin_message``; the gateway alone knows
 ``ADMIN_CHAT_ID`` (like the bot token, Telegram addressing stays in one service). An alert raised while
-Redis or the gateway is down is sent when they are back.
+Redis or the gateway is down is sent when they are back; one held longer than :data:`ADMIN_TEXT_TTL` (by
+a Telegram flood wait) is cancelled unsent (``expires_at``).
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 import structlog
 
@@ -20,9 +21,13 @@ from shared.commands import SendAdminMessage
 from shared.outbox import add_command, dispatch_commands
 from shared.repositories import Database, Repositories
 from shared.streams import Publisher
+from shared.subjects import AdminText
 
 log = structlog.get_logger(__name__)
 DEFAULT_COOLDOWN = timedelta(minutes=10)
+#: An admin text (an alert, the digest) still held by a flood wait this long after it was queued is
+#: cancelled unsent: the same as the day within which the old resend sweep sent them again (issue 21).
+ADMIN_TEXT_TTL = timedelta(days=1)
 
 
 async def queue_alert(
@@ -37,7 +42,9 @@ async def queue_alert(
     minutes = int(cooldown.total_seconds() // 60)
     body = text if not suppressed else f"{text}\n(+{suppressed} similar in the last {minutes} min)"
     command_id = command_ids.alert(key, time.time_ns())
-    await add_command(repos, command_id, SendAdminMessage(text=body))
+    subject = AdminText(id=command_ids.name_hash(key), what="alert")
+    expires = datetime.now(UTC) + ADMIN_TEXT_TTL
+    await add_command(repos, command_id, SendAdminMessage(text=body), subject=subject, expires_at=expires)
     log.warning("ADMIN_ALERT", key=key, text=text, suppressed=suppressed)
     return command_id
 

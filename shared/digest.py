@@ -8,11 +8,13 @@ from __future__ import annotations
 from datetime import UTC, date, datetime, time, timedelta
 
 from shared import command_ids
+from shared.alerts import ADMIN_TEXT_TTL
 from shared.commands import SendAdminMessage
 from shared.domain import JobStatus
 from shared.outbox import add_command, dispatch_commands
 from shared.repositories import Database, Repositories
 from shared.streams import Publisher
+from shared.subjects import AdminText
 
 KEY = "digest_day"
 
@@ -53,6 +55,8 @@ async def send_digest_if_due(db: Database, publisher: Publisher, *, now: datetim
         if not await claim_day(repos, day):
             return False
         body = await digest_text(repos, day)
-        await add_command(repos, command_id, SendAdminMessage(text=body))
+        subject = AdminText(id=day.isoformat(), what="digest")
+        message = SendAdminMessage(text=body)
+        await add_command(repos, command_id, message, subject=subject, expires_at=now + ADMIN_TEXT_TTL)
     await dispatch_commands(db, publisher, [command_id])
     return True

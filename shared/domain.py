@@ -26,12 +26,14 @@ class JobStatus(StrEnum):
 class CommandStatus(StrEnum):
     """Where a ``tg_commands`` row is (the gateway's at-most-once outbox, DESIGN.md §4): ``pending`` →
     ``sending`` (claimed; a crash here leaves the outcome unknown) → ``sent`` | ``failed``; a command that
-    was never sent goes back to ``pending``."""
+    was never sent goes back to ``pending`` (a flood wait: with ``not_before``). ``pending → cancelled``:
+    the state change that made it obsolete cancelled it, or its ``expires_at`` passed (issue 21)."""
 
     PENDING = "pending"
     SENDING = "sending"
     SENT = "sent"
     FAILED = "failed"
+    CANCELLED = "cancelled"
 
 
 class LeadStatus(StrEnum):
@@ -62,7 +64,7 @@ IN_FLIGHT_POST_STATES: tuple[PostState, ...] = (PostState.SENDING, PostState.UNS
 
 
 #: A command in one of these has its outcome: the gateway never executes it again.
-FINAL_COMMAND_STATUSES = frozenset({CommandStatus.SENT, CommandStatus.FAILED})
+FINAL_COMMAND_STATUSES = frozenset({CommandStatus.SENT, CommandStatus.FAILED, CommandStatus.CANCELLED})
 
 
 #: Not final yet: the deadline sweep may still fail these (DESIGN.md §6).
@@ -181,6 +183,14 @@ class TelegramCommandRecord:
     tries: int
     created_at: datetime
     updated_at: datetime
+    #: Not sent before this (a flood wait, issue 21); ``None``: at once.
+    not_before: datetime | None = None
+    #: 1, plus one per flood-wait deferral.
+    attempt: int = 1
+    #: What the command is about (:mod:`shared.subjects`), as stored (a JSON object), or ``None``.
+    subject: dict[str, Any] | None = None
+    #: Finished ``cancelled`` unsent when still pending then.
+    expires_at: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)

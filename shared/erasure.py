@@ -5,10 +5,11 @@ The SQL is :class:`shared.repositories.erasure.ErasureRepository`; this module a
 Each set to delete becomes a :class:`shared.commands.DeleteStickerSet` command
 (:func:`shared.command_ids.erase_set`) written in the same transaction as the deletion, so the local data
 is gone whatever Telegram answers: the gateway executes the command when Telegram is reachable (a network
-error or a 5xx puts it back to ``pending`` and the outbox reconciler publishes it again), a 429 longer
-than the rate limiter waits is resent by :func:`resend_flooded_set_deletions`, and a set already gone
+error or a 5xx puts it back to ``pending`` and the outbox reconciler publishes it again, a 429 longer
+than the rate limiter waits defers it to the end of the wait: issue 21), and a set already gone
 (400 ``STICKERSET_INVALID``) counts as deleted (the gateway's executor). Once a deletion has succeeded its
-command rows, which name the set, are removed by :func:`purge_set_deletions`.
+command rows, which name the set, are removed by :func:`purge_set_deletions`. Each command's subject is a
+:class:`~shared.subjects.SetDeletion` (the set named by a hash) or a :class:`~shared.subjects.PostBlanking`.
 
 A landing visitor is erased by their contact (:func:`erase_lead_contact`, issue 19): their lead, its repeat
 notices and the commands that carried them go in one transaction, and the card and notices already posted
@@ -25,23 +26,19 @@ The result is logged by :func:`log_erasure` with counts only: no names, no Teleg
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import timedelta
 from uuid import UUID
 
 import structlog
 
 from shared import command_ids
-from shared.commands import DeleteStickerSet, EditMessageText, load
+from shared.commands import DeleteStickerSet, EditMessageText
 from shared.domain import FINAL_COMMAND_STATUSES
-from shared.outbox import add_command, dispatch_commands
+from shared.outbox import add_command
 from shared.repositories import Database, Repositories
 from shared.repositories.erasure import ErasedLeads, ErasedRows
-from shared.streams import Publisher
+from shared.subjects import PostBlanking, SetDeletion
 
 log = structlog.get_logger(__name__)
-
-#: A set deletion refused with a 429 is resent within this long after it was first asked.
-RESEND_WITHIN = timedelta(days=7)
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,13 +76,15 @@ async def queue_set_deletion(repos: Repositories, set_name: str) -> str:
     """Record a :class:`DeleteStickerSet` for ``set_name`` in the open transaction; returns its command id
     (to dispatch after the commit). A deletion still in flight is reused; after finished ones (e.g. a set
     created again after it was deleted) the next attempt ``erase_set:<hash>:<n>`` is queued."""
-    first = command_ids.erase_set(set_name)
-    earlier = await repos.tg_commands.with_prefix(first)
+    key = command_ids.name_hash(set_name)
+    earlier = await repos.tg_commands.for_subject("erase_set", key)
     live = [r for r in earlier if r.status not in FINAL_COMMAND_STATUSES]
     if live:
         return live[-1].command_id
-    command_id = command_ids.erase_set(set_name, len(earlier) + 1)
-    await add_command(repos, command_id, DeleteStickerSet(name=set_name))
+    attempt = len(earlier) + 1
+    command_id = command_ids.erase_set(set_name, attempt)
+    subject = SetDeletion(id=key, n=attempt)
+    await add_command(repos, command_id, DeleteStickerSet(name=set_name), subject=subject)
     return command_id
 
 
@@ -114,7 +113,7 @@ async def erase_lead_contact(repos: Repositories, contact_key: str) -> LeadErasu
     for chat_id, message_id in rows.posts:
         command_id = command_ids.erase_post(chat_id, message_id)
         edit = EditMessageText(chat_id=chat_id, message_id=message_id, text=ERASED_POST_TEXT)
-        await add_command(repos, command_id, edit)
+        await add_command(repos, command_id, edit, subject=PostBlanking(id=f"{chat_id}:{message_id}"))
         commands.append(command_id)
     log.info("LEAD_ERASED", found=bool(rows.leads), posts=len(commands), **rows.counts())
     return LeadErasure(rows=rows, commands=commands)
@@ -125,35 +124,16 @@ def log_erasure(erasure: Erasure, *, source: str) -> None:
     log.info("GUEST_ERASED", source=source, found=erasure.found, **erasure.rows.counts())
 
 
-async def resend_flooded_set_deletions(db: Database, publisher: Publisher) -> int:
-    """Resend (``<id>:again``) the set deletions Telegram answered with a 429 whose wait is over; returns
-    how many were queued. A periodic duty of the gateway."""
-    commands: list[str] = []
-    async with db.transaction() as repos:
-        flooded = await repos.tg_commands.flooded_due(
-            patterns=[command_ids.ERASE_SET_PATTERN], newer_than=RESEND_WITHIN, limit=200
-        )
-        for record in flooded:
-            command_id = command_ids.resend(record.command_id)
-            if await add_command(repos, command_id, load(record.method, record.params)):
-                commands.append(command_id)
-    if commands:
-        log.warning("SET_DELETIONS_RESENT", count=len(commands))
-    await dispatch_commands(db, publisher, commands)
-    return len(commands)
-
-
 async def purge_set_deletions(db: Database) -> int:
     """Remove the command rows of the set deletions that succeeded (they name a deleted set); returns how
     many went. A periodic duty of the gateway."""
     async with db.transaction() as repos:
-        purged = await repos.erasure.purge_settled_set_deletions(command_ids.ERASE_SET_PREFIX)
+        purged = await repos.erasure.purge_settled_set_deletions()
     if purged:
         log.info("SET_DELETIONS_PURGED", count=purged)
     return purged
 
 
-async def set_deletion_duty(db: Database, publisher: Publisher) -> None:
-    """One tick of the erasure follow-up: resend flooded set deletions, purge the finished ones."""
-    await resend_flooded_set_deletions(db, publisher)
+async def set_deletion_duty(db: Database) -> None:
+    """One tick of the erasure follow-up: purge the finished set deletions."""
     await purge_set_deletions(db)

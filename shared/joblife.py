@@ -37,6 +37,7 @@ from shared.messages import JobQueued
 from shared.outbox import tell_guest
 from shared.repositories import Database, Repositories
 from shared.streams import Publisher
+from shared.subjects import JobStep
 
 log = structlog.get_logger(__name__)
 
@@ -102,7 +103,9 @@ async def fail_job(
     guest_text: str = "failed",
     where_created_at: datetime | None = None,
 ) -> FailedJob | None:
-    """Move the job to ``failed`` inside the caller's transaction and queue the guest's failure text.
+    """Move the job to ``failed`` inside the caller's transaction and queue the guest's failure text (the
+    transition cancels the job's pending texts that no longer apply, :data:`shared.repositories.jobs.
+    GUEST_TEXTS`; the failure text is never obsolete).
 
     After the commit, dispatch :func:`failure_command_id` (``shared.outbox.dispatch_commands``).
 
@@ -133,7 +136,8 @@ async def fail_job(
     ctx = await repos.jobs.get_context(job.id)
     if ctx is not None and ctx.tg_chat_id is not None:
         commands.append(failure_command_id(failed))
-        await tell_guest(repos, commands[-1], ctx.tg_chat_id, guest_text, ctx.language)
+        subject = JobStep(id=job.id, step="failure_text", n=command_ids.run(failed.created_at))
+        await tell_guest(repos, commands[-1], ctx.tg_chat_id, guest_text, ctx.language, subject=subject)
     alert = await queue_alert(
         repos, key="job_failed", text=f"Job {job.id} FAILED ({error_class}): {clean[:300]}"
     )
@@ -200,13 +204,13 @@ async def resend_link(repos: Repositories, job_id: UUID) -> str | None:
         return None
     if ctx.job.sticker_set_name is None or ctx.tg_chat_id is None:
         return None
-    earlier = await repos.tg_commands.with_prefix(command_ids.resend_link_prefix(job_id))
-    press = 1 + sum(1 for r in earlier if not r.command_id.endswith(command_ids.AGAIN))
+    press = 1 + len(await repos.tg_commands.for_subject("job", job_id, step="resend_link"))
     while True:
         command_id = command_ids.resend_link(job_id, press)
         queued = await queue_link_message(
             repos,
             command_id,
+            subject=JobStep(id=job_id, step="resend_link", n=press),
             chat_id=ctx.tg_chat_id,
             language=ctx.language,
             set_name=ctx.job.sticker_set_name,

@@ -15,9 +15,12 @@ failed preview is only logged by the gateway and never holds up, repeats or fail
 
 from __future__ import annotations
 
+from uuid import UUID
+
 from shared.commands import SendMessage, SendSetSticker
 from shared.outbox import add_command
 from shared.repositories import Repositories
+from shared.subjects import JobStep
 from shared.texts import text
 
 __all__ = ["link_message", "pack_link", "preview_sticker", "queue_link_message", "queue_preview"]
@@ -59,25 +62,35 @@ async def queue_link_message(
     chat_id: int,
     set_name: str,
     language: str | None,
+    subject: JobStep,
     reply_to: str | None = None,
     late: bool = False,
     after_failure: bool = False,
 ) -> bool:
-    """Record :func:`link_message` under ``command_id`` in the open transaction (dispatch after the
-    commit, :func:`shared.outbox.dispatch_commands`); ``False`` if that id was recorded before.
+    """Record :func:`link_message` under ``command_id`` about ``subject`` (delivery's ``link`` attempt or an
+    admin's ``resend_link`` press) in the open transaction (dispatch after the commit,
+    :func:`shared.outbox.dispatch_commands`); ``False`` if that id was recorded before.
 
     ``reply_to``: the service whose ``tg:results:<service>`` gets the outcome (delivery: ``delivery``);
     ``late``, ``after_failure``: the words that fit the wait (:func:`link_message`).
     """
     message = link_message(chat_id, set_name, language, late=late, after_failure=after_failure)
-    return await add_command(repos, command_id, message, reply_to=reply_to)
+    return await add_command(repos, command_id, message, subject=subject, reply_to=reply_to)
 
 
 async def queue_preview(
-    repos: Repositories, command_id: str, *, chat_id: int, set_name: str, reply_to: str | None = None
+    repos: Repositories,
+    command_id: str,
+    *,
+    job_id: UUID,
+    chat_id: int,
+    set_name: str,
+    reply_to: str | None = None,
 ) -> bool:
     """Record :func:`preview_sticker` under ``command_id``; ``False`` if that id was recorded before, so a
     redelivered "link sent" never queues a second preview. No result is asked for, except by delivery
     when it sends the preview first, as the upper bound of the search for a link message whose outcome
     was unknown (``reply_to``; :mod:`delivery.packs`)."""
-    return await add_command(repos, command_id, preview_sticker(chat_id, set_name), reply_to=reply_to)
+    subject = JobStep(id=job_id, step="preview")
+    sticker = preview_sticker(chat_id, set_name)
+    return await add_command(repos, command_id, sticker, subject=subject, reply_to=reply_to)

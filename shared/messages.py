@@ -11,6 +11,8 @@ from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
+from shared.subjects import Subject
+
 
 class _Message(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -94,6 +96,11 @@ class TelegramResult(_Message):
     name, username or text; the table in :mod:`shared.commands`). Still version 1: the reduction only left
     out fields no consumer needs (leads reads the chat from its own command row, falling back to the leads
     chat as before), so a consumer of either age reads a result of either age.
+
+    ``subject`` echoes what the command is about (:mod:`shared.subjects`; consumers ``match`` on it, never
+    on ``command_id``) and ``attempt`` its row's attempt (1, plus one per flood-wait deferral, issue 21);
+    both have defaults, so an entry written before them still parses (its subject is ``None``: routed
+    nowhere, logged).
     """
 
     type: Literal["tg.result"] = "tg.result"
@@ -101,6 +108,8 @@ class TelegramResult(_Message):
     ok: bool
     result: Any = None
     error: TelegramErrorInfo | None = None
+    subject: Subject | None = None
+    attempt: int = 1
 
 
 Message = Annotated[

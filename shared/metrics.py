@@ -85,8 +85,10 @@ TELEGRAM_PACED = Counter(
     "Bot API calls the gateway held back to keep a Telegram limit, by bucket (overall/private/group)",
     ["bucket"],
 )
-DELIVERY_FLOOD_WAITS = Counter(
-    "stk_delivery_flood_waits_total", "Delivery steps rescheduled by a Telegram 429 (retry_after)", ["step"]
+TELEGRAM_DEFERRED = Counter(
+    "stk_telegram_deferred_total",
+    "Commands the gateway deferred to after a Telegram flood wait (429 retry_after) it did not wait out",
+    ["method"],
 )
 DEADLINE_MISSES = Counter("stk_deadline_misses_total", "Jobs that missed a guest deadline", ["kind"])
 LEADS = Counter("stk_leads_total", "Lead events", ["event"])
@@ -126,9 +128,9 @@ _ZERO_EVENTS: tuple[tuple[str, dict[str, str]], ...] = (
     ("stk_leads_total", {"event": "received"}),
     ("stk_leads_total", {"event": "published"}),
     ("stk_leads_total", {"event": "failed"}),
-    # the gateway's pacing buckets (telegram_gateway.flood) and delivery's rescheduled steps (delivery.packs)
+    # the gateway's pacing buckets (telegram_gateway.flood) and its deferred commands (executor)
     *(("stk_telegram_paced_total", {"bucket": b}) for b in ("overall", "private", "group")),
-    *(("stk_delivery_flood_waits_total", {"step": s}) for s in ("create_set", "poll", "link")),
+    *(("stk_telegram_deferred_total", {"method": m}) for m in ("send_message", "create_sticker_set")),
     # the kiosk's refused photo uploads (ingest)
     *(("stk_photo_refusals_total", {"code": c}) for c in PHOTO_REFUSAL_CODES),
     # what retention deletes (shared.housekeeping, in delivery)
@@ -151,7 +153,7 @@ _COUNTERS = {
     "stk_deadline_misses_total": DEADLINE_MISSES,
     "stk_telegram_flood_waits_total": TELEGRAM_FLOOD_WAITS,
     "stk_telegram_paced_total": TELEGRAM_PACED,
-    "stk_delivery_flood_waits_total": DELIVERY_FLOOD_WAITS,
+    "stk_telegram_deferred_total": TELEGRAM_DEFERRED,
     "stk_leads_total": LEADS,
     "stk_retention_deleted_total": RETENTION_DELETED,
     "stk_photo_refusals_total": PHOTO_REFUSALS,

@@ -143,8 +143,8 @@ class RetentionSettings(BaseSettings):
     delivery. ``SESSION_RETENTION_DAYS`` (30): sessions, with their jobs and events, this long after the
     session began; as long as the sticker files, so that ``/delete`` can still find the guest's set for as
     long as the booth keeps the stickers. ``TG_COMMAND_RETENTION_DAYS`` (7): Telegram commands and their
-    results this long after they ended; a week outlasts every flow that reads them (the longest, the
-    resend of a flooded set deletion, gives up after 7 days, :data:`shared.erasure.RESEND_WITHIN`).
+    results this long after they ended (``sent``, ``failed``, ``cancelled``; a command deferred by a flood
+    wait is pending, not ended); a week outlasts every flow that reads them.
     ``LEAD_RETENTION_DAYS`` (180): leads this long after the last contact; half a year covers a sales
     follow-up season. ``STREAM_RETENTION_HOURS`` (24): Redis stream entries (``stk:*``, ``tg:*`` and their
     ``:dead`` streams) are deleted this long after they were added. Safe, because by then every entry is

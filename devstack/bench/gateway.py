@@ -49,6 +49,7 @@ from shared.db import create_engine
 from shared.outbox import add_command, dispatch_commands
 from shared.repositories import Database
 from shared.streams import Publisher, create_redis
+from shared.subjects import AdminText
 from simulators.telegram.ratelimit import TokenBucket
 
 __all__ = ["LIMITS", "TARGET_SHARE", "limits_bound_s", "measure", "mixed_load"]
@@ -178,7 +179,8 @@ async def _enqueue(stack: Stack, load: Sequence[tuple[int, str]]) -> None:
         ids = [command_ids.alert(f"bench-gateway:{i}", time.time_ns()) for i in range(len(load))]
         async with db.transaction() as repos:
             for command_id, (chat_id, text) in zip(ids, load, strict=True):
-                await add_command(repos, command_id, SendMessage(chat_id=chat_id, text=text))
+                subject = AdminText(id=command_ids.name_hash(command_id), what="alert")
+                await add_command(repos, command_id, SendMessage(chat_id=chat_id, text=text), subject=subject)
         await dispatch_commands(db, publisher, ids)
     finally:
         await publisher.redis.aclose()

@@ -11,8 +11,8 @@ Each kind: how it is injected → the expected guest outcome.
 - ``tg:429-short:send-private``: 429 ``retry_after`` 3 on ``sendMessage`` to one guest's chat, a flood hold
   → delivered.
 - ``tg:429-long:send-private``: 429 ``retry_after`` ``LONG_HOLD_S`` (120 s, above the gateway's 30 s
-  bound, so the wait goes back to delivery as a result) on one guest's chat → that guest delivered after
-  the wait (their reply to Start may be lost to it); no other guest delayed.
+  bound, so the gateway defers the command to the end of the wait) on one guest's chat → that guest
+  delivered after the wait (their reply to Start is sent when it ends, issue 21); no other guest delayed.
 - ``tg:429-short:send-group`` / ``tg:429-long:send-group``: 429 ``retry_after`` 5 / 120 on
   ``sendMessage`` to the leads group → every card once, after the wait; guests undisturbed.
 - ``tg:429-short:upload`` / ``tg:429-long:upload``: 429 ``retry_after`` 3 / 120 on ``uploadStickerFile``
@@ -71,8 +71,8 @@ AI faults go to whichever job calls next; the ledger tags a guest with the AI ki
 ``api_usage`` outcomes (:data:`AI_OUTCOME_KIND`). Flood holds run their whole ``retry_after`` (the run
 never lifts one: the gateway keeps Telegram's word, so an early lift would be a simulator contradicting
 itself). Waits of hours are therefore not played here — their guest outcome is Telegram's to decide, past
-any run's end — but by the gateway, delivery and leads tests: the wait goes back to the producer, which
-stores the next attempt at ``retry_after`` and delays nothing else.
+any run's end — but by the gateway, delivery and leads tests: the gateway defers the command's row to
+``retry_after`` and delays nothing else.
 """
 
 from __future__ import annotations

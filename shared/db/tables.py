@@ -131,9 +131,15 @@ tg_commands = sa.Table(
     sa.Column("dispatched_at", TZ),
     sa.Column("created_at", TZ, nullable=False, server_default=sa.func.now()),
     sa.Column("updated_at", TZ, nullable=False, server_default=sa.func.now()),
+    # migration 0010 (issue 21): deferred by flood control until, deferrals + 1, what it is about, expiry
+    sa.Column("not_before", TZ),
+    sa.Column("attempt", sa.Integer, nullable=False, server_default="1"),
+    sa.Column("subject", JSONB),
+    sa.Column("expires_at", TZ),
     sa.CheckConstraint(f"status IN {COMMAND_STATUSES!r}", name="ck_tg_commands_status"),
 )
 sa.Index("ix_tg_commands_status_updated", tg_commands.c.status, tg_commands.c.updated_at)
+sa.Index("ix_tg_commands_subject", tg_commands.c.subject["kind"].astext, tg_commands.c.subject["id"].astext)
 
 leads = sa.Table(
     "leads",

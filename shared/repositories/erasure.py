@@ -3,7 +3,7 @@
 Issue 11 (erasure on request; later reused by retention). What "about a job" means here:
 
 * ``jobs`` rows, their ``job_events`` and ``blobs`` (selfie, artefacts, stickers);
-* ``tg_commands`` rows of the job (``job:<id>:…`` ids, :mod:`shared.command_ids`) and every other row
+* ``tg_commands`` rows about the job (subject :class:`shared.subjects.JobStep`) and every other row
   whose ``params`` mention the job's id (an admin alert "Job <id> FAILED", a sticker-set name
   ``sb<id hex>_by_…``);
 * ``api_usage`` rows are kept (cost accounting, spec/002 "Cost ceiling") with ``job_id`` set to ``NULL``.
@@ -23,8 +23,8 @@ afterwards cannot reference the deleted job (blobs: foreign-key error; usage: un
 Leads are a separate flow, not linked to Telegram guests: :meth:`ErasureRepository.erase_leads` erases a
 landing visitor by the normalised contact the lead form collected (``leads.contact_key``): their lead
 (locked first), its repeat notices, and the ``tg_commands`` rows of its card and notices
-(``lead:<id>:…``, ``repeat:<id>:…``, which hold the name and contact), returning the staff-group messages
-(card, notices) that show them, for :mod:`shared.erasure` to blank through the outbox (issue 19).
+(subject :class:`shared.subjects.PostStep`, which hold the name and contact), returning the staff-group
+messages (card, notices) that show them, for :mod:`shared.erasure` to blank through the outbox (issue 19).
 """
 
 from __future__ import annotations
@@ -49,6 +49,7 @@ from shared.db.tables import (
     tg_commands,
 )
 from shared.domain import CommandStatus
+from shared.repositories.tg_commands import about
 
 __all__ = ["ErasedLeads", "ErasedRows", "ErasureRepository"]
 
@@ -199,9 +200,10 @@ class ErasureRepository:
         if lead.card_chat_id is not None and lead.card_message_id is not None:
             posts.append((int(lead.card_chat_id), int(lead.card_message_id)))
             posts += [(int(lead.card_chat_id), int(r.message_id)) for r in repeats if r.message_id]
-        own = [tg_commands.c.command_id.startswith(f"lead:{lead.id}:")]
-        own += [tg_commands.c.command_id.startswith(f"repeat:{r.id}:") for r in repeats]
-        commands = await self.conn.execute(sa.delete(tg_commands).where(sa.or_(*own)))
+        own = about("lead_post", lead.id, post="card")
+        if repeats:
+            own = sa.or_(own, about("lead_post", [r.id for r in repeats], post="notice"))
+        commands = await self.conn.execute(sa.delete(tg_commands).where(own))
         repeat_rows = await self.conn.execute(
             sa.delete(lead_repeats).where(lead_repeats.c.lead_id == lead.id)
         )
@@ -260,20 +262,19 @@ class ErasureRepository:
             sticker_sets=tuple(sorted(names)),
         )
 
-    async def purge_settled_set_deletions(self, prefix: str, *, limit: int = 500) -> int:
-        """Delete the set-deletion commands (ids ``<prefix><key>[:…]``, :func:`shared.command_ids.erase_set`
-        with ``prefix`` = :data:`shared.command_ids.ERASE_SET_PREFIX`, resends included) of every set
-        whose deletion has succeeded (a ``sent`` row with the same key): they name a set that no longer
+    async def purge_settled_set_deletions(self, *, limit: int = 500) -> int:
+        """Delete the set-deletion commands (subject :class:`shared.subjects.SetDeletion`) of every set
+        whose deletion has succeeded (a ``sent`` row about the same set): they name a set that no longer
         exists. Returns how many rows went."""
         done = tg_commands.alias("done")
-        key = sa.func.split_part(tg_commands.c.command_id, ":", 2)
+        kind = tg_commands.c.subject["kind"].astext
         settled = (
             sa.select(tg_commands.c.command_id)
             .where(
-                tg_commands.c.command_id.startswith(prefix),
+                kind == "erase_set",
                 sa.exists().where(
-                    done.c.command_id.startswith(prefix),
-                    sa.func.split_part(done.c.command_id, ":", 2) == key,
+                    done.c.subject["kind"].astext == "erase_set",
+                    done.c.subject["id"].astext == tg_commands.c.subject["id"].astext,
                     done.c.status == CommandStatus.SENT,
                 ),
             )
@@ -285,17 +286,13 @@ class ErasureRepository:
     # --- helpers ----------------------------------------------------------------------------------
 
     def _commands_of_jobs(self, job_ids: list[UUID]) -> sa.ColumnElement[bool]:
-        """``tg_commands`` rows about these jobs: ``job:<id>:…`` ids, or ``params`` naming the id (an
-        alert's text) or its hex (a sticker-set name)."""
+        """``tg_commands`` rows about these jobs: their subject is the job, or their ``params`` name the id
+        (an alert's text) or its hex (a sticker-set name)."""
         params = sa.cast(tg_commands.c.params, sa.Text)
         mentions: list[sa.ColumnElement[bool]] = []
         for job_id in job_ids:
             mentions += [params.contains(str(job_id)), params.contains(job_id.hex)]
-        by_id = sa.and_(
-            tg_commands.c.command_id.startswith("job:"),
-            sa.func.split_part(tg_commands.c.command_id, ":", 2).in_([str(j) for j in job_ids]),
-        )
-        return sa.or_(by_id, *mentions)
+        return sa.or_(about("job", job_ids), *mentions)
 
     async def _delete_commands_naming(self, *, users: set[str], chats: set[str]) -> int:
         """Delete ``tg_commands`` whose ``params`` name one of ``chats`` (``chat_id``) or ``users``

@@ -22,11 +22,12 @@ DESIGN.md §3 "Job state machine": ``queued → processing → rendered → deli
 (:class:`shared.errors.UndeclaredTransition`) and then runs one conditional
 ``UPDATE jobs … WHERE id = … AND status IN (…) [AND owner = …] RETURNING …`` plus its ``job_events`` row,
 both in the caller's transaction. A transition that finds the job elsewhere (the race was lost) returns
-``None`` and writes nothing. The use cases around the transitions (fail and tell the guest, republish the
+``None`` and writes nothing. A transition also cancels the job's pending guest texts it made obsolete
+(:data:`GUEST_TEXTS`). The use cases around the transitions (fail and tell the guest, republish the
 queue, admin retry) are in :mod:`shared.joblife`.
 
 The methods that change columns but not the status (``heartbeat``, ``claim_poll``, ``schedule_poll``,
-``defer_next_step``, ``claim_delay_notice``, ``mark_dispatched``) are conditional updates too and return
+``claim_delay_notice``, ``mark_dispatched``) are conditional updates too and return
 whether they applied; they write no event.
 """
 
@@ -43,6 +44,8 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from shared.db.tables import job_events, jobs, sessions
 from shared.domain import ACTIVE_JOB_STATUSES, Job, JobContext, JobCounts, JobStatus
 from shared.errors import ErrorClass, UndeclaredTransition
+from shared.repositories.tg_commands import TelegramCommandRepository
+from shared.subjects import JobStepName
 
 _QUEUED, _PROCESSING, _RENDERED = JobStatus.QUEUED, JobStatus.PROCESSING, JobStatus.RENDERED
 _DELIVERING, _DELIVERED, _FAILED = JobStatus.DELIVERING, JobStatus.DELIVERED, JobStatus.FAILED
@@ -55,6 +58,16 @@ ALLOWED: dict[JobStatus, frozenset[JobStatus]] = {
     _DELIVERING: frozenset({_DELIVERED, _FAILED}),
     _DELIVERED: frozenset(),
     _FAILED: frozenset({_QUEUED}),  # admin retry
+}
+
+#: The guest's job texts (:class:`shared.subjects.JobStep` steps) with the statuses in which each still
+#: makes sense: a transition to any other status cancels the job's pending ones in its own transaction
+#: (issue 21; a text held by a flood wait is sent when the wait ends unless this made it obsolete). The
+#: failure text (``failure_text``) is not listed: it is never obsolete, the guest must get it.
+GUEST_TEXTS: dict[JobStepName, frozenset[JobStatus]] = {
+    "still_working": frozenset(ACTIVE_JOB_STATUSES),  # delivery's 5-minute notice
+    "generating": frozenset({_QUEUED, _PROCESSING}),  # ingest's "Generating…"
+    "unavailable": frozenset({_QUEUED}),  # the worker's "your photo is saved" during a pause
 }
 
 #: What a job leaving ``processing`` hands back: nobody owns it, its stream hint must be sent again.
@@ -357,6 +370,9 @@ class JobRepository:
         if row is None:
             return None
         await self._event(job_id, JobStatus(row._mapping["old_status"]), to_status, note)
+        obsolete = [step for step, live in GUEST_TEXTS.items() if to_status not in live]
+        if obsolete:
+            await TelegramCommandRepository(self.conn).cancel_pending("job", job_id, step=obsolete)
         return _job(row)
 
     # --- conditional updates without a state change --------------------------------------------------
@@ -385,12 +401,6 @@ class JobRepository:
         """The next readiness poll of a ``delivering`` job is due ``at`` (the next link send waits for it,
         ``LINK_RETRY_DELAY_SEC``); ``False`` when the job is no longer ``delivering``."""
         return await self._update(job_id, {"next_poll_at": at}, jobs.c.status == _DELIVERING.value)
-
-    async def defer_next_step(self, job_id: UUID, *, status: JobStatus, until: datetime) -> bool:
-        """Flood control: the job's next delivery step (``next_poll_at``) is not before ``until`` (a later
-        time already set stays); ``False`` when the job is no longer in ``status``."""
-        later = sa.func.greatest(sa.func.coalesce(jobs.c.next_poll_at, until), until)
-        return await self._update(job_id, {"next_poll_at": later}, jobs.c.status == JobStatus(status).value)
 
     async def claim_delay_notice(self, job_id: UUID, *, created_at: datetime) -> bool:
         """Mark the run that started at ``created_at`` as told "still working" (DESIGN.md §6): ``True`` for

@@ -33,7 +33,7 @@ _PENDING, _SENDING, _UNSURE = PostState.PENDING, PostState.SENDING, PostState.UN
 _CHECKING, _POSTED, _FAILED = PostState.CHECKING, PostState.POSTED, PostState.FAILED
 
 #: The publication machine's edges, ``from → {to, …}``: the only place they are declared. A send is
-#: ``pending → sending``, then ``posted``, back to ``pending`` (failed, or flood control), ``failed`` (a
+#: ``pending → sending``, then ``posted``, back to ``pending`` (failed), ``failed`` (a
 #: notice gives up) or ``unsure`` (the outcome is unknown); an unsure post is searched for (``unsure →
 #: checking``) and found (``posted``), not found (``pending``) or the search failed (``unsure``). A message
 #: found in the chat marks any unposted state ``posted``.
@@ -128,14 +128,6 @@ class LeadPostRepository:
             sa.update(lead_chats)
             .where(lead_chats.c.chat_id == chat_id)
             .values(tokens=lead_chats.c.tokens - 1)
-        )
-
-    async def pause_chat(self, chat_id: int, *, until: datetime) -> None:
-        """Flood control: no message to the chat before ``until`` (a later pause is kept)."""
-        await self.conn.execute(
-            sa.update(lead_chats)
-            .where(lead_chats.c.chat_id == chat_id)
-            .values(flood_until=sa.func.greatest(sa.func.coalesce(lead_chats.c.flood_until, until), until))
         )
 
     async def note_message_id(self, chat_id: int, message_id: int, *, now: datetime, capacity: float) -> None:
@@ -346,19 +338,6 @@ class LeadPostRepository:
                 "next_attempt_at": next_attempt_at,
                 "last_error": error[:500],
             },
-        )
-
-    async def send_flooded(
-        self, kind: str, post_id: int, attempt: int, *, next_attempt_at: datetime, error: str
-    ) -> LeadPost | None:
-        """``sending → pending`` after flood control: due at ``next_attempt_at``, not counted as a failure."""
-        return await self._move(
-            kind,
-            post_id,
-            states=[_SENDING],
-            to=[_PENDING],
-            attempt=attempt,
-            values={"post_state": _PENDING, "next_attempt_at": next_attempt_at, "last_error": error[:500]},
         )
 
     async def probe_absent(self, kind: str, post_id: int, probe: int, *, now: datetime) -> LeadPost | None:

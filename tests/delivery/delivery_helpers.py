@@ -8,6 +8,7 @@ import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 import redis.asyncio as aioredis
@@ -17,14 +18,17 @@ from telegram.ext import ExtBot
 from delivery.packs import PackDelivery
 from delivery.settings import DeliverySettings
 from shared import streams
-from shared.db.tables import jobs
+from shared.db.tables import jobs, tg_commands
 from shared.domain import Job
 from shared.messages import decode
 from shared.repositories import Database
 from shared.streams import Publisher
 from telegram_gateway.executor import CommandExecutor
 from telegram_gateway.flood import FloodLimiter
+from telegram_gateway.main import reconcile_outbox
+from telegram_gateway.settings import GatewaySettings
 from tests.simulators.tgsim_helpers import TOKEN, RunningSim, png, serve, sim_config
+from tests.telegram_gateway.gateway_helpers import gateway_settings
 
 
 async def job_with_stickers(db: Database, **values: Any) -> Job:
@@ -85,8 +89,21 @@ class Rig:
     delivery: PackDelivery
     executor: CommandExecutor
     clock: LimiterClock
+    gateway: GatewaySettings
     outbox_cursor: str = "0-0"
     results_cursor: str = "0-0"
+
+    async def wait_passes(self, seconds: float) -> list[str]:
+        """As if ``seconds`` had passed for the outbox (deferred rows' ``not_before``, the limiter's
+        pauses), then one tick of the gateway's reconciler and a :meth:`step`; returns what was run."""
+        async with self.db.transaction() as repos:
+            back = timedelta(seconds=seconds)
+            await repos.conn.execute(
+                sa.update(tg_commands).values(not_before=tg_commands.c.not_before - back)
+            )
+        self.clock.offset += seconds
+        await reconcile_outbox(self.db, Publisher(self.redis), self.gateway)
+        return await self.step()
 
     async def step(self) -> list[str]:
         """The gateway runs every hinted command, then delivery applies the results."""
@@ -143,6 +160,7 @@ async def gateway_rig(
             delivery=PackDelivery(db=db, publisher=publisher, settings=settings),
             executor=CommandExecutor(bot=bot, db=db, publisher=publisher),
             clock=clock,
+            gateway=gateway_settings(database_url, redis_url, running.url),
         )
     finally:
         await bot.shutdown()

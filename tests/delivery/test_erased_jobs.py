@@ -12,6 +12,7 @@ from shared import command_ids
 from shared.erasure import erase_user
 from shared.messages import TelegramResult
 from shared.repositories import Database
+from shared.subjects import JobStep
 from tests.delivery.delivery_helpers import job_with_stickers
 
 pytestmark = pytest.mark.integration
@@ -23,7 +24,7 @@ async def test_an_erased_rendered_job_gets_no_set(delivery: PackDelivery, db: Da
         await erase_user(repos, 8)
     await delivery.request_set(job.id)
     async with db.transaction() as repos:
-        assert await repos.tg_commands.with_prefix(command_ids.create_set(job.id)) == []
+        assert await repos.tg_commands.for_subject("job", job.id, step="create_set") == []
 
 
 async def test_a_set_created_after_the_erasure_is_deleted_again(delivery: PackDelivery, db: Database) -> None:
@@ -36,7 +37,12 @@ async def test_a_set_created_after_the_erasure_is_deleted_again(delivery: PackDe
     async with db.transaction() as repos:  # the deletion ran first and found nothing: done
         await repos.tg_commands.start_sending(erased.commands[0], stale_after=timedelta(0))
         await repos.tg_commands.finish(erased.commands[0], ok=True, result=True)
-    created = TelegramResult(command_id=command_ids.create_set(job.id), ok=True, result={"name": name})
+    created = TelegramResult(
+        command_id=command_ids.create_set(job.id),
+        ok=True,
+        result={"name": name},
+        subject=JobStep(id=job.id, step="create_set"),
+    )
     await delivery.handle_result(created)
     async with db.transaction() as repos:
         assert await repos.jobs.get(job.id) is None

@@ -1,45 +1,32 @@
-"""Delivery honours Telegram's ``retry_after``: a 429 result reschedules the step durably in Postgres
-(``jobs.next_poll_at``, the next attempt's command) instead of failing the job or looping (issue 8)."""
+"""Delivery under Telegram's flood control (issue 8, issue 21): a long ``retry_after`` is the outbox's
+business: the gateway defers the same row and sends it when the wait is over, so the set is created once,
+a flood wait is never one of the link's attempts, and a job that fails cancels its pending "still working"
+notice while its failure text still arrives after the wait."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 import pytest
 import redis.asyncio as aioredis
 import sqlalchemy as sa
 
-from delivery.deadlines import resend_flooded_texts
-from shared.commands import SendMessage, load
+from delivery.deadlines import enforce_deadlines
+from shared import command_ids
 from shared.db.tables import jobs, tg_commands
-from shared.domain import Job
+from shared.domain import Job, TelegramCommandRecord
 from shared.joblife import failure_command_id
-from shared.messages import TelegramErrorInfo, TelegramResult
+from shared.messages import TelegramResult
 from shared.repositories import Database
 from shared.streams import Publisher
+from shared.subjects import JobStep
 from tests.delivery.delivery_helpers import Rig, current, gateway_rig
 from tests.simulators.tgsim_helpers import png
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
 GUEST = 5001
-
-
-def flood(seconds: int) -> TelegramErrorInfo:
-    return TelegramErrorInfo(
-        error_code=429, description=f"Too Many Requests: retry after {seconds}", retry_after=seconds
-    )
-
-
-async def flooded(
-    db: Database, command_id: str, method: str, params: dict[str, Any], *, retry_after: int
-) -> None:
-    """A command the gateway sent and Telegram answered with 429 ``retry_after`` seconds (no reply stream)."""
-    async with db.transaction() as repos:
-        await repos.tg_commands.add(command_id, method=method, params=params, reply_to=None)
-        await repos.tg_commands.start_sending(command_id, stale_after=timedelta(0))
-        await repos.tg_commands.finish(command_id, ok=False, error=flood(retry_after).model_dump())
 
 
 @pytest.fixture
@@ -76,11 +63,6 @@ async def job_in(db: Database, status: str, *, stickers: int = 12, created_ago_s
     return current
 
 
-async def commands(db: Database, prefix: str) -> list[str]:
-    async with db.transaction() as repos:
-        return [r.command_id for r in await repos.tg_commands.with_prefix(prefix)]
-
-
 async def let_time_pass(db: Database, seconds: float) -> None:
     """Move the rows' clocks back by ``seconds`` (as if that much time had passed)."""
     async with db.transaction() as repos:
@@ -93,114 +75,108 @@ async def let_time_pass(db: Database, seconds: float) -> None:
         )
 
 
-def about(moment: datetime | None, seconds_from_now: float) -> bool:
-    expected = datetime.now(UTC) + timedelta(seconds=seconds_from_now)
-    return moment is not None and abs((moment - expected).total_seconds()) < 10
+async def rows(db: Database, job: Job, step: str) -> list[TelegramCommandRecord]:
+    """The job's commands of ``step``, found by subject, oldest first."""
+    async with db.transaction() as repos:
+        return await repos.tg_commands.for_subject("job", job.id, step=step)
 
 
-async def test_a_429_on_creating_the_set_is_tried_again_after_retry_after_and_one_set_is_made(
-    rig: Rig,
-) -> None:
+async def deferred(db: Database, job: Job, step: str, *, attempt: int) -> TelegramCommandRecord:
+    """The job's one command of ``step``, pending again as attempt ``attempt`` with a ``not_before``."""
+    (record,) = await rows(db, job, step)
+    assert record.status == "pending" and record.attempt == attempt and record.not_before is not None
+    return record
+
+
+async def test_a_429_on_creating_the_set_defers_the_same_command_and_one_set_is_made(rig: Rig) -> None:
     job = await job_in(rig.db, "rendered")
     await rig.sim.post(
         "/sim/faults", {"method": "createNewStickerSet", "error_code": 429, "retry_after": 120}
     )
     await rig.delivery.request_set(job.id)
     await rig.step()
-    flooded = await current(rig.db, job)
-    assert flooded.status == "rendered" and about(flooded.next_poll_at, 120)  # not failed: rescheduled
-    await rig.delivery.retry_flooded_sets()  # not yet due
-    await rig.delivery.republish_rendered()  # nor through the reconciler
-    assert await commands(rig.db, f"job:{job.id}:create_set") == [f"job:{job.id}:create_set"]
-
-    await let_time_pass(rig.db, 121)
-    rig.clock.offset += 121
-    assert await rig.delivery.retry_flooded_sets() == 1
+    assert (await current(rig.db, job)).status == "rendered"  # not failed: waiting in the outbox
+    await deferred(rig.db, job, "create_set", attempt=2)
+    await rig.delivery.republish_rendered()  # delivery's reconciler hints it again: nothing goes early
     await rig.step()
-    assert await commands(rig.db, f"job:{job.id}:create_set") == [
-        f"job:{job.id}:create_set",
-        f"job:{job.id}:create_set:2",
-    ]
+    assert [c["ok"] for c in await rig.calls("createNewStickerSet")] == [False]
+
+    assert await rig.wait_passes(121) == [command_ids.create_set(job.id)]
+    (created,) = await rows(rig.db, job, "create_set")
+    assert created.command_id == command_ids.create_set(job.id) and created.status == "sent"
     assert (await current(rig.db, job)).status == "delivering"
     assert [c["ok"] for c in await rig.calls("createNewStickerSet")] == [False, True]
     assert len(await rig.sim.get("/sim/sticker-sets")) == 1
 
 
-async def test_a_429_on_the_link_waits_retry_after_and_is_not_counted_as_a_failed_send(rig: Rig) -> None:
+async def test_429s_on_the_link_are_not_link_attempts_and_the_link_is_sent_once(rig: Rig) -> None:
     job = await job_in(rig.db, "delivering")
-    ready = TelegramResult(command_id=f"job:{job.id}:poll:1", ok=True, result={"sticker_count": 12})
-    for _ in range(4):  # more 429s than LINK_ATTEMPTS (3): none of them is a failed send
-        await rig.sim.post("/sim/faults", {"method": "sendMessage", "error_code": 429, "retry_after": 60})
-        await rig.delivery.on_poll(job.id, ready)
-        await rig.step()
-        flooded = await current(rig.db, job)
-        assert flooded.status == "delivering" and about(flooded.next_poll_at, 60)
-        await let_time_pass(rig.db, 61)
-        rig.clock.offset += 61
-    await rig.delivery.on_poll(job.id, ready)
-    await rig.step()
-    assert (await current(rig.db, job)).status == "delivered"
-    links = await commands(rig.db, f"job:{job.id}:link")
-    assert links == [f"job:{job.id}:link"] + [f"job:{job.id}:link:{n}" for n in range(2, 6)]
-    messages = await rig.sim.get(f"/sim/chats/{GUEST}/messages")
-    (link,) = [m["text"] for m in messages if m["from_bot"]]  # sent once, after four 429s
-    assert "https://t.me/addstickers/sbx_by_stickerbooth_bot" in link
-
-
-async def test_a_429_on_a_readiness_poll_moves_the_next_poll_to_the_retry_time(rig: Rig) -> None:
-    job = await job_in(rig.db, "delivering")
-    await rig.delivery.handle_result(
-        TelegramResult(command_id=f"job:{job.id}:poll:1", ok=False, error=flood(300))
+    ready = TelegramResult(
+        command_id=f"job:{job.id}:poll:1",
+        ok=True,
+        result={"sticker_count": 12},
+        subject=JobStep(id=job.id, step="poll", n=1),
     )
-    assert about((await current(rig.db, job)).next_poll_at, 300)
+    fault = {"method": "sendMessage", "error_code": 429, "retry_after": 60, "count": 4}
+    await rig.sim.post("/sim/faults", fault)  # more 429s than LINK_ATTEMPTS (3)
+    await rig.delivery.handle_result(ready)
+    await rig.step()
+    for attempt in range(2, 6):
+        await deferred(rig.db, job, "link", attempt=attempt)
+        assert (await current(rig.db, job)).status == "delivering"
+        await rig.wait_passes(61)
+    assert (await current(rig.db, job)).status == "delivered"
+    (link,) = await rows(rig.db, job, "link")  # one link command, never a second attempt
+    assert link.command_id == f"job:{job.id}:link" and link.status == "sent" and link.attempt == 5
+    messages = await rig.sim.get(f"/sim/chats/{GUEST}/messages")
+    (text,) = [m["text"] for m in messages if m["from_bot"]]  # sent once, after four 429s
+    assert "https://t.me/addstickers/sbx_by_stickerbooth_bot" in text
 
 
-async def test_a_flood_controlled_failure_text_is_sent_again_after_retry_after_once(
-    db: Database, redis: aioredis.Redis
+async def test_a_job_that_fails_cancels_its_pending_notice_and_its_failure_text_comes_after_the_wait(
+    rig: Rig,
 ) -> None:
-    job = await job_in(db, "failed", stickers=0)
-    failure = failure_command_id(job)
-    params = {"chat_id": GUEST, "text": "Something went wrong"}
-    await flooded(db, failure, "send_message", params, retry_after=30)
-    publisher = Publisher(redis)
-    assert await resend_flooded_texts(db, publisher, deadline_s=900) == 0  # the wait is not over
-    await let_time_pass(db, 31)
-    assert await resend_flooded_texts(db, publisher, deadline_s=900) == 1
-    assert await resend_flooded_texts(db, publisher, deadline_s=900) == 0  # queued once
-    async with db.transaction() as repos:
-        again = await repos.tg_commands.get(f"{failure}:again")
-    assert again is not None and again.status == "pending"
-    assert load(again.method, again.params) == SendMessage(chat_id=GUEST, text="Something went wrong")
+    job = await job_in(rig.db, "processing", stickers=0, created_ago_s=400)
+    publisher = Publisher(rig.redis)
+    fault = {"method": "sendMessage", "chat_id": GUEST, "error_code": 429, "retry_after": 120, "count": 1}
+    await rig.sim.post("/sim/faults", fault)
+    assert await enforce_deadlines(rig.db, publisher, notice_after_s=300, deadline_s=900) == (0, 1)
+    await rig.step()
+    notice = await deferred(rig.db, job, "still_working", attempt=2)
+    assert notice.expires_at == job.created_at + timedelta(seconds=900)  # no use after the deadline
+
+    assert await enforce_deadlines(rig.db, publisher, notice_after_s=300, deadline_s=350) == (1, 0)
+    (cancelled,) = await rows(rig.db, job, "still_working")  # in the transaction that failed the job
+    assert cancelled.status == "cancelled"
+    await rig.step()  # the failure text meets the chat's pause: deferred too, not dropped
+    await deferred(rig.db, job, "failure_text", attempt=2)
+
+    await rig.wait_passes(121)
+    (failure,) = await rows(rig.db, job, "failure_text")
+    assert failure.command_id == failure_command_id(job) and failure.status == "sent"
+    messages = await rig.sim.get(f"/sim/chats/{GUEST}/messages")
+    (text,) = [m["text"] for m in messages if m["from_bot"]]  # the failure text only, never the notice
+    assert "still working" not in text.lower()
 
 
-async def test_a_flood_controlled_still_working_notice_of_a_failed_job_is_dropped(
-    db: Database, redis: aioredis.Redis
-) -> None:
-    job = await job_in(db, "failed", stickers=0)
-    notice = f"job:{job.id}:still_working:{int(job.created_at.timestamp())}"
-    await flooded(db, notice, "send_message", {"chat_id": GUEST, "text": "…"}, retry_after=5)
-    await let_time_pass(db, 6)
-    assert await resend_flooded_texts(db, Publisher(redis), deadline_s=900) == 0
-
-
-@pytest.mark.parametrize(("status", "resent"), [("processing", 1), ("delivered", 0)])
-async def test_a_flood_controlled_generating_text_is_resent_only_while_the_job_is_still_in_the_works(
-    db: Database, redis: aioredis.Redis, status: str, resent: int
-) -> None:
-    job = await job_in(db, status, stickers=0)
-    generating = f"job:{job.id}:generating"
-    await flooded(db, generating, "send_message", {"chat_id": GUEST, "text": "…"}, retry_after=5)
-    await let_time_pass(db, 6)
-    assert await resend_flooded_texts(db, Publisher(redis), deadline_s=900) == resent
-
-
-async def test_a_flood_controlled_admin_alert_is_sent_again_after_retry_after(
-    db: Database, redis: aioredis.Redis
-) -> None:
-    alert = "alert:0123456789abcdef:1"
-    await flooded(db, alert, "send_admin_message", {"text": "Job X FAILED"}, retry_after=5)
-    await let_time_pass(db, 6)
-    assert await resend_flooded_texts(db, Publisher(redis), deadline_s=900) == 1
-    async with db.transaction() as repos:
-        again = await repos.tg_commands.get(f"{alert}:again")
-    assert again is not None and again.method == "send_admin_message"
+async def test_a_delivered_job_cancels_its_pending_generating_text_but_a_sent_one_stays(rig: Rig) -> None:
+    job = await job_in(rig.db, "delivering")
+    async with rig.db.transaction() as repos:
+        for command_id, step in (
+            (f"job:{job.id}:generating", "generating"),
+            ("sent-notice", "still_working"),
+        ):
+            n = None if step == "generating" else 1
+            subject = JobStep(id=job.id, step=step, n=n)  # type: ignore[arg-type]
+            await repos.tg_commands.add(
+                command_id,
+                method="send_message",
+                params={"chat_id": GUEST, "text": "…"},
+                reply_to=None,
+                subject=subject,
+            )
+        await repos.tg_commands.start_sending("sent-notice", stale_after=timedelta(0))
+        await repos.tg_commands.finish("sent-notice", ok=True, result={"message_id": 3})
+        await repos.jobs.mark_delivered(job.id, link_sent_at=job.created_at)
+    assert [r.status for r in await rows(rig.db, job, "generating")] == ["cancelled"]
+    assert [r.status for r in await rows(rig.db, job, "still_working")] == ["sent"]

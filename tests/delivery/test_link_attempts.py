@@ -12,7 +12,9 @@ from delivery.packs import PackDelivery
 from shared.db.tables import job_events, jobs
 from shared.domain import Job
 from shared.messages import TelegramErrorInfo, TelegramResult
+from shared.outbox import stored_result
 from shared.repositories import Database
+from shared.subjects import JobStep
 from tests.delivery.delivery_helpers import job_with_stickers
 
 pytestmark = pytest.mark.integration
@@ -24,15 +26,22 @@ async def delivering_job(db: Database) -> Job:
 
 
 def ready(job: Job) -> TelegramResult:
-    return TelegramResult(command_id=f"job:{job.id}:poll:1", ok=True, result={"sticker_count": 12})
+    return TelegramResult(
+        command_id=f"job:{job.id}:poll:1",
+        ok=True,
+        result={"sticker_count": 12},
+        subject=JobStep(id=job.id, step="poll", n=1),
+    )
 
 
 async def fail_last_link(db: Database, delivery: PackDelivery, job: Job) -> str:
     async with db.transaction() as repos:
-        latest = (await repos.tg_commands.with_prefix(f"job:{job.id}:link"))[-1]
+        latest = (await repos.tg_commands.for_subject("job", job.id, step="link"))[-1]
         await repos.tg_commands.start_sending(latest.command_id, stale_after=timedelta(0))
         await repos.tg_commands.finish(latest.command_id, ok=False, error=BLOCKED.model_dump())
-    await delivery.handle_result(TelegramResult(command_id=latest.command_id, ok=False, error=BLOCKED))
+        failed = await repos.tg_commands.get(latest.command_id)
+    assert failed is not None
+    await delivery.handle_result(stored_result(failed))
     return latest.command_id
 
 
@@ -59,7 +68,7 @@ async def test_a_failed_link_is_sent_again_and_the_job_fails_after_three(
     assert (await status(db, job)).status == "failed"
     await delivery.on_poll(job.id, ready(job))  # nothing more is sent
     async with db.transaction() as repos:
-        assert len(await repos.tg_commands.with_prefix(f"job:{job.id}:link")) == 3
+        assert len(await repos.tg_commands.for_subject("job", job.id, step="link")) == 3
 
 
 async def test_a_second_attempt_that_succeeds_delivers(db: Database, delivery: PackDelivery) -> None:
@@ -69,10 +78,15 @@ async def test_a_second_attempt_that_succeeds_delivers(db: Database, delivery: P
     await delivery.on_poll(job.id, ready(job))
     await delivery.on_poll(job.id, ready(job))  # a repeated poll does not queue a third send
     async with db.transaction() as repos:
-        links = await repos.tg_commands.with_prefix(f"job:{job.id}:link")
+        links = await repos.tg_commands.for_subject("job", job.id, step="link")
     assert [r.command_id for r in links] == [f"job:{job.id}:link", f"job:{job.id}:link:2"]
     await delivery.handle_result(
-        TelegramResult(command_id=links[-1].command_id, ok=True, result={"message_id": 5})
+        TelegramResult(
+            command_id=links[-1].command_id,
+            ok=True,
+            result={"message_id": 5},
+            subject=JobStep(id=job.id, step="link", n=len(links)),
+        )
     )
     assert (await status(db, job)).status == "delivered"
 
@@ -94,7 +108,10 @@ async def test_creating_the_set_erases_the_selfie_and_its_derived_artefacts(
         await repos.conn.execute(sa.update(jobs).where(jobs.c.id == job.id).values(status="rendered"))
     await delivery.handle_result(
         TelegramResult(
-            command_id=f"job:{job.id}:create_set", ok=True, result={"created": True, "sticker_count": 1}
+            command_id=f"job:{job.id}:create_set",
+            ok=True,
+            result={"created": True, "sticker_count": 1},
+            subject=JobStep(id=job.id, step="create_set"),
         )
     )
     async with db.transaction() as repos:
@@ -126,7 +143,12 @@ async def test_a_retried_jobs_photo_to_link_runs_from_the_accepted_photo_not_the
     await delivery.on_poll(job.id, ready(job))
     before = photo_to_link_sum()
     await delivery.handle_result(
-        TelegramResult(command_id=f"job:{job.id}:link", ok=True, result={"message_id": 7})
+        TelegramResult(
+            command_id=f"job:{job.id}:link",
+            ok=True,
+            result={"message_id": 7},
+            subject=JobStep(id=job.id, step="link", n=1),
+        )
     )
     assert (await status(db, job)).status == "delivered"
     assert photo_to_link_sum() - before == pytest.approx(20 * 60, abs=30)

@@ -18,10 +18,11 @@ import redis.asyncio as aioredis
 import sqlalchemy as sa
 
 from delivery.deadlines import enforce_deadlines
-from shared.db.tables import job_events, jobs
+from shared.db.tables import job_events, jobs, tg_commands
 from shared.domain import Job
 from shared.repositories import Database
 from shared.streams import Publisher
+from shared.subjects import JobStep
 from tests.delivery.delivery_helpers import Rig, current, gateway_rig, rendered_job
 from tests.delivery.test_flood_waits import GUEST, job_in, let_time_pass
 
@@ -78,7 +79,7 @@ async def test_a_link_whose_answer_was_lost_after_it_was_sent_is_found_and_not_s
     assert len(links(messages)) == 1  # found by the search: never twice
     assert len([m for m in messages if m.get("sticker")]) == 1  # the preview, once
     async with rig.db.transaction() as repos:
-        searches = await repos.tg_commands.with_prefix(f"job:{job.id}:find_link:")
+        searches = await repos.tg_commands.for_subject("job", job.id, step="find_link")
     assert [s.result["message_id"] for s in searches] == [links(messages)[0]["message_id"]]
 
 
@@ -135,15 +136,22 @@ async def test_a_link_held_by_a_flood_wait_past_the_deadline_is_sent_late_with_s
     for _ in range(3):  # the set is created, found complete, and its link is flood-held
         await rig.step()
     async with rig.db.transaction() as repos:
-        (link,) = await repos.tg_commands.with_prefix(f"job:{job.id}:link")
-    assert link.status == "failed" and link.error is not None and link.error["error_code"] == 429
+        (link,) = await repos.tg_commands.for_subject("job", job.id, step="link")
+    assert link.status == "pending" and link.attempt == 2  # deferred by the gateway until the wait ends
     assert (await current(rig.db, job)).status == "delivering"
-    await age(rig.db, job, 2 * 60)  # the deadline passes while the link waits
+    async with rig.db.transaction() as repos:  # 2 minutes pass: the deadline passes while the link waits
+        back = timedelta(minutes=2)
+        await repos.conn.execute(sa.update(tg_commands).values(created_at=tg_commands.c.created_at - back))
+        await repos.conn.execute(sa.update(jobs).values(created_at=jobs.c.created_at - back))
+        await repos.conn.execute(sa.update(job_events).values(at=job_events.c.at - back))
     failed, _ = await enforce_deadlines(rig.db, Publisher(rig.redis), notice_after_s=300, deadline_s=900)
     assert failed == 0 and (await current(rig.db, job)).status == "delivering"  # before: failed
+    async with rig.db.transaction() as repos:  # its words said nothing of the wait: queued again, late
+        assert [r.status for r in await repos.tg_commands.for_subject("job", job.id, step="link")] == [
+            "cancelled"
+        ]
 
-    await let_time_pass(rig.db, 121)
-    rig.clock.offset += 121
+    await rig.wait_passes(121)
     await rig.delivery.poll_due()
     for _ in range(3):
         await rig.step()
@@ -165,7 +173,11 @@ async def test_a_link_after_a_failure_text_says_so_honestly(rig: Rig) -> None:
     failure = f"job:{job.id}:failure_text:1"
     async with rig.db.transaction() as repos:  # the guest was told "something went wrong" before
         await repos.tg_commands.add(
-            failure, method="send_message", params={"chat_id": GUEST, "text": "x"}, reply_to=None
+            failure,
+            method="send_message",
+            params={"chat_id": GUEST, "text": "x"},
+            reply_to=None,
+            subject=JobStep(id=job.id, step="failure_text", n=1),
         )
         await repos.tg_commands.start_sending(failure, stale_after=timedelta(0))
         await repos.tg_commands.finish(failure, ok=True, result={"message_id": 1})

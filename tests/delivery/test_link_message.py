@@ -17,6 +17,7 @@ from shared.domain import CommandStatus, Job
 from shared.link_message import link_message, pack_link
 from shared.messages import TelegramResult
 from shared.repositories import Database
+from shared.subjects import JobStep
 from tests.delivery.delivery_helpers import Rig, current, gateway_rig, rendered_job
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
@@ -64,8 +65,10 @@ async def test_the_link_has_an_add_stickers_button_and_the_first_sticker_follows
     assert preview["sticker"]["file_id"] == first["file_id"] and preview["sticker"]["set_name"] == name
 
     async with db.transaction() as repos:  # delivery read the "link sent" result again: nothing new
-        link_id = (await repos.tg_commands.with_prefix(command_ids.link(job.id)))[-1].command_id
-    await rig.delivery.handle_result(TelegramResult(command_id=link_id, ok=True, result={"message_id": 1}))
+        link_id = (await repos.tg_commands.for_subject("job", job.id, step="link"))[-1].command_id
+    subject = JobStep(id=job.id, step="link", n=1)
+    link_sent = TelegramResult(command_id=link_id, ok=True, result={"message_id": 1}, subject=subject)
+    await rig.delivery.handle_result(link_sent)
     await rig.executor.execute(command_ids.preview(job.id))  # and the gateway got the preview again
     assert await rig.step() == []
     assert len(await bot_messages(rig)) == 2  # the link and the preview, nothing else

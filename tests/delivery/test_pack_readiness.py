@@ -21,7 +21,7 @@ async def rendered_job(db: Database) -> Job:
 
 async def link_commands(db: Database, job: Job) -> list[str]:
     async with db.transaction() as repos:
-        return [r.command_id for r in await repos.tg_commands.with_prefix(f"job:{job.id}:link")]
+        return [r.command_id for r in await repos.tg_commands.for_subject("job", job.id, step="link")]
 
 
 async def test_a_set_is_ready_only_when_all_twelve_stickers_are_in(

@@ -106,7 +106,7 @@ CONTRACT_METRICS = frozenset(
         "stk_telegram_calls_total",
         "stk_telegram_flood_waits_total",
         "stk_telegram_paced_total",
-        "stk_delivery_flood_waits_total",
+        "stk_telegram_deferred_total",
         "stk_deadline_misses_total",
         "stk_leads_total",
         "stk_leads_pending_age_seconds",

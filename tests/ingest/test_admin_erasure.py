@@ -15,6 +15,7 @@ from shared.commands import SendMessage
 from shared.db.tables import blobs, jobs, lead_repeats, leads, sessions, tg_commands
 from shared.outbox import add_command
 from shared.repositories import Database
+from shared.subjects import PostStep
 from tests.ingest.conftest import ADMIN_AUTH
 
 pytestmark = pytest.mark.integration
@@ -131,8 +132,10 @@ async def test_an_admin_erases_a_landing_visitor_by_contact(
         )
         [(repeat_id,)] = (await repos.conn.execute(sa.select(lead_repeats.c.id))).all()
         card = SendMessage(chat_id=-100, text="Maria +7 999 000-00-00 300 guests")
-        await add_command(repos, command_ids.send_post("card", lead_id, 1), card)
-        await add_command(repos, command_ids.send_post("notice", repeat_id, 1), card)
+        card_sent = PostStep(id=lead_id, post="card", op="send", n=1)
+        notice_sent = PostStep(id=repeat_id, post="notice", op="send", n=1)
+        await add_command(repos, command_ids.send_post("card", lead_id, 1), card, subject=card_sent)
+        await add_command(repos, command_ids.send_post("notice", repeat_id, 1), card, subject=notice_sent)
     await redis.delete(streams.TG_OUTBOX)
 
     bad = await admin_client.post("/admin/erasures", json={"contact": "not a contact"}, headers=AUTH)

@@ -15,6 +15,18 @@ from tests.leads.conftest import ADMIN, LEADS_CHAT, Rig
 pytestmark = pytest.mark.integration
 
 
+def pressed(callback_id: str, data: str, card: dict[str, Any], name: str) -> LeadButtonPressed:
+    """Staff member 7 (``name``) pressed ``data`` on ``card``, as the gateway routes it."""
+    return LeadButtonPressed(
+        callback_query_id=callback_id,
+        data=data,
+        user_id=7,
+        user_name=name,
+        chat_id=LEADS_CHAT,
+        message_id=card["message_id"],
+    )
+
+
 async def posted_card(rig: Rig) -> tuple[int, dict[str, Any]]:
     stored = await rig.submit()
     await rig.settle()
@@ -146,15 +158,7 @@ async def test_two_staff_pressing_take_at_once_get_one_winner(rig: Rig) -> None:
 async def test_a_redelivered_press_answers_and_edits_once(rig: Rig) -> None:
     lead_id, card = await posted_card(rig)
     callback_id = await rig.press(7, card["message_id"], f"stickers_lead:{lead_id}:spam")
-    again = LeadButtonPressed(
-        callback_query_id=callback_id,
-        data=f"stickers_lead:{lead_id}:spam",
-        user_id=7,
-        user_name="Staff 7",
-        chat_id=LEADS_CHAT,
-        message_id=card["message_id"],
-    )
-    await rig.service.buttons.press(again)
+    await rig.service.buttons.press(pressed(callback_id, f"stickers_lead:{lead_id}:spam", card, "Staff 7"))
     executed = await rig.gateway()
     assert sorted(executed) == sorted([f"cbq:{callback_id}", f"lead:{lead_id}:edit:1"])
 
@@ -194,7 +198,7 @@ async def test_message_ids_seen_in_the_chat_raise_the_search_floor(rig: Rig) -> 
     assert chat is not None and chat.last_message_id == 41
 
 
-async def test_a_card_edit_answered_with_a_long_flood_wait_is_sent_again_after_retry_after(
+async def test_a_card_edit_held_by_a_long_flood_wait_is_sent_when_it_ends_and_a_newer_one_cancels_it(
     db: object, redis: object
 ) -> None:
     from datetime import timedelta
@@ -212,18 +216,32 @@ async def test_a_card_edit_answered_with_a_long_flood_wait_is_sent_again_after_r
         await rig.gateway()
         (card,) = await rig.chat()
         assert "Taken by Olga" not in card["text"]  # Telegram applied nothing
-        assert await rig.service.buttons.resend_flooded_edits() == 0  # not before retry_after
+        async with rig.db.transaction() as repos:
+            (taken,) = await repos.tg_commands.for_subject("lead_post", lead_id, post="card", op="edit")
+        assert taken.status == "pending" and taken.attempt == 2  # the same row waits in the outbox
+
+        await rig.gateway()  # a redelivered hint before the wait is over sends nothing
+        assert [c["ok"] for c in await rig.sim.get("/sim/calls?method=editMessageText")] == [False]
         async with rig.db.transaction() as repos:  # 121 s pass, for the rows and the gateway's limiter
             shift = timedelta(seconds=121)
             await repos.conn.execute(
-                sa.update(tg_commands).values(updated_at=tg_commands.c.updated_at - shift)
+                sa.update(tg_commands).values(not_before=tg_commands.c.not_before - shift)
             )
         rig.clock.advance(121)
-        assert await rig.service.buttons.resend_flooded_edits() == 1
-        await rig.gateway()
+        await rig.executor.execute(taken.command_id)  # the reconciler's hint, once due
         (card,) = await rig.chat()
         assert "Taken by Olga" in card["text"]
-        assert await rig.service.buttons.resend_flooded_edits() == 0
+
+        # a newer press while an older edit still waits: the older one is cancelled, never shown late
+        await rig.fault(method="editMessageText", error_code=429, retry_after=120)
+        await rig.press(7, card["message_id"], f"stickers_lead:{lead_id}:done", name="Olga")
+        await rig.gateway()
+        # the card still shows Done: a press the chat had before the edit
+        await rig.service.buttons.press(pressed("reopen-1", f"stickers_lead:{lead_id}:reopen", card, "Olga"))
+        async with rig.db.transaction() as repos:
+            edits = await repos.tg_commands.for_subject("lead_post", lead_id, post="card", op="edit")
+        assert [(r.subject or {}).get("n") for r in edits] == [1, 2, 3]
+        assert [r.status for r in edits] == ["sent", "cancelled", "pending"]
     finally:
         await bot.shutdown()
         await rig.sim.http.close()

@@ -11,7 +11,6 @@ import sqlalchemy as sa
 
 from shared import streams
 from shared.db.tables import tg_commands
-from shared.messages import TelegramErrorInfo, TelegramResult
 from tests.leads.conftest import LEADS_CHAT, Rig
 
 pytestmark = pytest.mark.integration
@@ -124,51 +123,48 @@ async def test_flood_control_from_the_simulator_is_waited_out_and_the_batch_wait
         await runner.cleanup()
 
 
-async def test_a_reported_retry_after_pauses_the_whole_chat_without_counting_a_failure(rig: Rig) -> None:
-    first = await rig.submit(contact="+7 999 000-00-01")
-    await rig.submit(contact="+7 999 000-00-02")
-    await rig.tick()
-    flood = TelegramErrorInfo(error_code=429, description="Too Many Requests: retry after 30", retry_after=30)
-    await rig.service.outcomes.apply(
-        TelegramResult(command_id=f"lead:{first.lead.id}:card:1", ok=False, error=flood)
-    )
-    post = await rig.post(first.lead.id)
-    assert (post.state, post.failures) == ("pending", 0)
-    rig.clock.advance(29)
-    assert not await rig.tick()  # neither this lead nor the next one
-    rig.clock.advance(1)
-    assert await rig.tick()
+async def the_wait_passes(rig: Rig, seconds: float) -> None:
+    """``seconds`` pass for the outbox's deferred rows, the gateway's limiter and leads' clock; the
+    gateway's reconciler then hints the rows that are due (here: the executor runs them)."""
+    async with rig.db.transaction() as repos:
+        back = timedelta(seconds=seconds)
+        await repos.conn.execute(sa.update(tg_commands).values(not_before=tg_commands.c.not_before - back))
+        due = await repos.tg_commands.due_for_dispatch(
+            grace=timedelta(0), republish_after=timedelta(hours=1), limit=100
+        )
+    rig.clock.advance(seconds)
+    for record in due:
+        await rig.executor.execute(record.command_id)
 
 
-async def test_a_long_flood_wait_from_telegram_reaches_leads_and_pauses_the_chat_until_retry_after(
+async def test_a_long_flood_wait_from_telegram_holds_the_card_in_the_outbox_and_the_batch_behind_it(
     db: object, redis: object
 ) -> None:
     """End to end: the simulator's 429 (``retry_after`` 120) goes through the gateway's limiter and
-    executor as a 429 result; leads stores the pause and the next attempt time, counts no failure, and
-    posts the card when the wait is over (issue 8: this path was unreachable)."""
+    executor, which defers the card's command (issue 21): leads sees no failure, its post stays
+    ``sending`` so the next card waits behind it, and the same command posts the card when the wait is
+    over."""
     from tests.leads.conftest import make_rig
 
     rig, bot, runner = await make_rig(db, redis, fake_limiter_clock=True)  # type: ignore[arg-type]
     try:
-        stored = await rig.submit()
+        stored = await rig.submit(contact="+7 999 000-00-01")
+        second = await rig.submit(contact="+7 999 000-00-02")
         await rig.fault(method="sendMessage", error_code=429, retry_after=120)
-        started = rig.clock()
         await rig.step()
         post = await rig.post(stored.lead.id)
-        assert (post.state, post.failures, post.next_attempt_at) == (
-            "pending",
-            0,
-            started + timedelta(seconds=120),
-        )
+        assert (post.state, post.failures) == ("sending", 0)
         async with rig.db.transaction() as repos:
-            chat = await repos.lead_posts.lock_chat(LEADS_CHAT, now=started, capacity=20)
-        assert chat is not None and chat.flood_until == started + timedelta(seconds=120)
-        rig.clock.advance(119)
-        assert await card_commands(rig) == []  # neither Telegram nor the gateway was asked again
-        rig.clock.advance(1)
-        await rig.settle()
-        assert (await rig.post(stored.lead.id)).state == "posted" and len(await rig.chat()) == 1
-        assert [c["ok"] for c in await rig.sends()] == [False, True]
+            (command,) = await repos.tg_commands.for_subject("lead_post", stored.lead.id, post="card")
+        assert command.status == "pending" and command.attempt == 2
+        rig.clock.advance(60)
+        assert await card_commands(rig) == []  # the batch waits; nothing was asked again
+        await the_wait_passes(rig, 121)
+        await rig.settle()  # the card's outcome is applied (read from its row: its result came late)
+        assert (await rig.post(stored.lead.id)).state == "posted"
+        await rig.settle()  # then the next card goes
+        assert (await rig.post(second.lead.id)).state == "posted" and len(await rig.chat()) == 2
+        assert [c["ok"] for c in await rig.sends()] == [False, True, True]
     finally:
         await bot.shutdown()
         await rig.sim.http.close()
@@ -202,7 +198,7 @@ async def test_a_send_that_timed_out_after_delivery_is_found_not_sent_again(
         await runner.cleanup()
 
 
-async def test_a_search_answered_with_flood_control_waits_its_retry_after_not_the_backoff(
+async def test_a_search_answered_with_flood_control_is_deferred_and_finds_the_card_after_the_wait(
     db: object, redis: object
 ) -> None:
     from tests.leads.conftest import make_rig
@@ -216,11 +212,10 @@ async def test_a_search_answered_with_flood_control_waits_its_retry_after_not_th
         await rig.step()
         rig.clock.advance(5)
         await rig.fault(method="editMessageReplyMarkup", error_code=429, retry_after=120)
-        searched = rig.clock()
         await rig.step()
         post = await rig.post(stored.lead.id)
-        assert post.state == "unsure" and post.next_attempt_at == searched + timedelta(seconds=120)
-        rig.clock.advance(120)
+        assert (post.state, post.failures) == ("checking", 1)  # the 429 is no failure of the search
+        await the_wait_passes(rig, 121)
         await rig.settle()
         (card,) = await rig.chat()
         assert (await rig.post(stored.lead.id)).message_id == card["message_id"]

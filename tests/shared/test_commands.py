@@ -26,6 +26,7 @@ from shared.commands import (
 )
 from shared.outbox import add_command
 from shared.repositories import Database
+from shared.subjects import UpdateReply
 
 KEYBOARD = {"inline_keyboard": [[{"text": "Take", "callback_data": "stickers_lead:1:take"}]]}
 COMMANDS: list[Command] = [
@@ -66,8 +67,9 @@ def test_a_command_round_trips_through_its_stored_columns(command: Command) -> N
 async def test_a_command_round_trips_through_a_tg_commands_row(db: Database) -> None:
     async with db.transaction() as repos:
         for i, command in enumerate(COMMANDS):
-            assert await add_command(repos, f"cmd:{i}", command, reply_to="tests")
-        assert not await add_command(repos, "cmd:0", SendMessage(chat_id=1, text="a second intent"))
+            assert await add_command(repos, f"cmd:{i}", command, subject=UpdateReply(id=i), reply_to="tests")
+        second = SendMessage(chat_id=1, text="a second intent")
+        assert not await add_command(repos, "cmd:0", second, subject=UpdateReply(id=0))
     async with db.transaction() as repos:
         records = [await repos.tg_commands.get(f"cmd:{i}") for i in range(len(COMMANDS))]
     assert [load(r.method, r.params) for r in records if r is not None] == COMMANDS

@@ -26,6 +26,7 @@ from shared.joblife import retry_failed_job
 from shared.repositories import Database
 from shared.repositories.usage import ApiCall
 from shared.settings import RetentionSettings
+from shared.subjects import JobStep
 from tests.shared.lead_helpers import lead
 
 pytestmark = pytest.mark.integration
@@ -123,7 +124,10 @@ async def test_old_sessions_go_with_jobs_events_blobs_and_commands_usage_is_kept
     job_id = await a_job(db, status=JobStatus.DELIVERED, stickers=3, personal=False)
     busy = await a_job(db, status=JobStatus.PROCESSING, token="busy")
     async with db.transaction() as repos:
-        await repos.tg_commands.add(f"job:{job_id}:link", method="send_message", params={}, reply_to=None)
+        link = JobStep(id=job_id, step="link", n=1)  # found by its subject, not its id
+        await repos.tg_commands.add(
+            f"job:{job_id}:link", method="send_message", params={}, reply_to=None, subject=link
+        )
         job = await repos.jobs.get(job_id)
         busy_job = await repos.jobs.get(busy)
         assert job is not None and busy_job is not None

@@ -11,7 +11,7 @@ import pytest
 import redis.asyncio as aioredis
 from telegram.ext import ExtBot
 
-from shared import streams
+from shared import command_ids, streams
 from shared.messages import TelegramResult, decode
 from shared.repositories import Database
 from shared.streams import Publisher
@@ -120,9 +120,8 @@ async def test_a_group_upgraded_to_a_supergroup_is_followed_and_the_admins_told(
     # the refused call, the same card in the new chat, then the next card straight there
     assert calls == [(str(GROUP), False), (str(SUPERGROUP), True), (str(SUPERGROUP), True)]
     async with db.transaction() as repos:
-        alerts = [
-            r for r in await repos.tg_commands.with_prefix("alert:") if r.method == "send_admin_message"
-        ]
+        key = command_ids.name_hash(f"chat_migrated:{GROUP}")
+        alerts = await repos.tg_commands.for_subject("admin", key, what="alert")
     (alert,) = alerts
     assert str(GROUP) in alert.params["text"] and str(SUPERGROUP) in alert.params["text"]
 

@@ -25,11 +25,12 @@ from shared import command_ids, maintenance
 from shared.commands import CreateStickerSet, SendAdminMessage, StickerRef
 from shared.db.tables import api_usage, blobs, job_events, jobs, sessions, tg_commands
 from shared.domain import CommandStatus
-from shared.erasure import resend_flooded_set_deletions, set_deletion_duty
+from shared.erasure import set_deletion_duty
 from shared.outbox import add_command, tell_guest
 from shared.repositories import Database
 from shared.repositories.usage import ApiCall
 from shared.streams import Publisher
+from shared.subjects import AdminText, JobStep
 from shared.texts import text
 from telegram_gateway.erasure import ErasureHandlers
 from telegram_gateway.executor import CommandExecutor, TelegramUnreachable
@@ -124,15 +125,22 @@ async def delivered_guest(gw: Gateway, db: Database, user_id: int, token: str) -
         ]
         name = name.format(job.id.hex)
         create = CreateStickerSet(user_id=user_id, name=name, title="Mine", stickers=tuple(stickers))
-        await add_command(repos, command_ids.create_set(job.id), create)
+        await add_command(
+            repos, command_ids.create_set(job.id), create, subject=JobStep(id=job.id, step="create_set")
+        )
         await repos.usage.record(ApiCall("local", "m", "sheet", "image", "ok", 0.04, 1.0, job_id=job.id))
-        await add_command(repos, command_ids.alert("job_failed", 1), SendAdminMessage(text=f"Job {job.id} x"))
+        alert = AdminText(id=command_ids.name_hash("job_failed"), what="alert")
+        failed = SendAdminMessage(text=f"Job {job.id} x")
+        await add_command(repos, command_ids.alert("job_failed", 1), failed, subject=alert)
     await gw.executor.execute(command_ids.create_set(job.id))
     assert await gw.set_exists(name)
     async with db.transaction() as repos:
         await repos.jobs.start_delivery(job.id, sticker_set_name=name, at=_now(), first_poll_at=_now())
         link = f"https://t.me/addstickers/{name}"
-        await tell_guest(repos, command_ids.link(job.id), user_id, "pack_ready", "en", link=link)
+        subject = JobStep(id=job.id, step="link", n=1)
+        await tell_guest(
+            repos, command_ids.link(job.id), user_id, "pack_ready", "en", link=link, subject=subject
+        )
     await gw.executor.execute(command_ids.link(job.id))
     await gw.bot_messages(user_id, before + 1)
     async with db.transaction() as repos:
@@ -182,7 +190,7 @@ async def test_a_guest_who_confirms_delete_leaves_no_trace_and_their_set_is_dele
     await gateway.press(GUEST, prompt, "erase:yes")
     await gateway.text_becomes(GUEST, prompt, "Deleted.")
     assert not await gateway.set_exists(name)
-    await set_deletion_duty(db, gateway.executor.publisher)  # purge the finished deletion
+    await set_deletion_duty(db)  # purge the finished deletion
     assert await rows_naming(db, str(GUEST), str(job_id), job_id.hex, name) == NOTHING
     async with db.transaction() as repos:
         cost = await repos.conn.scalar(sa.select(sa.func.sum(api_usage.c.cost_usd)))
@@ -204,7 +212,7 @@ async def test_delete_works_while_the_booth_is_paused_and_other_guest_updates_st
     await gateway.press(GUEST, prompt, "erase:yes")
     await gateway.text_becomes(GUEST, prompt, "Deleted.")
     assert not await gateway.set_exists(name)
-    await set_deletion_duty(db, gateway.executor.publisher)
+    await set_deletion_duty(db)
     assert await rows_naming(db, str(GUEST), str(job_id), job_id.hex, name) == NOTHING
 
 
@@ -291,11 +299,11 @@ async def test_telegram_failing_on_delete_keeps_the_data_deleted_and_retries_unt
         record = await repos.tg_commands.get(command_id)
     assert record is not None and record.status == CommandStatus.SENT
     assert not await gateway.set_exists(name)
-    await set_deletion_duty(db, gateway.executor.publisher)
+    await set_deletion_duty(db)
     assert await rows_naming(db, name, job_id.hex) == NOTHING
 
 
-async def test_a_flood_limited_delete_is_resent_and_a_set_already_gone_counts_as_deleted(
+async def test_a_flood_limited_delete_is_deferred_and_a_set_already_gone_counts_as_deleted(
     gateway: Gateway, db: Database
 ) -> None:
     job_id, name = await delivered_guest(gateway, db, GUEST, "kiosk-6")
@@ -306,18 +314,19 @@ async def test_a_flood_limited_delete_is_resent_and_a_set_already_gone_counts_as
     command_id = command_ids.erase_set(name)
     async with db.transaction() as repos:
         record = await repos.tg_commands.get(command_id)
-    assert record is not None and record.status == CommandStatus.FAILED and record.error
-    assert record.error["error_code"] == 429
-    publisher = gateway.executor.publisher
-    async with asyncio.timeout(10):
-        while not await resend_flooded_set_deletions(db, publisher):
-            await asyncio.sleep(0.2)
-    # meanwhile the set went another way: the resend finds it gone and is done all the same
+    assert record is not None and record.status == CommandStatus.PENDING and record.attempt == 2
+    assert record.subject == {"kind": "erase_set", "id": command_ids.name_hash(name), "n": 1}
+    # meanwhile the set went another way: the deferred deletion finds it gone and is done all the same
     await gateway.sim.delete("/sim/faults")
     (await gateway.sim.post(f"/bot{TOKEN}/deleteStickerSet", json={"name": name})).raise_for_status()
-    await gateway.executor.execute(command_ids.resend(command_id))
-    async with db.transaction() as repos:
-        resent = await repos.tg_commands.get(command_ids.resend(command_id))
-    assert resent is not None and resent.status == CommandStatus.SENT
-    await set_deletion_duty(db, publisher)
+    async with asyncio.timeout(10):
+        while True:  # the 1 s wait passes; the same row is executed again (a hint, as the reconciler's)
+            await gateway.executor.execute(command_id)
+            async with db.transaction() as repos:
+                done = await repos.tg_commands.get(command_id)
+            if done is not None and done.status != CommandStatus.PENDING:
+                break
+            await asyncio.sleep(0.2)
+    assert done.status == CommandStatus.SENT
+    await set_deletion_duty(db)
     assert await rows_naming(db, name, job_id.hex) == NOTHING

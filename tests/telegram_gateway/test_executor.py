@@ -3,19 +3,27 @@
 from __future__ import annotations
 
 import io
+import uuid
 from collections.abc import AsyncIterator
+from datetime import timedelta
 from typing import Any
 
 import httpx
 import pytest
 import redis.asyncio as aioredis
+import sqlalchemy as sa
 from PIL import Image
 from telegram.ext import ExtBot
 
 from shared import streams
+from shared.alerts import queue_alert
+from shared.commands import SendMessage
+from shared.db.tables import tg_commands
 from shared.messages import TelegramResult, decode
+from shared.outbox import add_command
 from shared.repositories import Database
 from shared.streams import Publisher
+from shared.subjects import JobStep
 from telegram_gateway.executor import CommandExecutor, TelegramUnreachable
 from telegram_gateway.flood import FloodLimiter
 from tests.simulators.tgsim_helpers import TOKEN, serving, sim_config
@@ -155,22 +163,54 @@ async def test_a_row_that_is_not_a_valid_command_fails_with_the_reason_and_is_ne
     assert await bot_messages(sim_url, GUEST) == []
 
 
-async def test_flood_control_not_waited_out_is_a_429_result_for_the_producer_and_nothing_is_sent(
+async def test_flood_control_not_waited_out_defers_the_same_row_and_publishes_nothing(
     executor: CommandExecutor, db: Database, redis: aioredis.Redis, sim_url: str
 ) -> None:
     async with httpx.AsyncClient(base_url=sim_url) as sim:
         fault = {"method": "sendMessage", "error_code": 429, "retry_after": 7}
         (await sim.post("/sim/faults", json=fault)).raise_for_status()
-    await add(db, "cmd:busy", "send_message", {"chat_id": GUEST, "text": "later"})
+    subject = JobStep(id=uuid.uuid4(), step="link", n=1)
+    async with db.transaction() as repos:
+        await add_command(
+            repos, "cmd:busy", SendMessage(chat_id=GUEST, text="later"), subject=subject, reply_to="tests"
+        )
     await executor.execute("cmd:busy")
     async with db.transaction() as repos:
         record = await repos.tg_commands.get("cmd:busy")
-    assert record is not None and record.status == "failed"
-    (result,) = await results(redis)
-    assert not result.ok and result.error is not None
-    assert (result.error.error_code, result.error.retry_after) == (429, 7)
-    await executor.execute("cmd:busy")  # a redelivery repeats the stored outcome, never a second call
+        now = (await repos.conn.execute(sa.select(sa.func.now()))).scalar_one()
+    assert record is not None and record.status == "pending" and record.attempt == 2
+    assert record.not_before is not None and 0 < (record.not_before - now).total_seconds() <= 7
+    assert await results(redis) == []  # the producer never sees the 429
+    await executor.execute("cmd:busy")  # a redelivered hint before not_before sends nothing
     assert await bot_messages(sim_url, GUEST) == []
+    async with db.transaction() as repos:  # the wait is over
+        await repos.conn.execute(sa.update(tg_commands).values(not_before=sa.func.now()))
+    await executor.execute("cmd:busy")
+    (result,) = await results(redis)
+    assert result.ok and result.subject == subject and result.attempt == 2  # echoed for the consumer
+    assert len(await bot_messages(sim_url, GUEST)) == 1
+
+
+async def test_an_expired_admin_alert_is_cancelled_never_sent(
+    executor: CommandExecutor, db: Database, redis: aioredis.Redis, sim_url: str
+) -> None:
+    executor.admin_chat_id = GUEST
+    async with db.transaction() as repos:
+        command_id = await queue_alert(repos, key="expiry-test", text="Job X FAILED")
+        assert command_id is not None
+        stored = await repos.tg_commands.get(command_id)
+        assert stored is not None and stored.expires_at is not None  # alerts carry their expiry
+        await repos.conn.execute(  # held a day by a flood wait, as it were
+            sa.update(tg_commands)
+            .where(tg_commands.c.command_id == command_id)
+            .values(expires_at=sa.func.now() - timedelta(seconds=1))
+        )
+    await executor.execute(command_id)
+    async with db.transaction() as repos:
+        record = await repos.tg_commands.get(command_id)
+    assert record is not None and record.status == "cancelled"
+    await executor.execute(command_id)  # final: a redelivery neither sends nor announces it
+    assert await bot_messages(sim_url, GUEST) == [] and await results(redis) == []
 
 
 async def _make_stale_sending(db: Database, command_id: str) -> None:

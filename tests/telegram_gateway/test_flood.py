@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from datetime import timedelta
@@ -13,14 +14,18 @@ from typing import Any
 
 import pytest
 import redis.asyncio as aioredis
+import sqlalchemy as sa
 from telegram.ext import Application
 
 from shared import streams
+from shared.db.tables import tg_commands
+from shared.domain import TelegramCommandRecord
 from shared.messages import TelegramResult, decode
 from shared.repositories import Database
 from shared.streams import Publisher
 from telegram_gateway.executor import CommandExecutor
-from telegram_gateway.main import build_application, register_handlers
+from telegram_gateway.flood import FloodLimiter
+from telegram_gateway.main import build_application, reconcile_outbox, register_handlers
 from telegram_gateway.polling import poll_updates
 from telegram_gateway.settings import GatewaySettings
 from tests.simulators.tgsim_helpers import BOT_USERNAME, TOKEN, RunningSim, serve, sim_config
@@ -39,6 +44,7 @@ class Gateway:
     executor: CommandExecutor
     db: Database
     redis: aioredis.Redis
+    settings: GatewaySettings
     since: int = 0  # the call log's sequence number after the setup's greetings
 
     async def command(self, command_id: str, method: str, params: dict[str, Any]) -> None:
@@ -85,7 +91,7 @@ async def start_gateway(
         bot=application.bot, db=db, publisher=publisher, sending_stale_s=settings.sending_stale_sec
     )
     await running.say(ADMIN, "Lead cards go here", chat_id=LEADS_CHAT, chat_title="Leads")
-    made = Gateway(running, application, executor, db, redis)
+    made = Gateway(running, application, executor, db, redis, settings)
     async with asyncio.timeout(10):  # both guests have the bot's greeting before a test injects faults
         for user in (GUEST, OTHER):
             await running.say(user, "hello", first_name="Ann", language_code="en")
@@ -143,17 +149,13 @@ async def test_a_long_flood_wait_on_a_lead_card_does_not_delay_a_guests_start(ga
     async with gateway.db.transaction() as repos:
         bound = await repos.sessions.get(session.id)
     assert bound is not None and bound.tg_chat_id == GUEST
-    # the producer has the 429 with Telegram's retry_after; the row is final, nothing was posted
-    result = (await gateway.results())["lead:1:card:1"]
-    assert not result.ok and result.error is not None
-    assert (result.error.error_code, result.error.retry_after) == (429, 120)
-    async with gateway.db.transaction() as repos:
-        record = await repos.tg_commands.get("lead:1:card:1")
-    assert record is not None and record.status == "failed"
+    # the card waits in the outbox: the same row, pending until the wait is over, nothing was posted
+    assert "lead:1:card:1" not in await gateway.results()
+    await assert_deferred(gateway, "lead:1:card:1", about_s=120)
     assert await gateway.bot_texts(LEADS_CHAT) == []
 
 
-async def test_a_call_to_a_chat_still_paused_longer_than_the_bound_fails_at_once_without_a_request(
+async def test_a_call_to_a_chat_still_paused_longer_than_the_bound_is_deferred_at_once_without_a_request(
     gateway: Gateway,
 ) -> None:
     await gateway.sim.post("/sim/faults", {"method": "sendMessage", "error_code": 429, "retry_after": 120})
@@ -162,13 +164,93 @@ async def test_a_call_to_a_chat_still_paused_longer_than_the_bound_fails_at_once
     await gateway.executor.execute("lead:1:card:1")
     async with asyncio.timeout(30):  # at once, not after the 120 s pause
         await gateway.executor.execute("lead:2:card:1")
-    second = (await gateway.results())["lead:2:card:1"]
-    assert second.error is not None and second.error.error_code == 429
-    assert second.error.retry_after is not None and 100 <= second.error.retry_after <= 120
+    await assert_deferred(gateway, "lead:2:card:1", about_s=120)
     to_group = [c for c in await gateway.sends() if chat_of(c) == LEADS_CHAT]
     assert len(to_group) == 1  # only the first card reached the simulator (and got the 429)
-    await gateway.executor.execute("lead:2:card:1")  # a redelivery repeats the stored 429, sends nothing
+    await gateway.executor.execute("lead:2:card:1")  # a redelivered hint before not_before sends nothing
     assert len([c for c in await gateway.sends() if chat_of(c) == LEADS_CHAT]) == 1
+    assert await gateway.results() == {}  # a deferral publishes nothing: the producer sees no 429
+
+
+async def test_a_guest_whose_chat_is_under_a_120_s_flood_wait_gets_youre_linked_when_it_ends(
+    gateway: Gateway,
+) -> None:
+    """Issue 21's "done when": the polling handler's reply in a chat paused for 120 s (beyond the
+    handler's 2 s bound) is deferred, not dropped; nothing goes early, not even on a redelivered hint; when
+    the wait is over the gateway's reconciler publishes it and the guest gets "You're linked!" once."""
+    async with gateway.db.transaction() as repos:
+        await repos.sessions.create(station="s", token="kiosk-token-paused")
+    fault = {"method": "sendMessage", "chat_id": GUEST, "error_code": 429, "retry_after": 120, "count": 1}
+    await gateway.sim.post("/sim/faults", fault)
+    await gateway.sim.say(GUEST, "/start kiosk-token-paused", first_name="Ann", language_code="en")
+    async with asyncio.timeout(10):
+        while not await gateway.sends():  # the handler's reply met the 429
+            await asyncio.sleep(0.05)
+        reply = await reply_row(gateway)
+        while reply.status != "pending":
+            reply = await reply_row(gateway)
+    await assert_deferred(gateway, reply.command_id, about_s=120)
+    assert reply.subject is not None and reply.subject["kind"] == "update"
+    await gateway.executor.execute(reply.command_id)  # a redelivered hint before not_before
+    await reconcile(gateway)  # and the reconciler: not due yet
+    assert [c["ok"] for c in await gateway.sends()] == [False]
+    assert not [t for t in await gateway.bot_texts(GUEST) if t.startswith("You're linked!")]
+
+    await let_the_wait_pass(gateway, 121)
+    assert await reconcile(gateway) == [reply.command_id]
+    texts = await gateway.bot_texts(GUEST)
+    assert len([t for t in texts if t.startswith("You're linked!")]) == 1
+    assert [c["ok"] for c in await gateway.sends()] == [False, True]
+    assert (await reply_row(gateway)).status == "sent"
+    assert await reconcile(gateway) == []  # sent once: nothing left to publish
+
+
+async def reply_row(gateway: Gateway) -> TelegramCommandRecord:
+    """The gateway's latest reply (subject ``update``) into the guest's chat."""
+    async with gateway.db.transaction() as repos:
+        command_id = (
+            await repos.conn.execute(
+                sa.select(tg_commands.c.command_id)
+                .where(tg_commands.c.subject["kind"].astext == "update")
+                .where(tg_commands.c.params["chat_id"].astext == str(GUEST))
+                .order_by(tg_commands.c.created_at.desc())
+                .limit(1)
+            )
+        ).scalar_one()
+        record = await repos.tg_commands.get(command_id)
+    assert record is not None
+    return record
+
+
+async def assert_deferred(gateway: Gateway, command_id: str, *, about_s: float) -> None:
+    """The row is ``pending`` again as its 2nd attempt, not before ~``about_s`` from now."""
+    async with gateway.db.transaction() as repos:
+        record = await repos.tg_commands.get(command_id)
+        now = (await repos.conn.execute(sa.select(sa.func.now()))).scalar_one()
+    assert record is not None and record.status == "pending" and record.attempt == 2
+    assert record.not_before is not None and abs((record.not_before - now).total_seconds() - about_s) < 10
+
+
+async def let_the_wait_pass(gateway: Gateway, seconds: float) -> None:
+    """As if ``seconds`` had passed: the rows' ``not_before`` moves back, and the limiter's clock on."""
+    async with gateway.db.transaction() as repos:
+        back = timedelta(seconds=seconds)
+        await repos.conn.execute(sa.update(tg_commands).values(not_before=tg_commands.c.not_before - back))
+    limiter = gateway.application.bot.rate_limiter
+    assert isinstance(limiter, FloodLimiter)
+    limiter._clock = lambda: time.monotonic() + seconds
+
+
+async def reconcile(gateway: Gateway) -> list[str]:
+    """One tick of the gateway's outbox reconciler; the hints it published are executed (as the
+    ``tg:outbox`` consumer would). Returns their command ids."""
+    before = await gateway.redis.xrange(streams.TG_OUTBOX)
+    await reconcile_outbox(gateway.db, Publisher(gateway.redis), gateway.settings)
+    hints = (await gateway.redis.xrange(streams.TG_OUTBOX))[len(before) :]
+    ids = [decode(fields).command_id for _, fields in hints]  # type: ignore[union-attr]
+    for command_id in ids:
+        await gateway.executor.execute(command_id)
+    return ids
 
 
 async def test_a_short_flood_wait_pauses_only_that_chat_and_its_message_is_sent_once(
@@ -272,9 +354,9 @@ async def test_a_sticker_method_flood_wait_pauses_that_method_not_the_chats(gate
         for command_id in ("job:x:poll:1", "job:x:poll:2", "cmd:guest"):
             await gateway.executor.execute(command_id)
     results = await gateway.results()
-    for poll in ("job:x:poll:1", "job:x:poll:2"):
-        error = results[poll].error
-        assert error is not None and error.error_code == 429 and (error.retry_after or 0) >= 290
+    for poll in ("job:x:poll:1", "job:x:poll:2"):  # both wait for the method's pause, the 2nd unsent
+        assert poll not in results
+        await assert_deferred(gateway, poll, about_s=300)
     assert results["cmd:guest"].ok
     assert len(await gateway.sim.get(f"/sim/calls?method=getStickerSet&since={gateway.since}")) == 1
 

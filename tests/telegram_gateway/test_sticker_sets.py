@@ -285,8 +285,8 @@ async def test_a_gateway_killed_mid_way_is_finished_by_the_next_one(
     assert await stack.set_contents() == list(zip(EMOJI, STICKERS, strict=True))
     assert [ok for ok, _code in await stack.calls("createNewStickerSet")].count(True) == 1
 
-    await add_command(db, "job:big:create_set:again")
-    await restarted.execute("job:big:create_set:again")
+    await add_command(db, "job:big:create_set:second")  # a second command for the same set
+    await restarted.execute("job:big:create_set:second")
     assert len(await stack.set_contents()) == 12
 
 

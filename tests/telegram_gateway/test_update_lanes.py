@@ -9,7 +9,9 @@ import time
 
 import pytest
 import redis.asyncio as aioredis
+import sqlalchemy as sa
 
+from shared.db.tables import tg_commands
 from shared.repositories import Database
 from tests.telegram_gateway.test_flood import GUEST, OTHER, start_gateway, wait_for_text
 
@@ -20,8 +22,13 @@ BURST = 25
 async def _handled_updates(db: Database, chat_id: int) -> list[int]:
     """Update ids of the replies recorded for ``chat_id`` (``update:<id>``), in the order recorded."""
     async with db.transaction() as repos:
-        rows = await repos.tg_commands.with_prefix("update:")
-    return [int(r.command_id.split(":")[1]) for r in rows if r.params.get("chat_id") == chat_id]
+        rows = await repos.conn.execute(
+            sa.select(tg_commands.c.subject["id"].astext)
+            .where(tg_commands.c.subject["kind"].astext == "update")
+            .where(tg_commands.c.params["chat_id"].astext == str(chat_id))
+            .order_by(tg_commands.c.created_at)
+        )
+    return [int(update_id) for (update_id,) in rows]
 
 
 async def test_a_burst_from_one_guest_does_not_delay_another_guests_answer(

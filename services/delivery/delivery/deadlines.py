@@ -7,11 +7,13 @@
   Not a ``delivering`` job whose link has been queued (its set is complete, the link waits out a
   Telegram flood wait): its set exists and will be linked, so "something went wrong" would be false;
   the link goes when Telegram allows, with "sorry for the wait" (:mod:`delivery.packs`, issue 19). Such
-  a job still fails if its link fails ``LINK_ATTEMPTS`` times.
-* Flood control: a guest text that Telegram answered with a 429 (the gateway hands long waits back,
-  nothing was sent) is sent again once its ``retry_after`` has passed, as ``<command id>:again``
-  (:func:`resend_flooded_texts`): the failure text always, the others only while they still apply. The
-  notice is dropped when its job is no longer active or has reached the deadline: the failure text
+  a job still fails if its link fails ``LINK_ATTEMPTS`` times. The link is found by its subject
+  (step ``link``), not by its id. A link queued before the deadline and still waiting (a flood wait) past
+  it would arrive without the "sorry": it is cancelled and the next readiness poll queues it again with
+  the late words (:func:`_reword_waiting_links`; a cancelled link is no attempt).
+* Flood control is the outbox's (issue 21): a text Telegram holds back is sent by the gateway when the wait
+  ends. The notice expires at the job's delivery deadline (``expires_at``), and the job's failure or
+  delivery cancels it while it is pending (:data:`shared.repositories.jobs.GUEST_TEXTS`): the failure text
   replaces it, never both late.
 """
 
@@ -22,14 +24,13 @@ from datetime import UTC, datetime, timedelta
 import structlog
 
 from shared import command_ids, metrics
-from shared.command_ids import JobCommandId, JobStep
-from shared.commands import load
-from shared.domain import ACTIVE_JOB_STATUSES, JobStatus
+from shared.domain import ACTIVE_JOB_STATUSES, CommandStatus, Job, JobStatus, TelegramCommandRecord
 from shared.errors import ErrorClass
 from shared.joblife import fail_job
-from shared.outbox import add_command, dispatch_commands, tell_guest
-from shared.repositories import Database
+from shared.outbox import dispatch_commands, tell_guest
+from shared.repositories import Database, Repositories
 from shared.streams import Publisher
+from shared.subjects import JobStep
 
 log = structlog.get_logger(__name__)
 
@@ -55,9 +56,9 @@ async def enforce_deadlines(
         overdue = await repos.jobs.active_created_before(deadline_cutoff)
     for job in overdue:
         async with db.transaction() as repos:
-            if job.status == JobStatus.DELIVERING and await repos.tg_commands.with_prefix(
-                command_ids.link(job.id)
-            ):
+            links = await repos.tg_commands.for_subject("job", job.id, step="link")
+            if job.status == JobStatus.DELIVERING and links:
+                await _reword_waiting_links(repos, job, links, deadline_s=deadline_s)
                 continue  # complete and being linked: late, never failed (see the module docstring)
             done = await fail_job(
                 repos,
@@ -81,7 +82,16 @@ async def enforce_deadlines(
             ctx = await repos.jobs.get_context(job.id) if claimed else None
             if ctx is not None and ctx.tg_chat_id is not None:
                 command_id = command_ids.delay_notice(job.id, job.created_at)
-                await tell_guest(repos, command_id, ctx.tg_chat_id, "still_working", ctx.language)
+                notice = JobStep(id=job.id, step="still_working", n=command_ids.run(job.created_at))
+                await tell_guest(
+                    repos,
+                    command_id,
+                    ctx.tg_chat_id,
+                    "still_working",
+                    ctx.language,
+                    subject=notice,
+                    expires_at=job.created_at + timedelta(seconds=deadline_s),
+                )
                 commands.append(command_id)
                 noticed += 1
                 metrics.DEADLINE_MISSES.labels(kind="delay_notice").inc()
@@ -91,55 +101,19 @@ async def enforce_deadlines(
     return failed, noticed
 
 
-#: The guest's job texts that are sent again after a 429 (steps of :mod:`shared.command_ids`), each with the
-#: job statuses in which it still makes sense (``None``: always; the failure text must arrive).
-GUEST_TEXTS: dict[JobStep, frozenset[JobStatus] | None] = {
-    "failure_text": None,
-    "still_working": frozenset(ACTIVE_JOB_STATUSES),
-    "generating": frozenset({JobStatus.QUEUED, JobStatus.PROCESSING}),  # ingest's "Generating…"
-    "unavailable": frozenset({JobStatus.QUEUED}),  # the worker's "your photo is saved" during a pause
-}
-#: Admin alerts and the daily digest (:mod:`shared.alerts`, :mod:`shared.digest`): always sent again; this
-#: sweeper runs in every deployment, so it carries them too.
-ADMIN_TEXTS = command_ids.ADMIN_PATTERNS
-#: A flood-controlled text is no longer worth sending after this long.
-RESEND_WITHIN = timedelta(days=1)
-
-
-async def resend_flooded_texts(
-    db: Database, publisher: Publisher, *, deadline_s: float, now: datetime | None = None
-) -> int:
-    """Send again the guest texts of :data:`GUEST_TEXTS` whose 429 wait is over, while their job is in a
-    status where they still make sense (a "still working" notice also only before the deadline: the
-    failure text replaces it, never both late), and the admin texts of :data:`ADMIN_TEXTS`. Returns how
-    many were queued.
-
-    Each resend is the command ``<id>:again`` with the same parameters (the gateway's at-most-once key:
-    a second sweep finds it and queues nothing; a resend that gets a 429 is resent as ``<id>:again:again``).
-    """
-    now = now or datetime.now(UTC)
-    commands: list[str] = []
-    async with db.transaction() as repos:
-        flooded = await repos.tg_commands.flooded_due(
-            patterns=[*map(command_ids.job_pattern, GUEST_TEXTS), *ADMIN_TEXTS],
-            newer_than=RESEND_WITHIN,
-            limit=200,
-        )
-        for record in flooded:
-            parsed = command_ids.parse(record.command_id)
-            statuses = GUEST_TEXTS.get(parsed.step) if isinstance(parsed, JobCommandId) else None
-            if isinstance(parsed, JobCommandId) and statuses is not None:
-                job = await repos.jobs.get(parsed.job_id)
-                if job is None or job.status not in statuses:
-                    continue
-                notice = parsed.step == "still_working"
-                if notice and job.created_at <= now - timedelta(seconds=deadline_s):
-                    continue
-            command_id = command_ids.resend(record.command_id)
-            command = load(record.method, record.params)
-            if await add_command(repos, command_id, command, reply_to=record.reply_to):
-                commands.append(command_id)
-    if commands:
-        log.warning("FLOODED_TEXTS_RESENT", count=len(commands))
-    await dispatch_commands(db, publisher, commands)
-    return len(commands)
+async def _reword_waiting_links(
+    repos: Repositories, job: Job, links: list[TelegramCommandRecord], *, deadline_s: float
+) -> None:
+    """Cancel the job's pending link messages queued before the deadline (their words say nothing of the
+    wait) and make its next readiness poll due now: :mod:`delivery.packs` then queues the link again,
+    "sorry for the wait" (issue 19's words, kept under issue 21's deferral)."""
+    accepted = await repos.jobs.accepted_at(job.id) or job.created_at
+    deadline = accepted + timedelta(seconds=deadline_s)
+    cancelled: list[str] = []
+    for link in links:
+        n = (link.subject or {}).get("n")
+        if link.status == CommandStatus.PENDING and link.created_at <= deadline and isinstance(n, int):
+            cancelled += await repos.tg_commands.cancel_pending("job", job.id, step="link", n=n)
+    if cancelled:
+        await repos.jobs.schedule_poll(job.id, at=datetime.now(UTC))
+        log.info("LINK_REWORDED_LATE", job_id=str(job.id), cancelled=len(cancelled))

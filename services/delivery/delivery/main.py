@@ -14,7 +14,7 @@ import sys
 from datetime import UTC, datetime
 from typing import Unpack
 
-from delivery.deadlines import enforce_deadlines, resend_flooded_texts
+from delivery.deadlines import enforce_deadlines
 from delivery.packs import SERVICE, PackDelivery
 from delivery.settings import DeliverySettings
 from shared import streams
@@ -30,20 +30,18 @@ SHUTDOWN_GRACE_SEC = 5.0
 
 
 def duties(delivery: PackDelivery, settings: DeliverySettings) -> list[Duty]:
-    """The delivery service's periodic duties: every ``SWEEP_INTERVAL_SEC`` the due readiness polls,
-    flooded sticker sets, the 5- and 15-minute guest deadlines and flooded texts, in that order; every
+    """The delivery service's periodic duties: every ``SWEEP_INTERVAL_SEC`` the due readiness polls and
+    the 5- and 15-minute guest deadlines, in that order; every
     ``RECONCILE_INTERVAL_SEC`` lost ``stk:delivery`` hints and the daily digest."""
 
     async def sweep() -> None:
         await delivery.poll_due()
-        await delivery.retry_flooded_sets()
         await enforce_deadlines(
             delivery.db,
             delivery.publisher,
             notice_after_s=settings.delay_notice_sec,
             deadline_s=settings.delivery_deadline_sec,
         )
-        await resend_flooded_texts(delivery.db, delivery.publisher, deadline_s=settings.delivery_deadline_sec)
 
     async def reconcile() -> None:
         await delivery.republish_rendered()

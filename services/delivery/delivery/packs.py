@@ -18,19 +18,13 @@ records the created set, so a set that is complete when created (all 12 stickers
 that was lost) leaves the job to the sweeper, at the spec's schedule (spec/000 "Pack readiness poll":
 every ``PACK_POLL_FAST_SEC`` for ``PACK_POLL_FAST_WINDOW_SEC``, then every ``PACK_POLL_SLOW_SEC``).
 
-Flood control: a 429 result (the gateway did not wait it out; Telegram applied nothing) is not an error.
-The step is scheduled again at now + ``retry_after`` in ``jobs.next_poll_at``, which the sweeper reads:
-
-| command | on a 429 with ``retry_after`` |
-|---|---|
-| create set | stays ``rendered``; at the retry time the sweeper sends ``job:<id>:create_set:<n>`` |
-| readiness poll | the next poll is not before the retry time |
-| link | not counted as one of the ``LINK_ATTEMPTS``; the poll at the retry time queues the next send |
-
-The deadlines of DESIGN.md §6 still run from ``jobs.created_at``: a wait past 15 minutes fails the job
-and the guest gets the failure text (:mod:`delivery.deadlines`, which also resends a flood-controlled
-deadline text), except once the link is queued: the set is complete, so the link goes when Telegram
-allows, with "sorry for the wait" (issue 19).
+Flood control is not delivery's (issue 21): a command Telegram holds back with a long ``retry_after`` is
+deferred by the gateway and sent, under the same id, when the wait is over; delivery only sees its result
+then. So the set is created once (``job:<id>:create_set``), a flood wait is never one of the link's
+``LINK_ATTEMPTS``, and a result is routed by its subject (:class:`shared.subjects.JobStep`), never by
+parsing its id. The deadlines of DESIGN.md §6 still run from ``jobs.created_at``: a wait past 15 minutes
+fails the job and the guest gets the failure text (:mod:`delivery.deadlines`), except once the link is
+queued: the set is complete, so the link goes when Telegram allows, with "sorry for the wait" (issue 19).
 
 A link whose outcome is unknown (Telegram's answer lost) is looked for in the guest's chat before it is
 sent again (:meth:`PackDelivery._resolve_unknown_link`), so the guest gets it exactly once.
@@ -46,7 +40,6 @@ import structlog
 from delivery.settings import DeliverySettings
 from shared import command_ids, metrics
 from shared.bot_identity import sticker_set_name
-from shared.command_ids import JobCommandId
 from shared.commands import CreateStickerSet, FindBotMessage, GetStickerSet, StickerRef
 from shared.domain import (
     FINAL_COMMAND_STATUSES,
@@ -64,13 +57,13 @@ from shared.messages import JobRendered, TelegramResult
 from shared.outbox import add_command, dispatch_commands
 from shared.repositories import Database, Repositories
 from shared.streams import Publisher
+from shared.subjects import JobStep
 from shared.texts import PACK_TITLE, language_of
 
 log = structlog.get_logger(__name__)
 SERVICE = "delivery"
 #: Blobs that are the guest's face: the selfie and the worker's artefacts derived from it.
 PERSONAL_BLOBS = ("selfie", "anchor", "passport")
-FLOOD = 429
 #: The gateway's "outcome unknown" (``telegram_gateway.executor.UNKNOWN_OUTCOME``).
 UNKNOWN_OUTCOME = 0
 #: Bot API calls a search for a link of unknown outcome may make (one ``editMessageReplyMarkup`` each,
@@ -92,16 +85,16 @@ class PackDelivery:
 
     async def handle_result(self, message: TelegramResult) -> None:
         """``tg:results:delivery``: advance the job by the outcome of one of its commands."""
-        match command_ids.parse(message.command_id):
-            case JobCommandId(job_id=job_id, step="create_set"):
+        match message.subject:
+            case JobStep(id=job_id, step="create_set"):
                 await self.on_set_created(job_id, message)
-            case JobCommandId(job_id=job_id, step="poll"):
+            case JobStep(id=job_id, step="poll"):
                 await self.on_poll(job_id, message)
-            case JobCommandId(job_id=job_id, step="link"):
+            case JobStep(id=job_id, step="link"):
                 await self.on_link_sent(job_id, message)
-            case JobCommandId(job_id=job_id, step="preview"):
+            case JobStep(id=job_id, step="preview"):
                 await self.advance_link(job_id)  # sent first as the upper bound of a link search
-            case JobCommandId(job_id=job_id, step="find_link"):
+            case JobStep(id=job_id, step="find_link"):
                 await self.on_link_search(job_id, message)
             case _:
                 log.warning("DELIVERY_UNKNOWN_RESULT", command_id=message.command_id)
@@ -109,26 +102,17 @@ class PackDelivery:
     # --- steps --------------------------------------------------------------------------------------
 
     async def request_set(self, job_id: UUID) -> None:
-        """Queue ``create_sticker_set`` for a ``rendered`` job (once; a repeat finds the command).
-
-        After an attempt that got a 429, the next one (``job:<id>:create_set:<n>``) is queued only once its
-        ``retry_after`` has passed; after any other failure none is (the job has failed).
-        """
-        prefix = command_ids.create_set(job_id)
+        """Queue ``create_sticker_set`` for a ``rendered`` job (once; a repeat finds the command and hints
+        it again, a failed one stays failed: the job has failed with it)."""
+        command_id = command_ids.create_set(job_id)
         async with self.db.transaction() as repos:
             ctx = await repos.jobs.get_context(job_id)
             if ctx is None or ctx.job.status != JobStatus.RENDERED or ctx.tg_user_id is None:
                 return
-            attempts = await repos.tg_commands.with_prefix(prefix)
-            live = [r for r in attempts if r.status != CommandStatus.FAILED]
-            if live:
-                command_id = live[-1].command_id
-            else:
-                if attempts:
-                    retry_at = _flood_retry_at(attempts[-1])
-                    if retry_at is None or retry_at > datetime.now(UTC):
-                        return
-                command_id = command_ids.create_set(job_id, len(attempts) + 1)
+            earlier = await repos.tg_commands.get(command_id)
+            if earlier is not None and earlier.status == CommandStatus.FAILED:
+                return
+            if earlier is None:
                 blobs = await repos.blobs.for_job(job_id, "sticker")
                 lang = language_of(ctx.language)
                 create = CreateStickerSet(
@@ -137,20 +121,17 @@ class PackDelivery:
                     title=PACK_TITLE[lang],
                     stickers=tuple(StickerRef(blob_id=b.id, emoji=b.meta.get("emoji", "🙂")) for b in blobs),
                 )
-                await add_command(repos, command_id, create, reply_to=SERVICE)
+                subject = JobStep(id=job_id, step="create_set")
+                await add_command(repos, command_id, create, subject=subject, reply_to=SERVICE)
             await repos.jobs.mark_dispatched([job_id], JobStatus.RENDERED)
         await dispatch_commands(self.db, self.publisher, [command_id])
 
     async def on_set_created(self, job_id: UUID, result: TelegramResult) -> None:
         """``rendered → delivering``, erase the selfie and queue the first readiness check at once (the
         set exists now); the sweeper's next poll is due ``PACK_POLL_FAST_SEC`` later, the safety net for a
-        check whose result is lost. After a 429, schedule the next attempt at the retry time instead. A
+        check whose result is lost. A
         set created for a job erased meanwhile (issue 11) is deleted again
         (:func:`shared.erasure.queue_set_deletion`)."""
-        wait = _flood_wait(result)
-        if wait is not None:
-            await self._reschedule(job_id, JobStatus.RENDERED, wait, step="create_set")
-            return
         if not result.ok:
             await self._fail(job_id, JobStatus.RENDERED, f"createNewStickerSet: {result.error}")
             return
@@ -194,12 +175,7 @@ class PackDelivery:
         return len(issued)
 
     async def on_poll(self, job_id: UUID, result: TelegramResult) -> None:
-        """When every sticker is in the set, queue the link message (once per job); after a 429, the next
-        poll waits for the retry time."""
-        wait = _flood_wait(result)
-        if wait is not None:
-            await self._reschedule(job_id, JobStatus.DELIVERING, wait, step="poll")
-            return
+        """When every sticker is in the set, queue the link message (once per job)."""
         if not result.ok or not isinstance(result.result, dict):
             log.info("PACK_NOT_READY", job_id=str(job_id), error=str(result.error))
             return
@@ -235,10 +211,6 @@ class PackDelivery:
         message twice by itself) is resolved by asking Telegram (:meth:`_resolve_unknown_link`): before,
         it counted as delivered, and a guest whose link never arrived got only the preview sticker.
         """
-        wait = _flood_wait(result)
-        if wait is not None:  # not an attempt: the poll at the retry time queues the next send
-            await self._reschedule(job_id, JobStatus.DELIVERING, wait, step="link")
-            return
         if _unknown(result):
             log.warning("LINK_OUTCOME_UNKNOWN", job_id=str(job_id), error=str(result.error))
             await self.advance_link(job_id)
@@ -279,19 +251,6 @@ class PackDelivery:
             metrics.STAGE_SECONDS.labels(stage="photo_to_link").observe(latency)
             log.info("PACK_DELIVERED", job_id=str(job_id), seconds_since_photo=round(latency, 1))
 
-    async def retry_flooded_sets(self) -> int:
-        """Sweeper step: ``rendered`` jobs whose set creation got a 429 and whose retry time has come."""
-        now = datetime.now(UTC)
-        async with self.db.transaction() as repos:
-            due = [
-                j
-                for j in await repos.jobs.in_status(JobStatus.RENDERED, limit=500)
-                if j.next_poll_at is not None and j.next_poll_at <= now
-            ]
-        for job in due:
-            await self.request_set(job.id)
-        return len(due)
-
     async def republish_rendered(self) -> int:
         """Outbox reconciler: request sets for ``rendered`` jobs whose hint is missing or old."""
         async with self.db.transaction() as repos:
@@ -315,7 +274,9 @@ class PackDelivery:
             return None
         assert job.sticker_set_name is not None  # set when the job became delivering
         command_id = command_ids.poll(job.id, job.polls + 1)
-        await add_command(repos, command_id, GetStickerSet(name=job.sticker_set_name), reply_to=SERVICE)
+        poll = GetStickerSet(name=job.sticker_set_name)
+        subject = JobStep(id=job.id, step="poll", n=job.polls + 1)
+        await add_command(repos, command_id, poll, subject=subject, reply_to=SERVICE)
         return command_id
 
     async def _queue_link(self, repos: Repositories, ctx: JobContext) -> str | None:
@@ -328,28 +289,32 @@ class PackDelivery:
         whose outcome is unknown is first looked for in the chat (:meth:`_resolve_unknown_link`).
         A failed attempt is followed by another, up to ``LINK_ATTEMPTS`` (3, spec/000 "Message to the
         guest from the delivery module": 3 attempts, 2 s apart); the ids are ``job:<id>:link``,
-        ``job:<id>:link:2``, ``job:<id>:link:3``.
+        ``job:<id>:link:2``, ``job:<id>:link:3``, found by their subject (step ``link``). A flood wait is
+        not an attempt: the gateway sends the same row later.
         """
         job = ctx.job
-        attempts = await repos.tg_commands.with_prefix(command_ids.link(job.id))
+        rows = await repos.tg_commands.for_subject("job", job.id, step="link")
+        attempts = [r for r in rows if r.status != CommandStatus.CANCELLED]  # reworded: no attempt
         live = [r for r in attempts if r.status != CommandStatus.FAILED]
         if live:
             return live[-1].command_id
         if attempts and _outcome_unknown(attempts[-1]):
-            settled, step = await self._resolve_unknown_link(repos, ctx, attempts[-1], len(attempts))
+            settled, step = await self._resolve_unknown_link(repos, ctx, attempts[-1], len(rows))
             if not settled:
                 return step
-        if len([r for r in attempts if _flood_retry_at(r) is None]) >= self.settings.link_attempts:
+        if len(attempts) >= self.settings.link_attempts:
             return None
-        command_id = command_ids.link(job.id, len(attempts) + 1)
+        attempt = len(rows) + 1
+        command_id = command_ids.link(job.id, attempt)
         assert job.sticker_set_name is not None and ctx.tg_chat_id is not None  # bound with tg_user_id
         accepted = await repos.jobs.accepted_at(job.id) or job.created_at
         late = datetime.now(UTC) - accepted > timedelta(seconds=self.settings.delivery_deadline_sec)
-        failure_texts = await repos.tg_commands.with_prefix(f"job:{job.id}:failure_text:")
+        failure_texts = await repos.tg_commands.for_subject("job", job.id, step="failure_text")
         after_failure = any(r.status == CommandStatus.SENT for r in failure_texts)
         await queue_link_message(
             repos,
             command_id,
+            subject=JobStep(id=job.id, step="link", n=attempt),
             chat_id=ctx.tg_chat_id,
             set_name=job.sticker_set_name,
             language=ctx.language,
@@ -397,13 +362,18 @@ class PackDelivery:
         preview = await repos.tg_commands.get(preview_id)
         if preview is None:
             await queue_preview(
-                repos, preview_id, chat_id=ctx.tg_chat_id, set_name=job.sticker_set_name, reply_to=SERVICE
+                repos,
+                preview_id,
+                job_id=job.id,
+                chat_id=ctx.tg_chat_id,
+                set_name=job.sticker_set_name,
+                reply_to=SERVICE,
             )
             return False, preview_id
         if preview.status not in FINAL_COMMAND_STATUSES:
             return False, preview_id
         upper = _message_id(preview) if preview.created_at >= sent.updated_at else None
-        mine = await repos.tg_commands.with_prefix(f"job:{job.id}:")
+        mine = await repos.tg_commands.for_subject("job", job.id)
         lower = max(
             (
                 _message_id(r) or 0
@@ -419,7 +389,8 @@ class PackDelivery:
             before_message_id=upper,
             max_probes=LINK_SEARCH_PROBES,
         )
-        await add_command(repos, search_id, command, reply_to=SERVICE)
+        subject = JobStep(id=job.id, step="find_link", n=attempt)
+        await add_command(repos, search_id, command, subject=subject, reply_to=SERVICE)
         log.info("LINK_SEARCH", job_id=str(job.id), attempt=attempt, after=lower, before=upper)
         return False, search_id
 
@@ -431,7 +402,7 @@ class PackDelivery:
             return None
         command_id = command_ids.preview(job_id)
         queued = await queue_preview(
-            repos, command_id, chat_id=ctx.tg_chat_id, set_name=ctx.job.sticker_set_name
+            repos, command_id, job_id=job_id, chat_id=ctx.tg_chat_id, set_name=ctx.job.sticker_set_name
         )
         return command_id if queued else None
 
@@ -441,8 +412,8 @@ class PackDelivery:
         async with self.db.transaction() as repos:
             failed = [
                 r
-                for r in await repos.tg_commands.with_prefix(command_ids.link(job_id))
-                if r.status == CommandStatus.FAILED and _flood_retry_at(r) is None
+                for r in await repos.tg_commands.for_subject("job", job_id, step="link")
+                if r.status == CommandStatus.FAILED
             ]
             if len(failed) < self.settings.link_attempts:
                 retry_at = datetime.now(UTC) + timedelta(seconds=self.settings.link_retry_delay_sec)
@@ -453,15 +424,6 @@ class PackDelivery:
                 return
         error = f"link message failed {len(failed)} times: {result.error}"
         await self._fail(job_id, JobStatus.DELIVERING, error)
-
-    async def _reschedule(self, job_id: UUID, status: JobStatus, wait_s: float, *, step: str) -> None:
-        """Flood control: the job's next step (``next_poll_at``) is not before now + ``wait_s``."""
-        retry_at = datetime.now(UTC) + timedelta(seconds=wait_s)
-        async with self.db.transaction() as repos:
-            moved = await repos.jobs.defer_next_step(job_id, status=status, until=retry_at)
-        if moved:
-            metrics.DELIVERY_FLOOD_WAITS.labels(step=step).inc()
-            log.warning("DELIVERY_FLOOD_WAIT", job_id=str(job_id), step=step, retry_at=retry_at.isoformat())
 
     def _next_poll_at(self, job: Job) -> datetime:
         now = datetime.now(UTC)
@@ -495,26 +457,6 @@ def _message_id(record: TelegramCommandRecord) -> int | None:
         return None
     value = record.result.get("message_id")
     return value if isinstance(value, int) else None
-
-
-def _flood_wait(result: TelegramResult) -> float | None:
-    """Seconds Telegram asked to wait when ``result`` is a 429 with ``retry_after``, else ``None``."""
-    error = result.error
-    if result.ok or error is None or error.error_code != FLOOD or not error.retry_after:
-        return None
-    return float(error.retry_after)
-
-
-def _flood_retry_at(record: TelegramCommandRecord) -> datetime | None:
-    """When a command that failed with a 429 may be asked again; ``None`` for any other outcome."""
-    error = record.error or {}
-    if (
-        record.status != CommandStatus.FAILED
-        or error.get("error_code") != FLOOD
-        or not error.get("retry_after")
-    ):
-        return None
-    return record.updated_at + timedelta(seconds=float(error["retry_after"]))
 
 
 def _poll_due(job: Job) -> bool:

@@ -26,6 +26,7 @@ from shared.maintenance import current_pause
 from shared.messages import JobQueued
 from shared.outbox import dispatch_commands, tell_guest
 from shared.repositories import Repositories
+from shared.subjects import JobStep, UnlinkNotice
 
 log = structlog.get_logger(__name__)
 
@@ -137,7 +138,15 @@ async def unlink(ctx: IngestContext, session_id: UUID) -> KioskSession:
         notice = None
         if session.tg_chat_id is not None:
             notice = command_ids.unlink_notice(session_id, session.bound_at or session.created_at)
-            await tell_guest(repos, notice, session.tg_chat_id, "unlinked", session.language)
+            bound = command_ids.bound_us(session.bound_at or session.created_at)
+            await tell_guest(
+                repos,
+                notice,
+                session.tg_chat_id,
+                "unlinked",
+                session.language,
+                subject=UnlinkNotice(id=session_id, bound_us=bound),
+            )
     assert unlinked is not None  # the row is locked
     log.info("GUEST_UNLINKED", session_id=str(session_id), told=notice is not None)
     if notice is not None:
@@ -286,7 +295,10 @@ async def accept_photo(
         )
         await repos.sessions.count_capture(session_id)
         command_id = command_ids.generating_notice(job.id)
-        await tell_guest(repos, command_id, session_now.tg_chat_id, "generating", session_now.language)
+        generating = JobStep(id=job.id, step="generating")
+        await tell_guest(
+            repos, command_id, session_now.tg_chat_id, "generating", session_now.language, subject=generating
+        )
     ctx.captures.forget(session_id, capture_id)  # the job row answers its retries now
     log.info("JOB_QUEUED", job_id=str(job.id), session_id=str(session_id), outfit=job.outfit_id)
     if await ctx.publisher.try_publish(streams.JOBS, JobQueued(job_id=job.id)):

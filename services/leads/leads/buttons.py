@@ -11,12 +11,16 @@ card, a reset database) or on anything we never sent gets a polite answer: an or
 A press also proves that the card exists: a card whose send had an unknown outcome is marked posted with
 the pressed message's id. Every message id seen in the chat raises the chat's highest known id, the lower
 bound of any later search (:mod:`telegram_gateway.message_probe`).
+
+A card edit to status version ``n`` cancels the edits to older versions still pending (held by a flood
+wait: the gateway sends a deferred edit when the wait ends, issue 21), so the card never goes back to a
+stale status.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import datetime, timedelta
+from datetime import datetime
 
 import structlog
 
@@ -35,13 +39,13 @@ from leads.cards import (
     refusal,
 )
 from shared import command_ids, metrics
-from shared.command_ids import PostEditId
-from shared.commands import AnswerCallbackQuery, EditMessageText, load
+from shared.commands import AnswerCallbackQuery, EditMessageText
 from shared.messages import LeadButtonPressed, LeadsChatMessage
 from shared.outbox import add_command, dispatch_commands
 from shared.repositories import Database, Repositories
 from shared.repositories.lead_posts import CARD, NOTICE
 from shared.streams import Publisher
+from shared.subjects import CallbackAnswer, PostStep
 
 log = structlog.get_logger(__name__)
 
@@ -52,11 +56,6 @@ _DONE_TEXT = {
     "spam": "Lead #{id} is marked as spam.",
     "reopen": "Lead #{id} is open again.",
 }
-
-
-#: Edits of posts (``tg_commands`` id patterns, SQL ``LIKE``) sent again after a 429: ``lead:<id>:edit:<v>``
-#: and ``repeat:<id>:seen`` (and their resends, ``…:again``).
-FLOODED_EDITS = command_ids.POST_EDIT_PATTERNS
 
 
 class ButtonHandler:
@@ -106,35 +105,10 @@ class ButtonHandler:
             reply = AnswerCallbackQuery(
                 callback_query_id=pressed.callback_query_id, text=answer, show_alert=alert or None
             )
-            if await add_command(repos, answer_id, reply):
+            subject = CallbackAnswer(id=pressed.callback_query_id)
+            if await add_command(repos, answer_id, reply, subject=subject):
                 commands.insert(0, answer_id)
         await dispatch_commands(self.db, self.publisher, commands)
-
-    async def resend_flooded_edits(self) -> int:
-        """Send again the card and notice edits Telegram answered with a 429 (the gateway hands long waits
-        back, nothing was applied) once their ``retry_after`` has passed, as ``<id>:again``; a card edit
-        only while it still shows the lead's current status (a newer press has its own edit). Returns how
-        many were queued."""
-        commands: list[str] = []
-        async with self.db.transaction() as repos:
-            flooded = await repos.tg_commands.flooded_due(
-                patterns=FLOODED_EDITS, newer_than=timedelta(days=1), limit=100
-            )
-            for record in flooded:
-                parsed = command_ids.parse(record.command_id)
-                if isinstance(parsed, PostEditId) and parsed.kind == CARD:
-                    lead = await repos.leads.get(parsed.post_id)
-                    if lead is None or lead.status_version != parsed.status_version:
-                        continue
-                edit = load(record.method, record.params)
-                command_id = command_ids.resend(record.command_id)
-                if isinstance(edit, EditMessageText) and await add_command(repos, command_id, edit):
-                    commands.append(command_id)
-                    await repos.lead_posts.spend_token(edit.chat_id)
-        if commands:
-            log.warning("LEAD_EDITS_RESENT", count=len(commands))
-        await dispatch_commands(self.db, self.publisher, commands)
-        return len(commands)
 
     async def _press_card(
         self, repos: Repositories, pressed: LeadButtonPressed, button: Button, commands: list[str]
@@ -176,7 +150,15 @@ class ButtonHandler:
                 parse_mode="HTML",
                 reply_markup=card_markup(changed),
             )
-            if await add_command(repos, edit_id, edit):
+            version = changed.status_version
+            # an edit to an older version still waiting (a flood wait) would show a stale status: cancelled
+            stale = await repos.tg_commands.cancel_pending(
+                "lead_post", lead.id, post="card", op="edit", n_below=version
+            )
+            if stale:
+                log.info("LEAD_STALE_EDITS_CANCELLED", lead_id=lead.id, count=len(stale))
+            subject = PostStep(id=lead.id, post="card", op="edit", n=version)
+            if await add_command(repos, edit_id, edit, subject=subject):
                 commands.append(edit_id)
                 await repos.lead_posts.spend_token(pressed.chat_id)
         return _DONE_TEXT[action].format(id=lead.id), False
@@ -199,7 +181,8 @@ class ButtonHandler:
                 text=notice_text(repeat, lead, seen_by=who),
                 parse_mode="HTML",
             )
-            if await add_command(repos, edit_id, edit):
+            subject = PostStep(id=repeat.id, post="notice", op="seen")
+            if await add_command(repos, edit_id, edit, subject=subject):
                 commands.append(edit_id)
                 await repos.lead_posts.spend_token(pressed.chat_id)
         return "Noted, thank you."

@@ -2,8 +2,8 @@
 
 Wiring only, handed to :class:`shared.runtime.ServiceRuntime`: three stream consumers (:func:`consumers`:
 ``stk:leads``, a hint that wakes the publisher; ``tg:results:leads``, outcomes of card and notice commands;
-``tg:updates:leads``, button presses routed by the gateway) and two duties (:func:`duties`: the publisher
-of :mod:`leads.publishing` and the resend of flooded edits). A failing tick is logged and the duty goes
+``tg:updates:leads``, button presses routed by the gateway) and one duty (:func:`duties`: the publisher
+of :mod:`leads.publishing`). A failing tick is logged and the duty goes
 on, so no fault in leads can end the process on its own (spec/000 "Isolation between the guest flow and
 leads").
 """
@@ -89,8 +89,8 @@ def build_service(
 
 def duties(service: LeadsService, settings: LeadsSettings) -> list[Duty]:
     """The leads service's periodic duties, every ``LEADS_PUBLISH_INTERVAL_SEC``: the publisher (at once
-    again after progress or a wake-up) and the resend of flooded card and notice edits. Their errors are
-    logged per tick and never end the loop (spec/000 "Isolation between the guest flow and leads")."""
+    again after progress or a wake-up). Its errors are logged per tick and never end the loop (spec/000
+    "Isolation between the guest flow and leads")."""
     interval = settings.publish_interval_sec
     return [
         Duty(
@@ -102,7 +102,6 @@ def duties(service: LeadsService, settings: LeadsSettings) -> list[Duty]:
             wake=service.wake,
             repeat_on_progress=True,
         ),
-        Duty("resend", interval, service.buttons.resend_flooded_edits, failed_event="LEADS_RESEND_FAILED"),
     ]
 
 

@@ -3,7 +3,6 @@
 | outcome of a send | post | next attempt |
 |---|---|---|
 | ok | ``posted`` with the message id | — |
-| flood control (429, ``retry_after``) | ``pending``, not a failure; the chat pauses | ``retry_after`` |
 | unknown (``error_code`` 0) | ``unsure``, one more failure | a search, after the backoff |
 | any other error | ``pending``, one more failure (a notice: ``failed`` after 5) | the backoff |
 
@@ -12,7 +11,12 @@
 | found | ``posted`` with the found id (no second message) |
 | not in the chat | ``pending`` and due at once: sending again cannot duplicate it |
 | inconclusive (too many messages to search) | ``pending`` and due at once, with an admin alert |
-| error | ``unsure``, one more failure; searched again after the backoff (a 429: not before its wait) |
+| error | ``unsure``, one more failure; searched again after the backoff |
+
+Flood control is not leads' (issue 21): a send or search Telegram holds back is deferred by the gateway
+and sent when the wait is over, under the same id; its post stays ``sending``/``checking`` meanwhile, so
+nothing else goes to the chat (one message of unknown fate at a time), and no failure is counted.
+Results are routed by their subject (:class:`shared.subjects.PostStep`), never by parsing the id.
 
 A card failing ``ALERT_AFTER`` (5) or more times in a row raises an admin alert at most every
 ``LEADS_ALERT_EVERY_SEC`` (30 minutes) per lead. Every change is a conditional update naming the attempt
@@ -31,17 +35,16 @@ import structlog
 from leads.backoff import Backoff
 from shared import metrics
 from shared.alerts import queue_alert
-from shared.command_ids import PostCommandId, parse
 from shared.domain import LeadPost
 from shared.messages import TelegramResult
 from shared.outbox import dispatch_commands
 from shared.repositories import Database, Repositories
 from shared.repositories.lead_posts import CARD
 from shared.streams import Publisher
+from shared.subjects import PostStep
 
 log = structlog.get_logger(__name__)
 UNKNOWN_OUTCOME = 0
-FLOOD = 429
 
 
 @dataclass(frozen=True)
@@ -84,22 +87,27 @@ class OutcomeHandler:
         self.on_change = on_change
 
     async def apply(self, result: TelegramResult) -> None:
-        """Stream handler for ``tg:results:leads``: move the post named by ``result.command_id`` (see the
+        """Stream handler for ``tg:results:leads``: move the post the result's subject names (see the
         module's tables); results of other commands are ignored. Safe to repeat."""
-        command = parse(result.command_id)
-        if not isinstance(command, PostCommandId) or command.resends:
-            if not result.ok:
-                log.warning("LEADS_COMMAND_FAILED", command_id=result.command_id, error=str(result.error))
-            return
+        match result.subject:
+            case PostStep(op="send" | "find", n=int()) as step:
+                await self._apply_to_post(step, result)
+            case _:  # an edit, a callback answer, an alert …: nothing to move
+                if not result.ok:
+                    log.warning("LEADS_COMMAND_FAILED", command_id=result.command_id, error=str(result.error))
+
+    async def _apply_to_post(self, step: PostStep, result: TelegramResult) -> None:
+        """The send attempt or search probe ``step.n`` of post ``step.post`` ``step.id`` has ``result``."""
+        assert step.n is not None  # matched so by apply
         alerts: list[str] = []
         async with self.db.transaction() as repos:
-            post = await repos.lead_posts.get(command.kind, command.post_id)
+            post = await repos.lead_posts.get(step.post, step.id)
             if post is None:
                 return
-            if command.op == "send":
-                moved = await self._apply_send(repos, command, post, result, alerts)
+            if step.op == "send":
+                moved = await self._apply_send(repos, step.n, post, result, alerts)
             else:
-                moved = await self._apply_find(repos, command, post, result, alerts)
+                moved = await self._apply_find(repos, step.n, post, result, alerts)
         if alerts:
             await dispatch_commands(self.db, self.publisher, alerts)
         if moved:
@@ -108,7 +116,7 @@ class OutcomeHandler:
     async def _apply_send(
         self,
         repos: Repositories,
-        command: PostCommandId,
+        attempt: int,
         post: LeadPost,
         result: TelegramResult,
         alerts: list[str],
@@ -122,22 +130,10 @@ class OutcomeHandler:
         error = result.error
         code = error.error_code if error else 500
         description = error.description if error else "no result"
-        if code == FLOOD and error is not None and error.retry_after:
-            until = now + timedelta(seconds=error.retry_after)
-            await repos.lead_posts.pause_chat(self.policy.chat_id, until=until)  # the chat row first, always
-            moved = await repos.lead_posts.send_flooded(
-                post.kind, post.id, command.number, next_attempt_at=until, error=description
-            )
-            if moved is not None:
-                metrics.LEADS.labels(event="flood_wait").inc()
-                log.warning(
-                    "LEAD_FLOOD_CONTROL", kind=post.kind, post_id=post.id, retry_after=error.retry_after
-                )
-            return moved is not None
         next_at = now + self.policy.backoff.delay(post.failures + 1)
         if code == UNKNOWN_OUTCOME:
             moved = await repos.lead_posts.send_unsure(
-                post.kind, post.id, command.number, next_attempt_at=next_at, error=description
+                post.kind, post.id, attempt, next_attempt_at=next_at, error=description
             )
             event = "unsure"
         else:
@@ -145,7 +141,7 @@ class OutcomeHandler:
             moved = await repos.lead_posts.send_failed(
                 post.kind,
                 post.id,
-                command.number,
+                attempt,
                 next_attempt_at=next_at,
                 error=description,
                 give_up_after=give_up,
@@ -169,7 +165,7 @@ class OutcomeHandler:
     async def _apply_find(
         self,
         repos: Repositories,
-        command: PostCommandId,
+        probe: int,
         post: LeadPost,
         result: TelegramResult,
         alerts: list[str],
@@ -177,12 +173,12 @@ class OutcomeHandler:
         now = self.now()
         found = result.result if result.ok and isinstance(result.result, dict) else None
         if found is not None and found.get("message_id"):
-            if post.state != "checking" or post.probes != command.number:
+            if post.state != "checking" or post.probes != probe:
                 return False
             chat_id = await self._command_chat(repos, result.command_id)
             return await self._posted(repos, post, int(found["message_id"]), chat_id, event="found")
         if found is not None:
-            moved = await repos.lead_posts.probe_absent(post.kind, post.id, command.number, now=now)
+            moved = await repos.lead_posts.probe_absent(post.kind, post.id, probe, now=now)
             if moved is not None and not found.get("conclusive", True):
                 log.error(
                     "LEAD_SEARCH_INCONCLUSIVE", kind=post.kind, post_id=post.id, probes=found.get("probes")
@@ -203,12 +199,8 @@ class OutcomeHandler:
         error = result.error
         description = error.description if error else "no result"
         next_at = now + self.policy.backoff.delay(post.failures + 1)
-        if error is not None and error.error_code == FLOOD and error.retry_after:
-            until = now + timedelta(seconds=error.retry_after)
-            await repos.lead_posts.pause_chat(self.policy.chat_id, until=until)  # the chat row first
-            next_at = max(next_at, until)
         moved = await repos.lead_posts.probe_failed(
-            post.kind, post.id, command.number, next_attempt_at=next_at, error=description
+            post.kind, post.id, probe, next_attempt_at=next_at, error=description
         )
         if moved is not None:
             log.warning("LEAD_SEARCH_FAILED", kind=post.kind, post_id=post.id, error=description)

@@ -9,10 +9,11 @@ at most one thing:
    ``result_timeout`` is looked up in ``tg_commands`` (the result message may be lost, the row is the
    truth). Keeping one message of unknown fate at a time is what makes the search sound: the only unknown
    bot message above ``probe_after`` can be ours.
-2. otherwise, unless the chat is paused by flood control (``retry_after``, the rest of the batch waits)
-   or its token bucket is empty (``LEADS_GROUP_PER_MINUTE``, 20 messages per minute to one group,
-   REFERENCE.md), the longest-waiting due post is sent: ``pending → sending`` and a ``send_message``
-   command in the same transaction; after the commit, the hint goes to ``tg:outbox``.
+2. otherwise, unless the chat's token bucket is empty (``LEADS_GROUP_PER_MINUTE``, 20 messages per minute
+   to one group, REFERENCE.md), the longest-waiting due post is sent: ``pending → sending`` and a
+   ``send_message`` command in the same transaction; after the commit, the hint goes to ``tg:outbox``.
+   A send Telegram flood-limits stays ``sending`` until the gateway sends it after the wait (issue 21), so
+   the rest of the batch waits behind it, as Telegram asked.
 
 The rows are the outbox (``post_state = 'pending'`` and ``next_attempt_at`` reached): the stream hint on
 ``stk:leads`` only wakes the loop early, so a lost hint costs one ``LEADS_PUBLISH_INTERVAL_SEC``. Leads
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime
+from typing import Literal
 
 import structlog
 
@@ -31,12 +33,13 @@ from leads.outcomes import OutcomeHandler, PublishPolicy
 from shared import metrics
 from shared.command_ids import find_post, send_post
 from shared.commands import FindBotMessage, SendMessage, load
-from shared.domain import FINAL_COMMAND_STATUSES, CommandStatus, LeadChat, LeadPost
+from shared.domain import FINAL_COMMAND_STATUSES, LeadChat, LeadPost
 from shared.messages import TelegramErrorInfo, TelegramResult
-from shared.outbox import add_command, dispatch_commands
+from shared.outbox import add_command, dispatch_commands, stored_result
 from shared.repositories import Database, Repositories
 from shared.repositories.lead_posts import CARD
 from shared.streams import Publisher
+from shared.subjects import PostStep
 
 log = structlog.get_logger(__name__)
 SERVICE = "leads"
@@ -101,8 +104,6 @@ class LeadPublisher:
         return bool(issued or recovered)
 
     async def _send_next(self, repos: Repositories, chat: LeadChat, now: datetime) -> list[str]:
-        if chat.flood_until is not None and chat.flood_until > now:
-            return []
         rate = self.policy.per_minute / 60.0
         elapsed = max(0.0, (now - chat.tokens_at).total_seconds())
         tokens = min(self.policy.per_minute, chat.tokens + elapsed * rate)
@@ -124,7 +125,8 @@ class LeadPublisher:
         if moved is None:
             return None
         command_id = send_post(post.kind, post.id, moved.attempts)
-        await add_command(repos, command_id, message, reply_to=SERVICE)
+        subject = _step(post, "send", moved.attempts)
+        await add_command(repos, command_id, message, subject=subject, reply_to=SERVICE)
         log.info("LEAD_POST_SENDING", kind=post.kind, post_id=post.id, attempt=moved.attempts)
         return command_id
 
@@ -169,30 +171,34 @@ class LeadPublisher:
             skip_message_ids=tuple(await repos.lead_posts.posted_ids_after(after)),
             max_probes=self.policy.probe_max,
         )
-        await add_command(repos, command_id, search, reply_to=SERVICE)
+        subject = _step(post, "find", moved.probes)
+        await add_command(repos, command_id, search, subject=subject, reply_to=SERVICE)
         log.info("LEAD_POST_SEARCHING", kind=post.kind, post_id=post.id, after_message_id=after)
         return [command_id]
 
     async def _stored_outcome(self, repos: Repositories, post: LeadPost) -> TelegramResult | None:
         """The outcome stored in ``tg_commands`` for the post's current command, if it is final."""
+        subject: PostStep
         if post.state == "sending":
             command_id = send_post(post.kind, post.id, post.attempts)
+            subject = _step(post, "send", post.attempts)
         elif post.state == "checking":
             command_id = find_post(post.kind, post.id, post.probes)
+            subject = _step(post, "find", post.probes)
         else:
             return None
         record = await repos.tg_commands.get(command_id)
         if record is None:
             error = TelegramErrorInfo(error_code=500, description="the command row is missing")
-            return TelegramResult(command_id=command_id, ok=False, error=error)
+            return TelegramResult(command_id=command_id, ok=False, error=error, subject=subject)
         if record.status not in FINAL_COMMAND_STATUSES:
-            return None  # the gateway has not run it yet (it may be down): keep waiting
-        return TelegramResult(
-            command_id=command_id,
-            ok=record.status == CommandStatus.SENT,
-            result=record.result,
-            error=TelegramErrorInfo(**record.error) if record.error else None,
-        )
+            return None  # not run yet (the gateway may be down, or a flood wait deferred it): keep waiting
+        return stored_result(record)
+
+
+def _step(post: LeadPost, op: Literal["send", "find"], n: int) -> PostStep:
+    """The subject of send attempt or search probe ``n`` of ``post``."""
+    return PostStep.model_validate({"id": post.id, "post": post.kind, "op": op, "n": n})
 
 
 def _due(post: LeadPost, now: datetime) -> bool:

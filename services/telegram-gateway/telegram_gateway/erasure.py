@@ -27,7 +27,7 @@ from shared.repositories import Database
 from shared.streams import Publisher
 from shared.texts import text
 from telegram_gateway.executor import CommandExecutor
-from telegram_gateway.handlers import reply_command_id
+from telegram_gateway.handlers import reply_command_id, reply_subject
 
 log = structlog.get_logger(__name__)
 
@@ -68,9 +68,10 @@ class ErasureHandlers:
                 prompt = SendMessage(
                     chat_id=chat.id, text=text("erase_confirm", lang), reply_markup=confirm_keyboard(lang)
                 )
-                await add_command(repos, command_id, prompt)
+                await add_command(repos, command_id, prompt, subject=reply_subject(update))
             else:
-                await tell_guest(repos, command_id, chat.id, "erase_nothing", lang)
+                subject = reply_subject(update)
+                await tell_guest(repos, command_id, chat.id, "erase_nothing", lang, subject=subject)
         await self.executor.execute(command_id)
 
     async def answer(self, update: Update, _context: ContextTypes.DEFAULT_TYPE) -> None:

@@ -9,11 +9,21 @@ row is final gets the stored result again, never a second call. Transient failur
 the request left) put the row back to ``pending`` and raise, so the stream delivers the command again
 later.
 
-Flood control: a 429 that the rate limiter (:mod:`telegram_gateway.flood`) did not wait out (longer than
-``TELEGRAM_FLOOD_WAIT_MAX_SEC``, or still 429 after ``RATE_LIMIT_MAX_RETRIES`` waits) finishes the command
-``failed`` with ``error_code`` 429 and ``retry_after`` (s). Telegram applied nothing, so the producer
-decides when to ask again, with a new command id; the row is final, so a redelivery only repeats the
-stored 429 and at most once stays intact.
+Flood control, "later" (issue 21): a 429 that the rate limiter (:mod:`telegram_gateway.flood`) did not
+wait out (longer than ``TELEGRAM_FLOOD_WAIT_MAX_SEC``, beyond a handler's :func:`~telegram_gateway.flood.
+flood_wait_bound`, or still 429 after ``RATE_LIMIT_MAX_RETRIES`` waits) puts the same row back to
+``pending`` with ``not_before`` = now + ``retry_after`` and ``attempt + 1``
+(:meth:`~shared.repositories.tg_commands.TelegramCommandRepository.defer`), and publishes nothing
+(``stk_telegram_deferred_total{method}``, log ``TELEGRAM_COMMAND_DEFERRED``). Telegram applied nothing,
+so sending the same row later keeps it at most once; a hint redelivered before ``not_before`` takes
+nothing, and the outbox reconciler (:func:`telegram_gateway.main.reconcile_outbox`) publishes the row once
+it is due. This is the one place that knows a 429 means "later": producers never see one. The sticker
+calls a 429 may follow after they applied (:data:`~telegram_gateway.flood.NOT_REPEATED_AFTER_429`) are
+only ever made inside ``create_sticker_set``, which reconciles against ``getStickerSet`` before it adds
+anything (:mod:`telegram_gateway.sticker_sets`), so its deferred row resumes the set without a second copy.
+
+A pending row whose ``expires_at`` has passed is finished ``cancelled`` without any call; a ``cancelled``
+row (cancelled by its producer, or expired) is never announced: nobody waits for its outcome.
 
 While a call runs, its ``sending`` row is heart-beaten every ``sending_stale_s / 3`` seconds and the
 command id is held in this process, so a call that waits in the limiter longer than ``SENDING_STALE_SEC``
@@ -70,8 +80,10 @@ from shared.commands import (
 from shared.domain import FINAL_COMMAND_STATUSES, CommandStatus, TelegramCommandRecord
 from shared.errors import UnavailableError
 from shared.messages import TelegramCommand, TelegramErrorInfo, TelegramResult
+from shared.outbox import stored_result
 from shared.repositories import Database
 from shared.streams import Publisher
+from shared.subjects import load_subject
 from telegram_gateway.flood import retry_after_seconds
 from telegram_gateway.message_probe import find_bot_message
 from telegram_gateway.sticker_sets import MEDIA_TIMEOUT_S, create_sticker_set, media_timeouts
@@ -100,7 +112,6 @@ REPEATABLE = frozenset(
 _NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
 UNKNOWN_OUTCOME = 0
 INVALID = 400
-FLOOD = 429
 
 
 class TelegramUnreachable(UnavailableError):
@@ -161,16 +172,18 @@ class CommandExecutor:
             if record is None:
                 log.warning("OUTBOX_UNKNOWN_COMMAND", command_id=command_id)
                 return
-            if record.status in FINAL_COMMAND_STATUSES:
-                claimed = None
-            else:
+            claimed = None
+            if record.status == CommandStatus.PENDING and await repos.tg_commands.cancel_expired(command_id):
+                log.info("TELEGRAM_COMMAND_EXPIRED", command_id=command_id, method=record.method)
+                return
+            if record.status not in FINAL_COMMAND_STATUSES:
                 claimed = await repos.tg_commands.start_sending(
                     command_id, stale_after=timedelta(seconds=self.sending_stale_s)
                 )
         if claimed is None:
-            if record.status in FINAL_COMMAND_STATUSES:
-                await self._announce(record)
-            return
+            if record.status in FINAL_COMMAND_STATUSES and record.status != CommandStatus.CANCELLED:
+                await self._publish(record.reply_to, stored_result(record))
+            return  # running elsewhere, or deferred (not_before ahead): the reconciler hints it when due
         if record.status == CommandStatus.SENDING and claimed.method not in REPEATABLE:
             await self._finish(claimed, ok=False, error=_unknown("the gateway stopped during the call"))
             return
@@ -211,11 +224,7 @@ class CommandExecutor:
             ok = True
         except RetryAfter as exc:
             metrics.TELEGRAM_CALLS.labels(method=record.method, outcome="retry_after").inc()
-            seconds = math.ceil(retry_after_seconds(exc))
-            error = TelegramErrorInfo(
-                error_code=FLOOD, description=f"Too Many Requests: retry after {seconds}", retry_after=seconds
-            )
-            await self._finish(record, ok=False, error=error)
+            await self._defer(record, math.ceil(retry_after_seconds(exc)))
             return
         except BadRequest as exc:
             if NOT_MODIFIED in exc.message.lower():
@@ -260,19 +269,29 @@ class CommandExecutor:
                 method=record.method,
                 error=error_body,
             )
-        await self._publish(
-            record.reply_to, TelegramResult(command_id=record.command_id, ok=ok, result=result, error=error)
-        )
-
-    async def _announce(self, record: TelegramCommandRecord) -> None:
-        error = TelegramErrorInfo(**record.error) if record.error else None
-        result = TelegramResult(
+        outcome = TelegramResult(
             command_id=record.command_id,
-            ok=record.status == CommandStatus.SENT,
-            result=minimal_result(record.method, record.result),  # a row stored before the rule, too
+            ok=ok,
+            result=result,
             error=error,
+            subject=load_subject(record.subject),
+            attempt=record.attempt,
         )
-        await self._publish(record.reply_to, result)
+        await self._publish(record.reply_to, outcome)
+
+    async def _defer(self, record: TelegramCommandRecord, seconds: int) -> None:
+        """Flood control beyond the limiter's wait: the row goes back to ``pending``, not before
+        ``seconds`` from now, as its next attempt (see the module docstring); nothing is published."""
+        async with self.db.transaction() as repos:
+            deferred = await repos.tg_commands.defer(record.command_id, seconds=seconds)
+        metrics.TELEGRAM_DEFERRED.labels(method=record.method).inc()
+        log.warning(
+            "TELEGRAM_COMMAND_DEFERRED",
+            command_id=record.command_id,
+            method=record.method,
+            retry_after_s=seconds,
+            attempt=deferred.attempt if deferred else None,
+        )
 
     async def _publish(self, reply_to: str | None, result: TelegramResult) -> None:
         if reply_to:

@@ -43,10 +43,12 @@ a 429 on adding stickers often means Telegram already applied the call (REFERENC
 sets"), so the limiter records the pause and raises, and the caller reconciles against ``getStickerSet``
 before it sends anything again. A longer one is never slept: the call raises
 ``RetryAfter`` with the remaining seconds at once, and so does any call to that scope while the remaining
-pause exceeds the bound (no request is sent). The caller (:mod:`telegram_gateway.executor`) hands that
-back to the producer as a 429 result with ``retry_after``. Code that must not sleep that long lowers the
+pause exceeds the bound (no request is sent). The caller (:mod:`telegram_gateway.executor`) defers the
+command's row to the end of the wait (``not_before``, issue 21): the producer never sees a 429, and the
+outbox reconciler sends the row when the wait is over. Code that must not sleep that long lowers the
 bound for its calls with :func:`flood_wait_bound`: the polling loop does, because it handles updates one
-after the other and a handler asleep in one guest's pause would hold up every other guest's update.
+after the other and a handler asleep in one guest's pause would hold up every other guest's update (its
+reply is deferred like any command and sent when the pause ends).
 
 Metrics (no chat ids in labels): ``stk_telegram_flood_waits_total{scope=chat|method}`` per 429 answer,
 ``stk_telegram_paced_total{bucket=overall|private|group}`` per call the limiter held back to keep a limit.

@@ -4,11 +4,14 @@
 ``ADMIN_USER_IDS``, recognised as :mod:`telegram_gateway.admin` does) with their commands as well; both in
 the user's language (:func:`shared.texts.language_of`).
 
-Replies go through the ``tg_commands`` outbox under the idempotency key ``update:<update_id>`` and are
-executed at once by the gateway's :class:`~telegram_gateway.executor.CommandExecutor`: polling delivers an
-update again when the gateway died before confirming it (``polling.py``, at least once), and the key makes
-the guest's answer at most once all the same ("You're linked!" twice was seen in the chaos run after a
-gateway SIGKILL). A reply whose execution is cut short is published again by the outbox reconciler.
+Replies go through the ``tg_commands`` outbox under the idempotency key ``update:<update_id>`` (subject
+:class:`~shared.subjects.UpdateReply`) and are executed at once by the gateway's
+:class:`~telegram_gateway.executor.CommandExecutor`: polling delivers an update again when the gateway died
+before confirming it (``polling.py``, at least once), and the key makes the guest's answer at most once all
+the same ("You're linked!" twice was seen in the chaos run after a gateway SIGKILL). A reply whose
+execution is cut short is published again by the outbox reconciler. A reply into a chat Telegram paused
+for longer than the polling loop lets a handler wait (2 s) is deferred by the executor like any command and
+sent when the pause ends (issue 21: before, "You're linked!" was dropped).
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from shared.errors import DatabaseUnavailable
 from shared.maintenance import current_pause
 from shared.outbox import tell_guest
 from shared.repositories import Database
+from shared.subjects import UpdateReply
 from telegram_gateway.executor import CommandExecutor
 
 log = structlog.get_logger(__name__)
@@ -82,7 +86,7 @@ class GuestHandlers:
                 )
                 paused = await current_pause(repos, env_on=self.env_maintenance) is not None
                 answer = "unknown_token" if session is None else "maintenance" if paused else "linked"
-                await tell_guest(repos, command_id, chat.id, answer, lang)
+                await tell_guest(repos, command_id, chat.id, answer, lang, subject=reply_subject(update))
         except DatabaseUnavailable:
             log.warning("BIND_DB_UNAVAILABLE")
             await message.reply_text(TRY_AGAIN["en"])
@@ -117,13 +121,19 @@ class GuestHandlers:
             return
         command_id = reply_command_id(update)
         async with self.db.transaction() as repos:
-            await tell_guest(repos, command_id, update.effective_chat.id, text_key, language)
+            chat_id, subject = update.effective_chat.id, reply_subject(update)
+            await tell_guest(repos, command_id, chat_id, text_key, language, subject=subject)
         await self.executor.execute(command_id)
 
 
 def reply_command_id(update: Update) -> str:
     """The idempotency key of the gateway's one reply to an update: ``update:<update_id>``."""
     return command_ids.update_reply(update.update_id)
+
+
+def reply_subject(update: Update) -> UpdateReply:
+    """What the gateway's one reply to an update is about: the update."""
+    return UpdateReply(id=update.update_id)
 
 
 async def log_error(update: object, context: ContextTypes.DEFAULT_TYPE) -> None:

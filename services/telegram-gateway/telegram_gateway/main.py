@@ -109,7 +109,8 @@ def register_handlers(
 
 
 async def reconcile_outbox(db: Database, publisher: Publisher, settings: GatewaySettings) -> None:
-    """Re-publish ``tg_commands`` rows still ``pending`` after the grace period (DESIGN.md §3)."""
+    """Re-publish ``tg_commands`` rows still ``pending`` after the grace period (DESIGN.md §3), and those
+    deferred by a flood wait once their ``not_before`` has come (issue 21)."""
     async with db.transaction() as repos:
         due = await repos.tg_commands.due_for_dispatch(
             grace=timedelta(seconds=settings.reconcile_grace_sec),
@@ -131,11 +132,12 @@ async def reconcile_outbox(db: Database, publisher: Publisher, settings: Gateway
 def duties(
     db: Database, publisher: Publisher, settings: GatewaySettings, *, held: asyncio.Event
 ) -> list[Duty]:
-    """The gateway's periodic duties, every ``RECONCILE_INTERVAL_SEC`` while the single-gateway lock is
-    held (``held``): the ``tg:outbox`` reconciler, and the erasure follow-up (resend the set deletions
-    Telegram flood-limited, purge the finished ones: :func:`shared.erasure.set_deletion_duty`)."""
+    """The gateway's periodic duties, every ``RECONCILE_INTERVAL_SEC`` (2 s) while the single-gateway lock
+    is held (``held``): the ``tg:outbox`` reconciler (which also sends each command deferred by a flood
+    wait on its first tick after ``not_before``), and the erasure follow-up (purge the finished set
+    deletions: :func:`shared.erasure.set_deletion_duty`)."""
     reconcile = partial(reconcile_outbox, db, publisher, settings)
-    erasures = partial(set_deletion_duty, db, publisher)
+    erasures = partial(set_deletion_duty, db)
     interval = settings.reconcile_interval_sec
     return [
         Duty("reconcile", interval, reconcile, failed_event="RECONCILE_FAILED", gate=held),

@@ -25,7 +25,7 @@ from shared.repositories import Database
 from shared.texts import text
 from telegram_gateway.erasure import CANCEL, CONFIRM
 from telegram_gateway.executor import CommandExecutor
-from telegram_gateway.handlers import reply_command_id
+from telegram_gateway.handlers import reply_command_id, reply_subject
 
 log = structlog.get_logger(__name__)
 ERASURE_COMMAND = "/delete"
@@ -79,7 +79,9 @@ class MaintenanceGate:
             async with self.db.transaction() as repos:
                 pause = await current_pause(repos, env_on=self.env_maintenance)
                 if pause is not None and message:
-                    await tell_guest(repos, command_id, chat.id, "maintenance", user.language_code)
+                    subject = reply_subject(update)
+                    lang = user.language_code
+                    await tell_guest(repos, command_id, chat.id, "maintenance", lang, subject=subject)
         except Exception as exc:
             log.warning("MAINTENANCE_GATE_DB_UNREADABLE", error=type(exc).__name__)
             return

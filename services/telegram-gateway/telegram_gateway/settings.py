@@ -14,11 +14,11 @@ class GatewaySettings(ServiceSettings, AdminUsersSettings, BudgetSettings, BotId
     in dev), ``ADMIN_USER_IDS`` (:class:`shared.settings.AdminUsersSettings`), ``ADMIN_CHAT_ID`` (where
     admin alerts go; unset: alerts are only logged), ``OUTBOX_SLOTS`` (commands executed at once),
     ``POLL_TIMEOUT_SEC`` (long-polling timeout, s), ``RATE_LIMIT_MAX_RETRIES`` (how often a 429 is waited
-    out with its ``retry_after`` before the command is handed back to the producer),
-    ``TELEGRAM_FLOOD_WAIT_MAX_SEC`` (30 s: the longest 429 wait slept for one chat or method; a longer
-    one goes back to the producer as a 429 result with ``retry_after``, :mod:`.flood`), ``LEADS_ENABLED``
-    / ``LEADS_CHAT_ID`` (route the staff group and ``stickers_`` buttons to the leads service;
-    :mod:`.leads_updates`).
+    out with its ``retry_after`` before the command is deferred to the end of the wait),
+    ``TELEGRAM_FLOOD_WAIT_MAX_SEC`` (30 s: the longest 429 wait slept for one chat or method; after a
+    longer one the command's row waits in the outbox until ``retry_after`` has passed, :mod:`.executor`),
+    ``LEADS_ENABLED`` / ``LEADS_CHAT_ID`` (route the staff group and ``stickers_`` buttons to the leads
+    service; :mod:`.leads_updates`).
     ``DAILY_BUDGET_USD`` (:class:`shared.settings.BudgetSettings`): the worker's daily budget, read here
     for ``/status`` (spend today against it).
     ``BOT_USERNAME`` (:class:`shared.settings.BotIdentitySettings`): the gateway refuses to start when the

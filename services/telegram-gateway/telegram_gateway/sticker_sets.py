@@ -20,7 +20,8 @@ mid-way or a redelivered command runs it again from the top):
 5. A 429 on an add (the limiter never repeats one, :data:`telegram_gateway.flood.NOT_REPEATED_AFTER_429`)
    is reconciled at once: the count is read again and the adds go on, each waiting out the method's
    pause in the limiter; after ``FLOOD_RECONCILES`` such answers, or a pause longer than the limiter's
-   bound, the ``RetryAfter`` propagates (the executor returns it to delivery as a 429 result).
+   bound, the ``RetryAfter`` propagates (the executor defers the ``create_sticker_set`` row to the end of
+   the wait; run again, it resumes here from the set's count, so nothing is added twice).
 6. A create whose answer is lost (a read time-out, a dropped connection, a 5xx: Telegram may have applied
    it) is reconciled at once: ``getStickerSet`` says whether the set exists and how many stickers it
    holds, and the run goes on at 4; only a set that does not read back (``STICKERSET_INVALID``) hands

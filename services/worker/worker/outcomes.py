@@ -23,6 +23,7 @@ from shared.logging import redact
 from shared.outbox import dispatch_commands, tell_guest
 from shared.repositories import Database
 from shared.streams import REDIS_ERRORS, Publisher
+from shared.subjects import JobStep
 from worker.store_outage import lease_holder
 
 log = structlog.get_logger(__name__)
@@ -223,7 +224,10 @@ async def pause_and_refund(
         ctx = await repos.jobs.get_context(job.id) if refunded else None
         if ctx is not None and ctx.tg_chat_id is not None:
             command_id = command_ids.unavailable_notice(job.id, job.created_at)
-            if await tell_guest(repos, command_id, ctx.tg_chat_id, "unavailable", ctx.language):
+            subject = JobStep(id=job.id, step="unavailable", n=command_ids.run(job.created_at))
+            if await tell_guest(
+                repos, command_id, ctx.tg_chat_id, "unavailable", ctx.language, subject=subject
+            ):
                 commands.append(command_id)
         if new_episode:
             alert = await queue_alert(repos, key=f"pause:{error_class}", text=text)

@@ -36,7 +36,7 @@ from ingest.api.admin_leads import admin_required
 from ingest.api.errors import ApiError
 from ingest.context import Ctx
 from ingest.sheet import contact_sheet_png
-from shared import command_ids, maintenance
+from shared import maintenance
 from shared.domain import Job, JobStatus
 from shared.errors import ErrorClass
 from shared.joblife import republish_queued, resend_link, retry_can_help, retry_failed_job
@@ -268,8 +268,8 @@ async def show_job(ctx: Ctx, job_id: UUID) -> dict[str, Any]:
         events = await repos.jobs.events(job_id)
         stickers = await repos.blobs.sticker_summaries(job_id)
         calls = await repos.usage.for_job(job_id)
-        links = await repos.tg_commands.with_prefix(command_ids.link(job_id))
-        links += await repos.tg_commands.with_prefix(command_ids.resend_link_prefix(job_id))
+        links = await repos.tg_commands.for_subject("job", job_id, step="link")
+        links += await repos.tg_commands.for_subject("job", job_id, step="resend_link")
     base = f"/admin/jobs/{job_id}"
     return {
         **_job(job_ctx.job, _requeues(events)),
