@@ -105,7 +105,7 @@ async def fail_job(
 ) -> FailedJob | None:
     """Move the job to ``failed`` inside the caller's transaction and queue the guest's failure text (the
     transition cancels the job's pending texts that no longer apply, :data:`shared.repositories.jobs.
-    GUEST_TEXTS`; the failure text is never obsolete).
+    GUEST_TEXTS`; the failure text stays until an admin retry starts a fresh run).
 
     After the commit, dispatch :func:`failure_command_id` (``shared.outbox.dispatch_commands``).
 

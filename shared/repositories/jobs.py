@@ -63,8 +63,11 @@ ALLOWED: dict[JobStatus, frozenset[JobStatus]] = {
 #: The guest's job texts (:class:`shared.subjects.JobStep` steps) with the statuses in which each still
 #: makes sense: a transition to any other status cancels the job's pending ones in its own transaction
 #: (issue 21; a text held by a flood wait is sent when the wait ends unless this made it obsolete). The
-#: failure text (``failure_text``) is not listed: it is never obsolete, the guest must get it.
+#: failure text (``failure_text``) applies while the job is ``failed``: nothing but an admin retry (a fresh
+#: run, ``failed → queued``) leaves that status, and then a failure text still held by a flood wait would
+#: tell a guest about to get their pack that it went wrong.
 GUEST_TEXTS: dict[JobStepName, frozenset[JobStatus]] = {
+    "failure_text": frozenset({_FAILED}),
     "still_working": frozenset(ACTIVE_JOB_STATUSES),  # delivery's 5-minute notice
     "generating": frozenset({_QUEUED, _PROCESSING}),  # ingest's "Generating…"
     "unavailable": frozenset({_QUEUED}),  # the worker's "your photo is saved" during a pause

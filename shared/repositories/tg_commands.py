@@ -123,10 +123,11 @@ class TelegramCommandRepository:
         )
         return [r[0] for r in rows]
 
-    async def get(self, command_id: str) -> TelegramCommandRecord | None:
-        row = (
-            await self.conn.execute(sa.select(tg_commands).where(tg_commands.c.command_id == command_id))
-        ).one_or_none()
+    async def get(self, command_id: str, *, lock: bool = False) -> TelegramCommandRecord | None:
+        """The command, or ``None``. ``lock``: ``SELECT … FOR UPDATE``, so its status cannot change until
+        the transaction ends (the executor decides from it whether a ``sending`` row is a dead call's)."""
+        query = sa.select(tg_commands).where(tg_commands.c.command_id == command_id)
+        row = (await self.conn.execute(query.with_for_update() if lock else query)).one_or_none()
         return _record(row) if row else None
 
     async def start_sending(self, command_id: str, *, stale_after: timedelta) -> TelegramCommandRecord | None:

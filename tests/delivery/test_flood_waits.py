@@ -17,7 +17,7 @@ from delivery.deadlines import enforce_deadlines
 from shared import command_ids
 from shared.db.tables import jobs, tg_commands
 from shared.domain import Job, TelegramCommandRecord
-from shared.joblife import failure_command_id
+from shared.joblife import failure_command_id, retry_failed_job
 from shared.messages import TelegramResult
 from shared.repositories import Database
 from shared.streams import Publisher
@@ -180,3 +180,20 @@ async def test_a_delivered_job_cancels_its_pending_generating_text_but_a_sent_on
         await repos.jobs.mark_delivered(job.id, link_sent_at=job.created_at)
     assert [r.status for r in await rows(rig.db, job, "generating")] == ["cancelled"]
     assert [r.status for r in await rows(rig.db, job, "still_working")] == ["sent"]
+
+
+async def test_an_admin_retry_cancels_the_failed_runs_pending_failure_text(rig: Rig) -> None:
+    job = await job_in(rig.db, "processing", stickers=0, created_ago_s=400)
+    fault = {"method": "sendMessage", "chat_id": GUEST, "error_code": 429, "retry_after": 120, "count": 1}
+    await rig.sim.post("/sim/faults", fault)
+    assert await enforce_deadlines(rig.db, Publisher(rig.redis), notice_after_s=900, deadline_s=350) == (1, 0)
+    await rig.step()
+    await deferred(rig.db, job, "failure_text", attempt=2)  # held by the chat's 120 s pause
+    async with rig.db.transaction() as repos:
+        await repos.blobs.put(kind="selfie", data=b"jpeg", content_type="image/jpeg", job_id=job.id)
+        assert await retry_failed_job(repos, job.id, note="admin retry") is not None
+    (cancelled,) = await rows(rig.db, job, "failure_text")  # in the retry's own transaction
+    assert cancelled.status == "cancelled"
+    await rig.wait_passes(121)
+    messages = await rig.sim.get(f"/sim/chats/{GUEST}/messages")
+    assert [m["text"] for m in messages if m["from_bot"]] == []  # never "something went wrong"

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from leads.buttons import ORPHAN
+from leads.buttons import CALLBACK_ANSWER_TTL, ORPHAN
 from shared.messages import LeadButtonPressed, LeadsChatMessage
 from tests.leads.conftest import ADMIN, LEADS_CHAT, Rig
 
@@ -246,3 +246,11 @@ async def test_a_card_edit_held_by_a_long_flood_wait_is_sent_when_it_ends_and_a_
         await bot.shutdown()
         await rig.sim.http.close()
         await runner.cleanup()
+
+
+async def test_a_press_answer_expires_when_telegram_would_refuse_it(rig: Rig) -> None:
+    lead_id, card = await posted_card(rig)
+    callback_id = await rig.press(7, card["message_id"], f"stickers_lead:{lead_id}:spam")
+    async with rig.db.transaction() as repos:
+        record = await repos.tg_commands.get(f"cbq:{callback_id}")
+    assert record is not None and record.expires_at == rig.clock() + CALLBACK_ANSWER_TTL

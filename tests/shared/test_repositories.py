@@ -88,6 +88,41 @@ async def test_a_lead_submitted_twice_at_once_is_stored_once(db: Database) -> No
     assert sum(created for _, created in results) == 1
 
 
+async def test_a_command_read_locked_as_sending_cannot_be_released_before_its_claim(db: Database) -> None:
+    """The executor reads a row locked and decides from its status whether a ``sending`` row is a dead
+    call's: another call's release (``sending → pending``) in between would let it claim a fresh row and
+    fail it "outcome unknown" unsent (review of issue 21)."""
+    async with db.transaction() as repos:
+        await repos.tg_commands.add("cmd-lock", method="send_message", params={"chat_id": 1}, reply_to=None)
+        assert await repos.tg_commands.start_sending("cmd-lock", stale_after=timedelta(seconds=60))
+
+    async def release() -> None:
+        async with db.transaction() as repos:
+            await repos.tg_commands.release("cmd-lock")
+
+    async with db.transaction() as repos:
+        record = await repos.tg_commands.get("cmd-lock", lock=True)
+        assert record is not None and record.status == "sending"
+        releasing = asyncio.create_task(release())
+        waiting = sa.text(
+            "SELECT count(*) FROM pg_stat_activity"
+            " WHERE wait_event_type = 'Lock' AND datname = current_database()"
+        )
+        async with db.transaction() as probe:
+            for _ in range(200):  # until the release waits on the row lock (10 s, else it never does)
+                if (await probe.conn.execute(waiting)).scalar_one():
+                    break
+                await asyncio.sleep(0.05)
+            else:
+                pytest.fail("the release was not held back by the row lock")
+        assert not releasing.done()
+        assert await repos.tg_commands.start_sending("cmd-lock", stale_after=timedelta(seconds=60)) is None
+    await releasing
+    async with db.transaction() as repos:
+        after = await repos.tg_commands.get("cmd-lock")
+    assert after is not None and after.status == "pending"  # released for a later run, never failed unsent
+
+
 async def test_a_telegram_command_is_recorded_once_and_sent_at_most_once(db: Database) -> None:
     async with db.transaction() as repos:
         assert await repos.tg_commands.add(

@@ -20,7 +20,7 @@ stale status.
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import datetime
+from datetime import datetime, timedelta
 
 import structlog
 
@@ -49,6 +49,12 @@ from shared.subjects import CallbackAnswer, PostStep
 
 log = structlog.get_logger(__name__)
 
+#: How long an answer to a button press is worth sending (``expires_at`` of ``answerCallbackQuery``): Telegram
+#: refuses a late one with 400 "query is too old and response timeout expired" and does not publish the
+#: window (core.telegram.org/bots/api#answercallbackquery); bots observe about 15 s, as our simulator does
+#: (``simulators.telegram.config`` ``callback_answer_timeout``). An answer a flood wait holds longer is
+#: cancelled unsent by the gateway instead of being sent to fail.
+CALLBACK_ANSWER_TTL = timedelta(seconds=15)
 ORPHAN = "This card is no longer tracked, so the button does nothing. Thank you!"
 _DONE_TEXT = {
     "take": "You took lead #{id}.",
@@ -106,7 +112,8 @@ class ButtonHandler:
                 callback_query_id=pressed.callback_query_id, text=answer, show_alert=alert or None
             )
             subject = CallbackAnswer(id=pressed.callback_query_id)
-            if await add_command(repos, answer_id, reply, subject=subject):
+            expires = self.now() + CALLBACK_ANSWER_TTL
+            if await add_command(repos, answer_id, reply, subject=subject, expires_at=expires):
                 commands.insert(0, answer_id)
         await dispatch_commands(self.db, self.publisher, commands)
 

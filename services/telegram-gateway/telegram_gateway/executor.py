@@ -168,7 +168,10 @@ class CommandExecutor:
         if command_id in self._in_flight:
             return  # this process is running it right now (a redelivery or the reconciler's hint)
         async with self.db.transaction() as repos:
-            record = await repos.tg_commands.get(command_id)
+            # Locked: a ``sending`` read here stays ``sending`` until the claim below, so another call's
+            # release (``sending → pending``) in between cannot make this one take a fresh row for a dead
+            # call's and fail it "outcome unknown" unsent.
+            record = await repos.tg_commands.get(command_id, lock=True)
             if record is None:
                 log.warning("OUTBOX_UNKNOWN_COMMAND", command_id=command_id)
                 return
