@@ -95,12 +95,15 @@ class TelegramResult(_Message):
     ``result`` is :func:`shared.commands.minimal_result` of Telegram's answer (ids and counts, no chat, user,
     name, username or text; the table in :mod:`shared.commands`). Still version 1: the reduction only left
     out fields no consumer needs (leads reads the chat from its own command row, falling back to the leads
-    chat as before), so a consumer of either age reads a result of either age.
+    chat as before).
 
     ``subject`` echoes what the command is about (:mod:`shared.subjects`; consumers ``match`` on it, never
     on ``command_id``) and ``attempt`` its row's attempt (1, plus one per flood-wait deferral, issue 21);
-    both have defaults, so an entry written before them still parses (its subject is ``None``: routed
-    nowhere, logged).
+    both have defaults, so a new consumer parses an entry written before them (its subject is ``None``:
+    routed nowhere, logged). The reverse does not hold: a pre-0010 consumer (``extra="forbid"``) rejects
+    a result that carries them, so during a rolling upgrade a new gateway's results to old delivery or
+    leads pods are dead-lettered. Upgrade delivery and leads before (or with) the gateway (README
+    "Upgrading across migration 0010").
     """
 
     type: Literal["tg.result"] = "tg.result"

@@ -140,6 +140,11 @@ tg_commands = sa.Table(
 )
 sa.Index("ix_tg_commands_status_updated", tg_commands.c.status, tg_commands.c.updated_at)
 sa.Index("ix_tg_commands_subject", tg_commands.c.subject["kind"].astext, tg_commands.c.subject["id"].astext)
+# migration 0010: the rows pre-0010 pods write without a subject
+# (shared.repositories.legacy_subjects, to be removed)
+sa.Index(
+    "ix_tg_commands_subject_null", tg_commands.c.created_at, postgresql_where=tg_commands.c.subject.is_(None)
+)
 
 leads = sa.Table(
     "leads",

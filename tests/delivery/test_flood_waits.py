@@ -197,3 +197,50 @@ async def test_an_admin_retry_cancels_the_failed_runs_pending_failure_text(rig: 
     await rig.wait_passes(121)
     messages = await rig.sim.get(f"/sim/chats/{GUEST}/messages")
     assert [m["text"] for m in messages if m["from_bot"]] == []  # never "something went wrong"
+
+
+async def old_gateway_flooded(db: Database, command_id: str, *, backfilled: bool = False) -> None:
+    """As the pre-0010 gateway left a 429: ``failed``, the error stored, no subject unless
+    ``backfilled``."""
+    error = {"error_code": 429, "description": "Too Many Requests: retry after 30", "retry_after": 30}
+    async with db.transaction() as repos:
+        await repos.conn.execute(
+            sa.update(tg_commands)
+            .where(tg_commands.c.command_id == command_id)
+            .values(status="failed", error=error, **({} if backfilled else {"subject": sa.null()}))
+        )
+
+
+async def test_a_set_creation_an_old_gateway_failed_with_a_429_is_sent_after_the_upgrade(rig: Rig) -> None:
+    import importlib
+
+    migration = importlib.import_module("shared.migrations.versions.0010_command_subjects")
+    job = await job_in(rig.db, "rendered")
+    await rig.delivery.request_set(job.id)
+    await old_gateway_flooded(rig.db, command_ids.create_set(job.id))
+    async with rig.db.transaction() as repos:  # the upgrade: backfill, then the orphans pended again
+        for statement in migration.backfill_statements():
+            await repos.conn.execute(statement)
+        await repos.conn.execute(migration.REPEND)
+    await rig.delivery.request_set(job.id)  # the new delivery's reconciler: hints the pended row
+    await rig.wait_passes(31)
+    assert (await current(rig.db, job)).status in ("delivering", "delivered")
+    assert len(await rig.calls("createNewStickerSet")) == 1
+
+
+async def test_link_sends_an_old_gateway_failed_with_a_429_are_not_link_attempts(rig: Rig) -> None:
+    job = await job_in(rig.db, "delivering")
+    for n in (1, 2, 3):  # the old code asked the next attempt after each 429
+        command_id = command_ids.link(job.id, n)
+        async with rig.db.transaction() as repos:
+            await repos.tg_commands.add(
+                command_id,
+                method="send_message",
+                params={"chat_id": GUEST, "text": "link"},
+                reply_to="delivery",
+                subject=JobStep(id=job.id, step="link", n=n),
+            )
+        await old_gateway_flooded(rig.db, command_id, backfilled=True)
+    await rig.delivery.advance_link(job.id)
+    assert command_ids.link(job.id, 4) in await rig.step()
+    assert (await current(rig.db, job)).status == "delivered"

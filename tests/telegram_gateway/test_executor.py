@@ -315,3 +315,34 @@ async def test_a_set_sticker_whose_set_read_fails_is_tried_again_not_given_up(
     async with db.transaction() as repos:
         record = await repos.tg_commands.get("preview:drop")
     assert record is not None and record.status == "pending"  # nothing was sent: it may run again
+
+
+async def test_a_row_a_pre_0010_pod_wrote_without_subject_gets_it_and_its_result_carries_it(
+    executor: CommandExecutor, db: Database, redis: aioredis.Redis
+) -> None:
+    job_id = uuid.uuid4()
+    command_id = f"job:{job_id}:link:2"  # an old delivery pod's second link attempt: no subject
+    await add(db, command_id, "send_message", {"chat_id": GUEST, "text": "your link"})
+    await executor.execute(command_id)
+    async with db.transaction() as repos:
+        stored = await repos.tg_commands.get(command_id)
+    assert stored is not None and stored.subject == {"kind": "job", "id": str(job_id), "step": "link", "n": 2}
+    (result,) = await results(redis)
+    assert result.ok and result.subject == JobStep(id=job_id, step="link", n=2)
+
+
+async def test_the_reconciler_fills_the_subjects_old_pods_left_null(
+    db: Database, redis: aioredis.Redis, database_url: str, redis_url: str, sim_url: str
+) -> None:
+    from telegram_gateway.main import reconcile_outbox
+    from tests.telegram_gateway.gateway_helpers import gateway_settings
+
+    job_id = uuid.uuid4()
+    await add(db, f"job:{job_id}:link", "send_message", {"chat_id": GUEST, "text": "x"})
+    await add(db, "cmd:unknown-shape", "send_message", {"chat_id": GUEST, "text": "y"})
+    await reconcile_outbox(db, Publisher(redis), gateway_settings(database_url, redis_url, sim_url))
+    async with db.transaction() as repos:
+        link = await repos.tg_commands.for_subject("job", job_id, step="link")
+        unknown = await repos.tg_commands.get("cmd:unknown-shape")
+    assert [r.command_id for r in link] == [f"job:{job_id}:link"]
+    assert unknown is not None and unknown.subject is None

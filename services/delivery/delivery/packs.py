@@ -103,16 +103,21 @@ class PackDelivery:
 
     async def request_set(self, job_id: UUID) -> None:
         """Queue ``create_sticker_set`` for a ``rendered`` job (once; a repeat finds the command and hints
-        it again, a failed one stays failed: the job has failed with it)."""
+        it again, a failed one stays failed: the job has failed with it). The job's commands are found by
+        subject (step ``create_set``): a job that pre-0010 code flood-retried has a later attempt
+        ``job:<id>:create_set:<n>``, put back ``pending`` by migration 0010, which is the one hinted."""
         command_id = command_ids.create_set(job_id)
         async with self.db.transaction() as repos:
             ctx = await repos.jobs.get_context(job_id)
             if ctx is None or ctx.job.status != JobStatus.RENDERED or ctx.tg_user_id is None:
                 return
-            earlier = await repos.tg_commands.get(command_id)
-            if earlier is not None and earlier.status == CommandStatus.FAILED:
+            earlier = await repos.tg_commands.for_subject("job", job_id, step="create_set")
+            live = [r for r in earlier if r.status not in (CommandStatus.FAILED, CommandStatus.CANCELLED)]
+            if live:
+                command_id = live[-1].command_id  # hinted again: a sent one's result is announced again
+            elif any(r.status == CommandStatus.FAILED for r in earlier):
                 return
-            if earlier is None:
+            elif not earlier:
                 blobs = await repos.blobs.for_job(job_id, "sticker")
                 lang = language_of(ctx.language)
                 create = CreateStickerSet(
@@ -294,7 +299,8 @@ class PackDelivery:
         """
         job = ctx.job
         rows = await repos.tg_commands.for_subject("job", job.id, step="link")
-        attempts = [r for r in rows if r.status != CommandStatus.CANCELLED]  # reworded: no attempt
+        # reworded (cancelled) or held back by a pre-0010 gateway's 429: no attempt
+        attempts = [r for r in rows if r.status != CommandStatus.CANCELLED and not _flooded(r)]
         live = [r for r in attempts if r.status != CommandStatus.FAILED]
         if live:
             return live[-1].command_id
@@ -413,7 +419,7 @@ class PackDelivery:
             failed = [
                 r
                 for r in await repos.tg_commands.for_subject("job", job_id, step="link")
-                if r.status == CommandStatus.FAILED
+                if r.status == CommandStatus.FAILED and not _flooded(r)
             ]
             if len(failed) < self.settings.link_attempts:
                 retry_at = datetime.now(UTC) + timedelta(seconds=self.settings.link_retry_delay_sec)
@@ -461,3 +467,11 @@ def _message_id(record: TelegramCommandRecord) -> int | None:
 
 def _poll_due(job: Job) -> bool:
     return job.link_sent_at is None and (job.next_poll_at is None or job.next_poll_at <= datetime.now(UTC))
+
+
+def _flooded(record: TelegramCommandRecord) -> bool:
+    """A row a pre-0010 gateway finished ``failed`` with a 429 (it handed flood waits back; nothing was
+    sent). Not one of the link's attempts: the old code asked the next one at the retry time, or
+    migration 0010 put the latest back ``pending``."""
+    error = record.error or {}
+    return record.status == CommandStatus.FAILED and str(error.get("error_code")) == "429"

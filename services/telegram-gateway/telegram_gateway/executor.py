@@ -82,6 +82,7 @@ from shared.errors import UnavailableError
 from shared.messages import TelegramCommand, TelegramErrorInfo, TelegramResult
 from shared.outbox import stored_result
 from shared.repositories import Database
+from shared.repositories.legacy_subjects import fill_subject
 from shared.streams import Publisher
 from shared.subjects import load_subject
 from telegram_gateway.flood import retry_after_seconds
@@ -175,6 +176,9 @@ class CommandExecutor:
             if record is None:
                 log.warning("OUTBOX_UNKNOWN_COMMAND", command_id=command_id)
                 return
+            if record.subject is None and await fill_subject(repos.conn, command_id):
+                # a pre-0010 pod's row (rolling deploy): its result must carry the subject
+                record = await repos.tg_commands.get(command_id) or record
             claimed = None
             if record.status == CommandStatus.PENDING and await repos.tg_commands.cancel_expired(command_id):
                 log.info("TELEGRAM_COMMAND_EXPIRED", command_id=command_id, method=record.method)

@@ -28,6 +28,7 @@ from shared.errors import ConfigError
 from shared.logging import configure_logging
 from shared.messages import TelegramCommand
 from shared.repositories import Database
+from shared.repositories.legacy_subjects import fill_missing_subjects
 from shared.runtime import Duty, Given, LongTask, ServiceRuntime
 from shared.settings import settings_or_exit
 from shared.streams import Publisher, route
@@ -110,8 +111,11 @@ def register_handlers(
 
 async def reconcile_outbox(db: Database, publisher: Publisher, settings: GatewaySettings) -> None:
     """Re-publish ``tg_commands`` rows still ``pending`` after the grace period (DESIGN.md §3), and those
-    deferred by a flood wait once their ``not_before`` has come (issue 21)."""
+    deferred by a flood wait once their ``not_before`` has come (issue 21). First it gives the rows that
+    pre-0010 pods wrote without a subject theirs (:mod:`shared.repositories.legacy_subjects`, a rolling
+    deploy's shim)."""
     async with db.transaction() as repos:
+        await fill_missing_subjects(repos.conn)
         due = await repos.tg_commands.due_for_dispatch(
             grace=timedelta(seconds=settings.reconcile_grace_sec),
             republish_after=timedelta(seconds=settings.republish_after_sec),
