@@ -18,6 +18,7 @@ Remove this module (and the partial index) once no pre-0010 pod can run.
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -75,19 +76,20 @@ LEGACY_SHAPES: tuple[tuple[str, str], ...] = (
 FILL_WITHIN = timedelta(days=1)
 
 
-def _statement(scope: str) -> list[sa.TextClause]:
+def _statement(scope: str, returning: str = "") -> list[sa.TextClause]:
     return [
         sa.text(
             f"UPDATE tg_commands SET subject = jsonb_strip_nulls({subject}) "
             "FROM (SELECT command_id AS cid, regexp_match(command_id, :pattern) AS m FROM tg_commands"
             f" WHERE subject IS NULL AND {scope}) AS matched "
             "WHERE tg_commands.command_id = matched.cid AND matched.m IS NOT NULL"
+            f"{returning}"
         ).bindparams(pattern=pattern)
         for pattern, subject in LEGACY_SHAPES
     ]
 
 
-_ONE = _statement("command_id = :command_id")
+_ONE = _statement("command_id = :command_id", " RETURNING tg_commands.subject")
 _RECENT = _statement("created_at >= now() - make_interval(secs => :within_s)")
 _ANY_RECENT = sa.text(
     "SELECT EXISTS (SELECT 1 FROM tg_commands WHERE subject IS NULL"
@@ -95,14 +97,17 @@ _ANY_RECENT = sa.text(
 )
 
 
-async def fill_subject(conn: AsyncConnection, command_id: str) -> bool:
-    """Give row ``command_id`` the subject of its id's shape when it has none; ``True`` if it got one."""
-    filled = 0
+async def fill_subject(conn: AsyncConnection, command_id: str) -> dict[str, Any] | None:
+    """Give row ``command_id`` the subject of its id's shape when it has none.
+
+    Returns the subject it got (the JSON object stored in ``tg_commands.subject``), ``None`` when the row
+    has one already, does not exist, or its id has none of the :data:`LEGACY_SHAPES`.
+    """
     for statement in _ONE:
-        filled += (await conn.execute(statement, {"command_id": command_id})).rowcount
-        if filled:
-            break
-    return bool(filled)
+        subject = (await conn.execute(statement, {"command_id": command_id})).scalar_one_or_none()
+        if subject is not None:
+            return dict(subject)
+    return None
 
 
 async def fill_missing_subjects(conn: AsyncConnection, *, within: timedelta = FILL_WITHIN) -> int:

@@ -41,6 +41,7 @@ import asyncio
 import contextlib
 import math
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from datetime import timedelta
 from typing import Any, assert_never
 
@@ -176,9 +177,8 @@ class CommandExecutor:
             if record is None:
                 log.warning("OUTBOX_UNKNOWN_COMMAND", command_id=command_id)
                 return
-            if record.subject is None and await fill_subject(repos.conn, command_id):
-                # a pre-0010 pod's row (rolling deploy): its result must carry the subject
-                record = await repos.tg_commands.get(command_id) or record
+            if record.subject is None:  # a pre-0010 pod's row (rolling deploy): its result needs one
+                record = replace(record, subject=await fill_subject(repos.conn, command_id))
             claimed = None
             if record.status == CommandStatus.PENDING and await repos.tg_commands.cancel_expired(command_id):
                 log.info("TELEGRAM_COMMAND_EXPIRED", command_id=command_id, method=record.method)

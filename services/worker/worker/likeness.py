@@ -38,7 +38,6 @@ from shared.childproc import exit_with
 from shared.errors import UnavailableError
 from shared.imaging.decode import decode_rgb
 from shared.imaging.faces import (
-    DESCRIPTOR_ID,
     FaceBox,
     descriptor_distance,
     detect_faces,
@@ -235,11 +234,6 @@ class LikenessScorer:
         self._pool: concurrent.futures.ProcessPoolExecutor | None = None
         self._lock = threading.Lock()
         self._closed = False
-
-    @property
-    def descriptor_id(self) -> str:
-        """The descriptor model's name and version (:data:`shared.imaging.faces.DESCRIPTOR_ID`)."""
-        return DESCRIPTOR_ID
 
     def _executor(self) -> concurrent.futures.ProcessPoolExecutor:
         with self._lock:
