@@ -6,7 +6,6 @@ standby's ``tg:outbox`` consumer reads nothing; polling waits while the replica 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from datetime import timedelta
 
 import pytest
@@ -26,7 +25,7 @@ from telegram_gateway.lease import GatewayLease
 from telegram_gateway.polling import poll_updates
 from tests.simulators.tgsim_helpers import TOKEN, serve, sim_config
 
-pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]  # the first waits for a free test slot
 TTL = timedelta(seconds=30)
 STALE = timedelta(seconds=60)
 
@@ -79,7 +78,9 @@ async def test_an_expired_lease_is_taken_as_the_next_epoch_and_the_old_holder_ca
 
 async def add_pending(db: Database, command_id: str) -> None:
     async with db.transaction() as repos:
-        await repos.tg_commands.add(command_id, method="send_message", params={"chat_id": 1, "text": "hi"})
+        await repos.tg_commands.add(
+            command_id, method="send_message", params={"chat_id": 1, "text": "hi"}, reply_to=None
+        )
 
 
 async def claim(db: Database, command_id: str, lease: LeaseClaim) -> bool:
