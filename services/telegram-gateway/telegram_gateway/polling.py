@@ -49,8 +49,8 @@ async def poll_updates(
 ) -> None:
     """Fetch updates with ``getUpdates`` (long polling, ``timeout_s`` seconds) and hand each to the
     application's handlers: each chat's updates in order, different chats at the same time
-    (:class:`ChatLanes`); until ``stop`` is set. While ``held`` (the single-gateway lock,
-    :func:`telegram_gateway.lock.keep_lock`) is cleared, nothing is fetched.
+    (:class:`ChatLanes`); until ``stop`` is set. While ``held`` (this replica leads: it holds the gateway
+    lease, :mod:`telegram_gateway.lease`) is cleared, nothing is fetched.
 
     An update is confirmed (the ``offset`` passes it) only once it and every earlier one were handled.
     While some are still being handled, the next ``getUpdates`` asks from the oldest of them: Telegram
