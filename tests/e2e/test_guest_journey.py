@@ -8,7 +8,10 @@ gateway stands by and takes over when the leading one is SIGKILLed mid-journey, 
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import io
+import threading
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -30,7 +33,8 @@ from devstack.journey import (
     start_session,
     wait_until,
 )
-from devstack.processes import GATEWAY_STANDBY, Stack
+from devstack.processes import GATEWAY_STANDBY, GATEWAYS, Stack
+from tests.tcp_proxy import TcpProxy
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
 PHOTOS = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "photos"
@@ -226,6 +230,78 @@ def test_a_second_gateway_stands_by_and_takes_over_when_the_leader_is_killed_mid
         assert len(names) == len(set(names))
     stack.start(leader)  # back as the standby, for the tests after this one
     stack.wait_healthy()
+
+
+@contextlib.contextmanager
+def _proxy_to(url: str) -> Iterator[tuple[TcpProxy, str, asyncio.AbstractEventLoop]]:
+    """A :class:`tests.tcp_proxy.TcpProxy` to ``url``'s server on a loop of its own thread; yields it, the
+    URL through it and the loop (its methods are called on that loop)."""
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, name="tcp-proxy", daemon=True)
+    thread.start()
+    proxy, proxied = asyncio.run_coroutine_threadsafe(TcpProxy.to_url(url), loop).result(10)
+    try:
+        yield proxy, proxied, loop
+    finally:
+        asyncio.run_coroutine_threadsafe(proxy.close(), loop).result(10)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(10)
+
+
+def _leader_metric(stack: Stack, name: str) -> float:
+    """``stk_gateway_leader`` of gateway process ``name`` (its ops port's ``/metrics``)."""
+    body = httpx.get(f"http://127.0.0.1:{stack.config.ops_ports[name]}/metrics", timeout=5).text
+    return float(
+        next(line for line in body.splitlines() if line.startswith("stk_gateway_leader ")).split()[1]
+    )
+
+
+def test_a_leader_partitioned_from_postgres_stops_and_the_standby_takes_over(stack: Stack) -> None:
+    """Issue 22, a partition: the leading gateway reaches Postgres through a proxy that goes silent (no
+    connection drops: the lease must expire). It stops leading, the other replica takes the next epoch
+    within 10 s, the guest mid-journey gets one link and no message twice; when the partition heals the
+    old leader stays a standby."""
+    for name in GATEWAYS:
+        if name in stack.procs:
+            stack.stop(name)
+    with _proxy_to(stack.config.database_url) as (proxy, proxied, loop):
+        stack.config.extra_env["DATABASE_URL"] = proxied
+        try:
+            stack.start(GATEWAY_STANDBY)  # the future leader, behind the proxy
+        finally:
+            del stack.config.extra_env["DATABASE_URL"]
+        stack.wait_healthy()
+        deadline = time.monotonic() + 30
+        while (held := _lease(stack)) is None or _replica(held[0]) != GATEWAY_STANDBY:
+            assert time.monotonic() < deadline, f"the proxied gateway does not lead: {held}"
+            time.sleep(0.2)
+        stack.start("telegram-gateway")  # the standby, straight to Postgres
+        stack.wait_healthy()
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            photo = (PHOTOS / "face-older-man-white-hair.jpg").read_bytes()
+            journey = pool.submit(play, stack.ingest_url, stack.sim_url, photo, user_id=5401, timeout_s=240)
+            deadline = time.monotonic() + 120
+            while _fetch(stack, "SELECT count(*) FROM jobs WHERE status = 'processing'") == 0:
+                assert time.monotonic() < deadline, "no job was claimed"
+                time.sleep(0.1)
+            cut_at = time.monotonic()
+            loop.call_soon_threadsafe(proxy.blackhole)
+            while (after := _lease(stack)) is None or after[1] == held[1]:
+                assert time.monotonic() - cut_at < 10, f"no takeover 10 s after the partition: {after}"
+                time.sleep(0.1)
+            assert _replica(after[0]) == "telegram-gateway" and after[1] == held[1] + 1
+            assert _leader_metric(stack, GATEWAY_STANDBY) == 0  # it fenced itself, unable to say so
+            result = journey.result()
+        loop.call_soon_threadsafe(proxy.restore)
+        time.sleep(3)  # a few of its tries at the lease, now answered
+        assert _leader_metric(stack, GATEWAY_STANDBY) == 0 and _leader_metric(stack, "telegram-gateway") == 1
+        assert stack.procs[GATEWAY_STANDBY].poll() is None  # no exit: a standby now
+        stack.stop(GATEWAY_STANDBY)
+    assert result.status == "delivered"
+    with httpx.Client(base_url=stack.sim_url) as sim:
+        texts = bot_texts(chat_messages(sim, 5401))
+    assert len([t for t in texts if LINK.search(t)]) == 1, texts
+    assert [t for t in set(texts) if texts.count(t) > 1] == []
 
 
 def test_the_gateway_keeps_leading_when_postgres_cuts_its_connections(stack: Stack) -> None:
