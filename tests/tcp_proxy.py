@@ -61,10 +61,13 @@ class TcpProxy:
             return
         if self.silent:  # the connection is "made" and never answered
             self._writers.add(writer)
-            with contextlib.suppress(OSError):
-                while await reader.read(65536):
-                    pass
-            self._writers.discard(writer)
+            try:
+                with contextlib.suppress(OSError):
+                    while await reader.read(65536):
+                        pass
+            finally:
+                self._writers.discard(writer)
+                writer.close()
             return
         try:
             up_reader, up_writer = await asyncio.open_connection(*self.target)
@@ -78,6 +81,7 @@ class TcpProxy:
             self._writers -= {writer, up_writer}
             for w in (writer, up_writer):
                 w.transport.abort()
+                w.close()
 
     async def _pipe(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         with contextlib.suppress(OSError, asyncio.IncompleteReadError):

@@ -244,8 +244,10 @@ def _proxy_to(url: str) -> Iterator[tuple[TcpProxy, str, asyncio.AbstractEventLo
         yield proxy, proxied, loop
     finally:
         asyncio.run_coroutine_threadsafe(proxy.close(), loop).result(10)
+        asyncio.run_coroutine_threadsafe(asyncio.sleep(0.5), loop).result(10)  # handlers end, writers close
         loop.call_soon_threadsafe(loop.stop)
         thread.join(10)
+        loop.close()
 
 
 def _leader_metric(stack: Stack, name: str) -> float:

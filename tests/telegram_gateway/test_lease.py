@@ -13,10 +13,11 @@ import redis.asyncio as aioredis
 import sqlalchemy as sa
 from telegram.ext import ApplicationBuilder, ExtBot, TypeHandler
 
+from shared import streams
 from shared.db import create_engine
 from shared.db.tables import gateway_lease
 from shared.domain import CommandStatus
-from shared.messages import TelegramCommand
+from shared.messages import TelegramCommand, decode
 from shared.repositories import Database
 from shared.repositories.gateway_lease import LeaseClaim
 from shared.streams import Publisher, StreamConsumer, route
@@ -252,3 +253,29 @@ async def test_polling_waits_while_the_replica_does_not_lead() -> None:
         await application.shutdown()
         await running.http.close()
         await runner.cleanup()
+
+
+async def test_a_new_leaders_first_reconcile_hints_every_pending_row_at_once(
+    db: Database, redis: aioredis.Redis, database_url: str, redis_url: str
+) -> None:
+    """The old leader's hints sit in its dead consumer's pending list (the stream lease, 60 s) and a row it
+    re-hinted waits ``REPUBLISH_AFTER_SEC`` (120 s): a new lease epoch's first tick hints them all; later
+    ticks keep the grace period."""
+    from telegram_gateway.main import duties
+    from tests.telegram_gateway.gateway_helpers import gateway_settings
+
+    settings = gateway_settings(database_url, redis_url, "http://127.0.0.1:9")
+    await add_pending(db, "fresh")  # just written: within the grace period
+    lease = GatewayLease(db, holder="b", ttl_s=30)
+    await lease.step()
+    reconcile = duties(db, Publisher(redis), settings, held=lease.held, lease=lease)[0].tick
+
+    async def hinted() -> list[str]:
+        entries = await redis.xrange(streams.TG_OUTBOX)
+        return [decode(fields).command_id for _id, fields in entries]  # type: ignore[union-attr]
+
+    await reconcile()
+    assert await hinted() == ["fresh"]
+    await add_pending(db, "fresher")
+    await reconcile()  # the same epoch: the grace period again
+    assert await hinted() == ["fresh"]
