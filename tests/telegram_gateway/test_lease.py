@@ -279,3 +279,41 @@ async def test_a_new_leaders_first_reconcile_hints_every_pending_row_at_once(
     await add_pending(db, "fresher")
     await reconcile()  # the same epoch: the grace period again
     assert await hinted() == ["fresh"]
+
+
+async def test_a_long_poll_in_flight_stops_when_the_replica_stops_leading() -> None:
+    """Fenced mid-``getUpdates`` (a 30 s long poll): the call is cancelled, so a guest's message that comes
+    after the fence is not fetched by this replica (its long poll would have returned it at once)."""
+    runner, running = await serve(sim_config())
+    application = ApplicationBuilder().token(TOKEN).base_url(f"{running.url}/bot").updater(None).build()
+    seen: list[int] = []
+
+    async def record(update: object, _context: object) -> None:
+        seen.append(update.update_id)  # type: ignore[attr-defined]
+
+    application.add_handler(TypeHandler(object, record))
+    await application.initialize()
+    held, stop = asyncio.Event(), asyncio.Event()
+    held.set()
+    poller = asyncio.create_task(poll_updates(application, stop, timeout_s=30, held=held))
+    try:
+        await running.say(5002, "/start", first_name="Ann")
+        async with asyncio.timeout(10):
+            while not seen:
+                await asyncio.sleep(0.05)
+        await asyncio.sleep(0.5)  # the next long poll is waiting at Telegram
+        held.clear()
+        await asyncio.sleep(0.5)
+        await running.say(5002, "hello again", first_name="Ann")
+        await asyncio.sleep(1.5)
+        assert len(seen) == 1
+        held.set()  # leading again: the message is fetched now
+        async with asyncio.timeout(10):
+            while len(seen) < 2:
+                await asyncio.sleep(0.05)
+    finally:
+        stop.set()
+        await poller
+        await application.shutdown()
+        await running.http.close()
+        await runner.cleanup()
