@@ -25,7 +25,7 @@ from uuid import UUID
 
 from shared.repositories import Repositories
 
-__all__ = ["KEY_SETTING", "download_key", "download_token", "job_of_token"]
+__all__ = ["KEY_SETTING", "download_key", "download_token", "download_url", "job_of_token"]
 
 #: The ``settings`` row holding the MAC key (hex, 64 characters).
 KEY_SETTING = "download_link_key"
@@ -50,6 +50,14 @@ def _tag(key: bytes, job_id: UUID) -> bytes:
 def download_token(key: bytes, job_id: UUID) -> str:
     """The token of ``job_id``'s download page (43 characters of ``[A-Za-z0-9_-]``)."""
     return base64.urlsafe_b64encode(job_id.bytes + _tag(key, job_id)).decode().rstrip("=")
+
+
+async def download_url(repos: Repositories, base_url: str | None, job_id: UUID) -> str | None:
+    """``<base_url>/d/<token>`` for ``job_id`` (``PUBLIC_BASE_URL``,
+    :class:`shared.settings.DownloadSettings`), or ``None`` when ``base_url`` is unset."""
+    if not base_url:
+        return None
+    return f"{base_url}/d/{download_token(await download_key(repos), job_id)}"
 
 
 def job_of_token(key: bytes, token: str) -> UUID | None:

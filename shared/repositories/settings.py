@@ -48,7 +48,9 @@ class SettingsRepository:
     async def put_if_absent(self, key: str, value: Any) -> None:
         """Store ``value`` under ``key`` unless the key has a row already (then nothing changes)."""
         await self.conn.execute(
-            insert(settings).values(key=key, value=value).on_conflict_do_nothing(index_elements=[settings.c.key])
+            insert(settings)
+            .values(key=key, value=value)
+            .on_conflict_do_nothing(index_elements=[settings.c.key])
         )
 
     async def delete(self, key: str) -> None:

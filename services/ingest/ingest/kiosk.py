@@ -21,6 +21,7 @@ from ingest.consent import ConsentRequired, consent_text
 from ingest.context import IngestContext
 from shared import command_ids, metrics, streams
 from shared.domain import Blob, Job, JobStatus, KioskSession
+from shared.downloads import download_url
 from shared.errors import Conflict, DatabaseUnavailable, NotFound
 from shared.maintenance import current_pause
 from shared.messages import JobQueued
@@ -156,11 +157,13 @@ async def unlink(ctx: IngestContext, session_id: UUID) -> KioskSession:
 
 @dataclass(frozen=True)
 class Delivered:
-    """The newest delivered job of a session and the positions of its stored stickers."""
+    """The newest delivered job of a session, the positions of its stored stickers and its download
+    page's URL (``None`` without ``PUBLIC_BASE_URL``, :mod:`shared.downloads`)."""
 
     session: KioskSession
     job: Job
     positions: list[int]
+    download_url: str | None = None
 
 
 async def _session_for_kiosk(repos: Repositories, session_id: UUID, token: str | None) -> KioskSession:
@@ -194,7 +197,8 @@ async def delivered_stickers(ctx: IngestContext, session_id: UUID, token: str | 
         for job in reversed(delivered):
             positions = [p for p, _emoji in await repos.blobs.positions_for_job(job.id, "sticker")]
             if positions:
-                return Delivered(session, job, positions)
+                url = await download_url(repos, ctx.settings.public_base_url, job.id)
+                return Delivered(session, job, positions, url)
     return None
 
 

@@ -487,8 +487,10 @@ async def delivered_stickers(
 ) -> dict[str, Any]:
     """The done screen: the first ``limit`` (1–12, default 4) stored stickers of the session's newest
     delivered job as URLs (fetch each with the same header), its set link
-    ``https://t.me/addstickers/<name>`` and that link's QR code (SVG data URI). Authorised by the header
-    ``X-Session-Token``: the session's deep-link token, which the kiosk got with the session."""
+    ``https://t.me/addstickers/<name>`` and that link's QR code (SVG data URI), and the pack's download
+    page ``download_url`` with its QR code (both ``None`` without ``PUBLIC_BASE_URL``,
+    :mod:`shared.downloads`). Authorised by the header ``X-Session-Token``: the session's deep-link token,
+    which the kiosk got with the session."""
     found = await kiosk.delivered_stickers(ctx, session_id, token)
     if found is None:
         raise ApiError(404, "no_stickers", "This session has no delivered stickers.")
@@ -497,11 +499,18 @@ async def delivered_stickers(
         "job_id": str(found.job.id),
         "set_name": found.job.sticker_set_name,
         "set_url": set_url,
-        "set_qr_svg": segno.make(set_url, error="m").svg_data_uri(scale=6, border=2) if set_url else None,
+        "set_qr_svg": _qr(set_url),
+        "download_url": found.download_url,
+        "download_qr_svg": _qr(found.download_url),
         "stickers": [
             {"position": p, "url": f"/sessions/{session_id}/stickers/{p}"} for p in found.positions[:limit]
         ],
     }
+
+
+def _qr(url: str | None) -> str | None:
+    """``url``'s QR code as an SVG data URI (error correction M, 6 px modules), or ``None``."""
+    return segno.make(url, error="m").svg_data_uri(scale=6, border=2) if url else None
 
 
 @router.get(

@@ -104,6 +104,7 @@
       done_title: "Done! Here are your stickers",
       done_text: "The link is in your chat with our bot. Or scan this code to add the whole set.",
       done_loading: "Loading your stickers…", done_scan: "Scan to add your set",
+      done_download: "Scan to download the files",
       failed_title: "Sorry, that didn't work",
       failed_text: "Something went wrong with your sticker pack. Our team will help you manually — "
         + "find us at the booth.",
@@ -163,6 +164,7 @@
       done_title: "Готово! Вот твои стикеры",
       done_text: "Ссылка — в чате с нашим ботом. Или отсканируй этот код, чтобы добавить весь набор.",
       done_loading: "Загружаем стикеры…", done_scan: "Отсканируй, чтобы добавить набор",
+      done_download: "Отсканируй, чтобы скачать файлы",
       failed_title: "Извини, не получилось",
       failed_text: "Что-то пошло не так с генерацией твоего набора. Мы поможем вручную — подойди к стойке.",
       failed_no_captures: "Это было последнее фото за этот визит — сотрудники у стойки тебе помогут.",
@@ -700,6 +702,7 @@
     releaseStickers();
     $("done-qr").hidden = true;
     $("done-set").hidden = true;
+    $("done-download").hidden = true;
     $("done-note").textContent = t("done_loading");
     const headers = { "X-Session-Token": state.token || "" };
     try {
@@ -710,6 +713,11 @@
         $("done-qr").dataset.setUrl = list.set_url;
         $("done-qr").hidden = false;
         $("done-set").hidden = false;
+      }
+      if (list.download_qr_svg) {
+        $("done-download-qr").src = list.download_qr_svg;
+        $("done-download-qr").dataset.downloadUrl = list.download_url;
+        $("done-download").hidden = false;
       }
       for (const sticker of list.stickers) {
         const response = await fetch(sticker.url, { headers, cache: "no-store" });
