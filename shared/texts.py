@@ -54,6 +54,7 @@ TEXTS: Final[dict[str, dict[str, str]]] = {
         "прости за путаницу и ожидание! Нажми, чтобы добавить: {link}",
     },
     "add_stickers": {"en": "Add stickers", "ru": "Добавить стикеры"},
+    "download_files": {"en": "Download the files", "ru": "Скачать файлы"},
     "help": {
         "en": "How to get your own sticker pack:\n"
         "1. At the sticker booth, scan the QR code on the screen and press Start here.\n"

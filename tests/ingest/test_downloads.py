@@ -135,10 +135,21 @@ async def test_the_key_is_made_once_and_shared(db: Database) -> None:
     assert await key(db) != first
 
 
-async def test_a_job_not_delivered_yet_has_no_page(db: Database, client: httpx.AsyncClient) -> None:
-    token = await token_of(db, await delivered_job(db, status=JobStatus.RENDERED))
+@pytest.mark.parametrize("status", [JobStatus.QUEUED, JobStatus.PROCESSING, JobStatus.FAILED])
+async def test_a_job_still_drawn_or_failed_has_no_page(
+    db: Database, client: httpx.AsyncClient, status: str
+) -> None:
+    token = await token_of(db, await delivered_job(db, status=status))
     assert (await client.get(f"/d/{token}")).status_code == 404
     assert (await client.get(f"/d/{token}/stickers.zip")).json()["error"]["code"] == "not_found"
+
+
+@pytest.mark.parametrize("status", [JobStatus.RENDERED, JobStatus.DELIVERING])
+async def test_a_rendered_pack_has_its_page_before_delivery_marks_it_delivered(
+    db: Database, client: httpx.AsyncClient, status: str
+) -> None:
+    token = await token_of(db, await delivered_job(db, status=status))
+    assert (await client.get(f"/d/{token}")).status_code == 200
 
 
 async def test_the_page_is_gone_after_erasure(db: Database, client: httpx.AsyncClient) -> None:

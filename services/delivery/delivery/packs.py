@@ -49,6 +49,7 @@ from shared.domain import (
     JobStatus,
     TelegramCommandRecord,
 )
+from shared.downloads import download_url
 from shared.erasure import queue_set_deletion
 from shared.errors import ErrorClass
 from shared.joblife import fail_job
@@ -327,6 +328,7 @@ class PackDelivery:
             reply_to=SERVICE,
             late=late,
             after_failure=after_failure,
+            download_url=await download_url(repos, self.settings.public_base_url, job.id),
         )
         return command_id
 

@@ -10,9 +10,11 @@
   "Stickers" FAQ and its sticker-app sample README), which Telegram's @Stickers bot also takes.
 - ``GET /d/<token>/stickers.zip``: the 12 stickers in both formats (``sticker-01.png`` …).
 
-The token (:mod:`shared.downloads`) names a delivered job; it names nothing once the job is erased
-(404 ``not_found``) and the job's stickers are gone after ``STICKER_RETENTION_DAYS`` (410 ``expired``).
-A job not delivered yet has no page either (404): its stickers may still be redrawn. The page answers
+The token (:mod:`shared.downloads`) names a job whose stickers are final (:data:`FINAL_STICKERS`: rendered,
+being delivered or delivered, so a guest who taps the link before delivery has marked the job delivered
+gets the page too); it names nothing once the job is erased (404 ``not_found``), while the job is still
+being drawn or after it failed (404), and the job's stickers are gone after ``STICKER_RETENTION_DAYS``
+(410 ``expired``). The page answers
 404/410 as HTML for the person holding the phone; the files answer the JSON error body
 (:mod:`ingest.api.errors`). Every answer is ``private`` and ``no-referrer`` (the token is the key) and
 ``noindex``.
@@ -36,6 +38,9 @@ from shared.domain import Blob, JobStatus
 from shared.downloads import download_key, job_of_token
 
 router = APIRouter()
+#: The statuses in which a job's stored stickers are final (stored after the pack QA, never redrawn unless
+#: the job fails and an admin retries it, and a failed job has no page).
+FINAL_STICKERS = frozenset({JobStatus.RENDERED, JobStatus.DELIVERING, JobStatus.DELIVERED})
 
 _TOKEN = re.compile(r"[A-Za-z0-9_-]{43}")
 Token = Annotated[str, Path(pattern=r"^[A-Za-z0-9_-]{43}$")]
@@ -77,7 +82,7 @@ async def _stickers(ctx: IngestContext, token: str) -> tuple[UUID, list[Blob]]:
     async with ctx.db.transaction() as repos:
         job_id = job_of_token(await download_key(repos), token)
         job = await repos.jobs.get(job_id) if job_id else None
-        if job is None or job.status != JobStatus.DELIVERED:
+        if job is None or job.status not in FINAL_STICKERS:
             raise _Gone(404)
         stickers = [b for b in await repos.blobs.for_job(job.id, "sticker") if b.position is not None]
     if not stickers:
