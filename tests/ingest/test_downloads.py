@@ -24,6 +24,8 @@ from shared.streams import Publisher
 from tests.ingest.ingest_helpers import app_client, ingest_settings
 
 pytestmark = pytest.mark.integration
+#: What a phone's browser sends: error pages come as HTML to it, as the JSON error body to anything else.
+BROWSER = {"Accept": "text/html,application/xhtml+xml,*/*;q=0.8"}
 
 
 def sticker(n: int, size: tuple[int, int] = (512, 400)) -> bytes:
@@ -113,7 +115,7 @@ async def test_a_forged_or_altered_token_finds_nothing(db: Database, client: htt
     forged = download_token(b"k" * 32, job_id)
     altered = token[:-2] + ("A" if token[-2] != "A" else "B") + token[-1]
     for bad in (forged, altered, token[:-1], "x" * 43):
-        page = await client.get(f"/d/{bad}")
+        page = await client.get(f"/d/{bad}", headers=BROWSER)
         assert page.status_code == 404, bad
         assert 'data-error="not_found"' in page.text
         assert (await client.get(f"/d/{bad}/0.png")).status_code in {404, 422}
@@ -158,8 +160,9 @@ async def test_the_page_is_gone_after_erasure(db: Database, client: httpx.AsyncC
     assert (await client.get(f"/d/{token}")).status_code == 200
     async with db.transaction() as repos:
         await repos.erasure.erase_jobs([job_id])
-    page = await client.get(f"/d/{token}")
-    assert page.status_code == 404
+    page = await client.get(f"/d/{token}", headers=BROWSER)
+    assert page.status_code == 404 and 'data-error="not_found"' in page.text
+    assert (await client.get(f"/d/{token}")).json()["error"]["code"] == "not_found"  # not a browser
     assert (await client.get(f"/d/{token}/0.webp")).json()["error"]["code"] == "not_found"
 
 
@@ -176,7 +179,7 @@ async def test_the_page_expires_with_the_stickers_retention(db: Database, client
         await repos.retention.purge_stickers(
             delivered_before=datetime.now(UTC), failed_before=datetime.now(UTC), limit=100
         )
-    page = await client.get(f"/d/{token}")
+    page = await client.get(f"/d/{token}", headers=BROWSER)
     assert page.status_code == 410
     assert 'data-error="expired"' in page.text
     assert (await client.get(f"/d/{token}/stickers.zip")).json()["error"]["code"] == "expired"

@@ -29,7 +29,7 @@ import zipfile
 from typing import Annotated
 from uuid import UUID
 
-from fastapi import APIRouter, Path, Response
+from fastapi import APIRouter, Header, Path, Response
 from PIL import Image
 
 from ingest.api.errors import ApiError
@@ -90,13 +90,17 @@ async def _stickers(ctx: IngestContext, token: str) -> tuple[UUID, list[Blob]]:
     return job.id, stickers
 
 
+def _api_error(gone: _Gone) -> ApiError:
+    if gone.status == 410:
+        return ApiError(410, "expired", "these stickers were deleted after the retention period")
+    return ApiError(404, "not_found", "no stickers at this link")
+
+
 async def _stickers_or_error(ctx: IngestContext, token: str) -> list[Blob]:
     try:
         return (await _stickers(ctx, token))[1]
     except _Gone as gone:
-        if gone.status == 410:
-            raise ApiError(410, "expired", "these stickers were deleted after the retention period") from None
-        raise ApiError(404, "not_found", "no stickers at this link") from None
+        raise _api_error(gone) from None
 
 
 def webp_of(png: bytes) -> bytes:
@@ -145,14 +149,17 @@ async def download_sticker(ctx: Ctx, token: Token, name: StickerFile) -> Respons
 
 
 @router.get("/d/{token}")
-async def download_page(ctx: Ctx, token: str) -> Response:
-    """The page of the pack: 200, or 404 (no such pack) / 410 (deleted after retention) as HTML."""
+async def download_page(ctx: Ctx, token: str, accept: Annotated[str, Header()] = "") -> Response:
+    """The page of the pack: 200, or 404 ``not_found`` (no such pack) / 410 ``expired`` (deleted after
+    retention): as an HTML page for a browser (``Accept`` names ``text/html``), else the JSON error body."""
     headers = {**_HEADERS, "Cache-Control": "private, no-cache", "Content-Security-Policy": _PAGE_CSP}
     try:
         if not _TOKEN.fullmatch(token):
             raise _Gone(404)
         _, stickers = await _stickers(ctx, token)
     except _Gone as gone:
+        if "text/html" not in accept:
+            raise _api_error(gone) from None
         if gone.status == 410:
             title, text, code = "These stickers have expired", _EXPIRED_TEXT, "expired"
         else:
