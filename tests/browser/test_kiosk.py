@@ -112,6 +112,32 @@ def test_a_guest_journey_ends_on_the_done_screen_with_the_link_in_telegram(page:
         phone.close()
 
 
+def test_a_guest_without_telegram_gets_the_download_page_qr_on_the_done_screen(
+    page: Page, stack: Stack
+) -> None:
+    session = open_kiosk(page, stack, station="hall-n")
+    page.click("#no-telegram:not([hidden])")
+    wait_screen(page, "outfits")
+    pick_outfit(page, "pirate")
+    choose_photo(page, "face-woman-red-hat.png")
+    page.click("#send")
+    wait_screen(page, "generating")
+    assert page.get_attribute("#generating-text", "data-i18n") == "generating_text_download"
+    wait_screen(page, "done", timeout_ms=180_000)
+    page.wait_for_selector("#done-download:not([hidden])")
+    assert page.is_hidden("#done-set")  # no sticker set was made
+    assert page.get_attribute("#done-text", "data-i18n") == "done_text_download"
+    url = page.get_attribute("#done-download-qr", "data-download-url")
+    assert url is not None and httpx.get(url, timeout=10).status_code == 200
+    screenshot(page, "kiosk-done-download")
+    status = session_status(stack, session["id"])
+    assert (status["status"], status["delivery"], status["telegram_linked"]) == (
+        "delivered",
+        "download",
+        False,
+    )
+
+
 #: Counts the page's camera requests (``navigator.mediaDevices.getUserMedia``) in ``window.cameraOpens``.
 COUNT_CAMERA_OPENS = """
 window.cameraOpens = 0;

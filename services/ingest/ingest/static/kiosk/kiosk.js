@@ -105,6 +105,10 @@
       done_text: "The link is in your chat with our bot. Or scan this code to add the whole set.",
       done_loading: "Loading your stickers…", done_scan: "Scan to add your set",
       done_download: "Scan to download the files",
+      no_telegram: "No Telegram? Get your stickers here",
+      generating_text_download: "Stay here: in a few minutes this screen shows a code "
+        + "to download your stickers on your phone.",
+      done_text_download: "Scan the code with your phone to download your stickers, as a zip or one by one.",
       failed_title: "Sorry, that didn't work",
       failed_text: "Something went wrong with your sticker pack. Our team will help you manually — "
         + "find us at the booth.",
@@ -165,6 +169,10 @@
       done_text: "Ссылка — в чате с нашим ботом. Или отсканируй этот код, чтобы добавить весь набор.",
       done_loading: "Загружаем стикеры…", done_scan: "Отсканируй, чтобы добавить набор",
       done_download: "Отсканируй, чтобы скачать файлы",
+      no_telegram: "Нет Telegram? Забери стикеры здесь",
+      generating_text_download: "Подожди здесь: через несколько минут на экране появится код, "
+        + "чтобы скачать стикеры на телефон.",
+      done_text_download: "Отсканируй код телефоном и скачай стикеры — архивом или по одному.",
       failed_title: "Извини, не получилось",
       failed_text: "Что-то пошло не так с генерацией твоего набора. Мы поможем вручную — подойди к стойке.",
       failed_no_captures: "Это было последнее фото за этот визит — сотрудники у стойки тебе помогут.",
@@ -372,7 +380,7 @@
     if (state.screen !== "break") return;
     const back = state.breakReturn || "welcome";
     state.breakReturn = null;
-    if (back === "welcome" && state.status && state.status.telegram_linked) {
+    if (back === "welcome" && ready(state.status)) {
       show("outfits");
       renderOutfits();
     } else if (back === "camera") {
@@ -414,7 +422,7 @@
     clearTimeout(state.warnTimer);
     clearInterval(state.ticker);
     hideIdle();
-    const linked = state.status && state.status.telegram_linked;
+    const linked = ready(state.status);
     const full = state.screen === "break" ? (linked || state.photo ? TIMING.idleMs : 0) : AUTO_RETURN[state.screen];
     if (!full) return;
     const ms = Math.max(1, full - spentMs);
@@ -457,6 +465,7 @@
     $("qr").hidden = true;
     $("qr-wait").hidden = false;
     show("welcome");
+    renderDelivery();
     openSession(alive);
   }
 
@@ -506,6 +515,7 @@
     qr.hidden = false;
     $("qr-wait").hidden = true;
     $("welcome-status").textContent = t("welcome_waiting");
+    renderDelivery();
   }
 
   async function poll(alive) {
@@ -520,15 +530,49 @@
     }
   }
 
+  /* A guest who can go on past the welcome screen: linked to Telegram, or without it ("no Telegram?"). */
+  function ready(status) {
+    return Boolean(status && (status.telegram_linked || status.delivery === "download"));
+  }
+
+  /* A guest without Telegram is told to wait for the download QR code, not for a chat message. */
+  function renderDelivery() {
+    const download = Boolean(state.status && state.status.delivery === "download");
+    for (const [id, key] of [["generating-text", "generating_text"], ["done-text", "done_text"]]) {
+      $(id).dataset.i18n = download ? `${key}_download` : key;
+      $(id).textContent = t($(id).dataset.i18n);
+    }
+    const offered = Boolean(state.config && state.config.download_offered && state.session);
+    $("no-telegram").hidden = !offered || ready(state.status);
+  }
+
+  async function noTelegram() {
+    if (!state.session) return;
+    const button = $("no-telegram");
+    button.disabled = true;
+    const alive = current();
+    try {
+      const call = () => api("PUT", `/sessions/${state.session.id}/delivery`, { json: { mode: "download" } });
+      const status = await persist(call, alive, { delaysMs: TIMING.actionRetryMs });
+      if (alive()) onStatus(status);
+    } catch (err) {
+      if (err === STALE) return;
+      if (err instanceof HttpError && err.status === 404) return startOver();
+    } finally {
+      button.disabled = false;
+    }
+  }
+
   function onStatus(status) {
     state.status = status;
+    renderDelivery();
     renderGuest();
     renderBreak();
     if (status.paused && BREAKABLE.has(state.screen)) {
       enterBreak();
     } else if (!status.paused && state.screen === "break") {
       leaveBreak();
-    } else if (state.screen === "welcome" && status.telegram_linked) {
+    } else if (state.screen === "welcome" && ready(status)) {
       show("outfits");
       renderOutfits();
     } else if (state.screen === "generating") {
@@ -596,7 +640,7 @@
 
   /* The screen a session's status resumes on (`saved.screen`: where the page was). */
   function resumeScreen(status, saved) {
-    if (!status.telegram_linked) return "welcome";
+    if (!ready(status)) return "welcome";
     const job = status.jobs[status.jobs.length - 1];
     if (!job) return status.outfit_id === null ? "outfits" : status.consent ? "camera" : "consent";
     const retaking = job.status === "failed" && BEFORE_PHOTO.has(saved.screen)
@@ -771,6 +815,7 @@
       try {
         state.config = await api("GET", "/kiosk/config");
         applyBranding(state.config);
+        renderDelivery();
         setLang(state.lang);
         return;
       } catch {
@@ -1242,6 +1287,7 @@
     $("failed-again").addEventListener("click", () => { state.failure = null; openCamera(); });
     for (const id of ["next-generating", "next-done", "next-failed"]) $(id).addEventListener("click", startOver);
     $("not-you").addEventListener("click", notYou);
+    $("no-telegram").addEventListener("click", noTelegram);
     $("idle-continue").addEventListener("click", armTimer);
     document.addEventListener("pointerdown", () => {
       if (state.screen in AUTO_RETURN || state.screen === "break") armTimer();
