@@ -16,7 +16,8 @@ from shared.texts import ADMIN_COMMANDS, GUEST_COMMANDS, PACK_TITLE, TEXTS
 
 pytestmark = pytest.mark.unit
 
-BEFORE: dict[str, Any] = json.loads((Path(__file__).parent / "data" / "guest_texts_en_ru.json").read_text("utf-8"))
+SNAPSHOT = Path(__file__).parent / "data" / "guest_texts_en_ru.json"
+BEFORE: dict[str, Any] = json.loads(SNAPSHOT.read_text("utf-8"))
 LANGUAGES = ("en", "ru")
 
 
