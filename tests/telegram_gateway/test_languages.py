@@ -31,7 +31,7 @@ async def sim() -> AsyncIterator[httpx.AsyncClient]:
 @pytest.fixture
 async def gateway(
     sim: httpx.AsyncClient, db: Database, redis: aioredis.Redis, database_url: str, redis_url: str
-) -> AsyncIterator[Application]:  # type: ignore[type-arg]
+) -> AsyncIterator[Application]:
     settings = gateway_settings(database_url, redis_url, str(sim.base_url).rstrip("/"))
     async with running_gateway(settings, db=db, publisher=Publisher(redis)) as started:
         yield started.application
@@ -55,7 +55,7 @@ async def from_bot(sim: httpx.AsyncClient, chat_id: int, count: int) -> list[dic
 
 
 async def test_a_german_guest_is_answered_in_german(
-    gateway: Application,  # type: ignore[type-arg]
+    gateway: Application,
     sim: httpx.AsyncClient,
     db: Database,
 ) -> None:
@@ -74,7 +74,7 @@ async def test_a_german_guest_is_answered_in_german(
 
 
 async def test_a_spanish_guest_is_answered_in_spanish_with_spanish_buttons(
-    gateway: Application,  # type: ignore[type-arg]
+    gateway: Application,
     sim: httpx.AsyncClient,
     db: Database,
 ) -> None:
@@ -93,7 +93,7 @@ async def test_a_spanish_guest_is_answered_in_spanish_with_spanish_buttons(
 
 
 async def test_a_language_without_a_catalogue_is_answered_in_english(
-    gateway: Application,  # type: ignore[type-arg]
+    gateway: Application,
     sim: httpx.AsyncClient,
 ) -> None:
     await say(sim, FRENCH, "/help", "fr")
