@@ -25,7 +25,7 @@ known (:class:`CommandMenu`), not only at the next gateway start. Nothing here s
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import structlog
@@ -51,7 +51,7 @@ BACKOFF_CAP_S = 30.0
 MENU_GROUP = -3
 
 
-def menu(commands: dict[str, dict[str, str]], language_code: str) -> list[BotCommand]:
+def menu(commands: Mapping[str, Mapping[str, str]], language_code: str) -> list[BotCommand]:
     """The BotCommands of ``commands`` in the language of ``language_code`` (``""``: English;
     :func:`shared.texts.language_of`)."""
     language = language_of(language_code)
