@@ -16,6 +16,9 @@ holds the source texts; ``msgctxt`` says where a text is shown:
 ``admin_menu`` the admins' extra commands (:data:`ADMIN_COMMANDS`)
 ``consent``    the kiosk's consent screen (``consent``: one point per line; placeholders ``{providers}``,
                ``{selfie_hours}``, ``{sticker_days}``, ``{session_days}``; ``or``: between two providers)
+``provider``   each AI provider's name as the consent screen says it (:data:`shared.ai_providers.PROVIDERS`)
+``kiosk``      the kiosk page's own words (``GET /kiosk/words.js``; ``outfit_<id>``: an outfit's title in
+               a language other than English, whose title is the outfit's own)
 ============== =============================================================================================
 
 A text a catalogue lacks (or marks fuzzy) is the English one; :func:`catalogue_problems` names each such
@@ -44,7 +47,7 @@ DOMAIN: Final = "guest"
 #: The language every other falls back to, and the source of the keys.
 SOURCE_LANGUAGE: Final = "en"
 #: The ``msgctxt`` of each kind of text (module docstring).
-CONTEXTS: Final = ("bot", "set_title", "menu", "admin_menu", "consent")
+CONTEXTS: Final = ("bot", "set_title", "menu", "admin_menu", "consent", "provider", "kiosk")
 
 Table = Mapping[str, Mapping[str, str]]
 """key → language → text."""

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from ingest.consent import DEFAULT_TEXTS
-from shared.texts import ADMIN_COMMANDS, GUEST_COMMANDS, PACK_TITLE, TEXTS
+from shared.texts import ADMIN_COMMANDS, CATALOGUES, GUEST_COMMANDS, PACK_TITLE, TEXTS
 
 pytestmark = pytest.mark.unit
 
@@ -41,3 +41,9 @@ def test_the_set_title_and_the_command_menu_are_unchanged() -> None:
 
 def test_the_consent_text_is_unchanged() -> None:
     assert {lang: DEFAULT_TEXTS[lang] for lang in LANGUAGES} == BEFORE["consent"]
+
+
+def test_the_kiosks_words_are_unchanged() -> None:
+    words = CATALOGUES.table("kiosk")
+    for lang in LANGUAGES:
+        assert {key: words[key][lang] for key in BEFORE["kiosk"][lang]} == BEFORE["kiosk"][lang]
