@@ -162,7 +162,8 @@ def placeholders(text: str) -> list[str]:
 
 def catalogue_problems(directory: Path = LOCALES_DIR) -> list[str]:
     """What is wrong with the catalogues of ``directory``, one line each (``[]``: nothing): a file Babel
-    cannot read or a folder that is no locale, an English key a language does not translate (missing,
+    cannot read or a folder that is no locale, an English text whose ``msgctxt`` is none of
+    :data:`CONTEXTS` (no code would show it), an English key a language does not translate (missing,
     empty or fuzzy), a key English does not have, and a text whose placeholders (:func:`placeholders`)
     differ from the English text's."""
     files = catalogue_files(directory)
@@ -176,6 +177,8 @@ def catalogue_problems(directory: Path = LOCALES_DIR) -> list[str]:
         except Exception as exc:  # a bad file is a finding here, not a crash
             problems.append(f"{lang}: {exc}")
     source = loaded.get(SOURCE_LANGUAGE, {})
+    for ctx, key in sorted(where for where in source if where[0] not in CONTEXTS):
+        problems.append(f"{SOURCE_LANGUAGE}: {ctx}/{key}: msgctxt is none of {', '.join(CONTEXTS)}")
     for lang, messages in loaded.items():
         for ctx, key in sorted(source.keys() - messages.keys()):
             problems.append(f"{lang}: {ctx}/{key} is not translated")

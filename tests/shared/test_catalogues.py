@@ -81,6 +81,9 @@ def test_a_key_english_does_not_have_and_an_unreadable_file_are_found(copy: Path
     problems = catalogue_problems(copy)
     assert problems[0].startswith("es: ") and len(problems) == 2, problems
     assert problems[1] == "de: bot/farewell is no English key"
+    with po(copy, "en").open("a", encoding="utf-8") as file:
+        file.write('\nmsgctxt "kiosks"\nmsgid "farewell"\nmsgstr "Bye"\n')
+    assert "en: kiosks/farewell: msgctxt is none of bot, set_title" in catalogue_problems(copy)[1]
     shutil.rmtree(copy / "en")
     assert catalogue_problems(copy) == ["no en/LC_MESSAGES/guest.po"]
 
