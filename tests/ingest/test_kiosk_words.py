@@ -14,7 +14,7 @@ import redis.asyncio as aioredis
 from ingest.main import create_app
 from shared.repositories import Database
 from shared.streams import Publisher
-from shared.texts import CATALOGUES
+from shared.texts import CATALOGUES, TEXTS
 from tests.ingest.ingest_helpers import app_client, ingest_settings
 
 KIOSK = Path(__file__).resolve().parents[2] / "services" / "ingest" / "ingest" / "static" / "kiosk"
@@ -67,6 +67,7 @@ async def test_the_kiosk_gets_its_words_in_every_language(
         answer = await client.get("/kiosk/words.js")
         again = await client.get("/kiosk/words.js", headers={"If-None-Match": answer.headers["etag"]})
         page = await client.get("/kiosk")
+        config = (await client.get("/kiosk/config")).json()
     assert answer.status_code == 200 and answer.headers["content-type"].startswith("text/javascript")
     assert "script-src 'self'" in answer.headers["content-security-policy"]
     assert again.status_code == 304
@@ -75,5 +76,8 @@ async def test_the_kiosk_gets_its_words_in_every_language(
     table = CATALOGUES.table("kiosk")
     assert words == {lang: {key: versions[lang] for key, versions in table.items()} for lang in words}
     assert words["de"]["agree"] == "Einverstanden" and words["es"]["not_you"] == "¿No eres tú?"
+    # the bot's words the kiosk shows too come in every language as well
+    assert config["guest_texts"]["no_face"]["es"] == TEXTS["no_face"]["es"]
+    assert set(config["guest_texts"]["maintenance"]) == set(words)
     # the page loads the words before its script
     assert page.text.index('src="/kiosk/words.js"') < page.text.index('src="/kiosk/assets/kiosk.js"')

@@ -535,7 +535,8 @@ async def kiosk_config(ctx: Ctx) -> dict[str, Any]:
     """What the kiosk page needs besides the outfits and the consent text: the venue's branding
     (``KIOSK_EVENT_TITLE``, ``KIOSK_LOGO_URL``, ``KIOSK_ACCENT_COLOR`` with the text colour on it,
     :mod:`ingest.branding`), the photo limit, and the bot's texts for the failures the kiosk shows
-    too (``guest_texts[key][en|ru]`` from :mod:`shared.texts`), so booth and bot say the same thing;
+    too (``guest_texts[key][language]``, every catalogue language of :mod:`shared.texts`), so booth and
+    bot say the same thing;
     ``photo_max_side_px``: the longest side the pipeline uses of a photo (:data:`PHOTO_MAX_SIDE_PX`)."""
     settings = ctx.settings
     accent = normalize_hex(settings.kiosk_accent_color)
