@@ -23,6 +23,7 @@ from devstack.processes import Stack
 from shared.texts import TEXTS
 from tests.browser.kiosk_helpers import (
     ADMIN_TOKEN,
+    choose_language,
     choose_photo,
     deep_link,
     open_kiosk,
@@ -163,7 +164,7 @@ def test_the_consent_screen_comes_before_the_camera_and_agree_opens_it(page: Pag
     assert page.evaluate("window.cameraOpens") == 0 and not page.is_visible("#video")
     status = session_status(stack, session["id"])
     assert (status["status"], status["consent"]) == ("consent_required", None)
-    page.click("#lang")
+    choose_language(page, "ru")
     assert "публичный" in page.inner_text("#consent-points")  # the guest's language, from the settings
     assert page.inner_text('section[data-screen="consent"] h1') == "Перед тем как сделать фото"
     page.click("#agree")
@@ -281,7 +282,7 @@ def test_a_photo_without_a_face_shows_the_servers_message_and_a_retake(page: Pag
     assert page.inner_text("#refused-text") == TEXTS["no_face"]["en"]  # the bot's words for this case
     assert page.inner_text("#refused-action") == "Retake"
     screenshot(page, "kiosk-no-face")
-    page.click("#lang")
+    choose_language(page, "ru")
     assert page.inner_text("#refused-title") == "Не видно лица"
     assert page.inner_text("#refused-text") == TEXTS["no_face"]["ru"]
     page.click("#refused-action")
@@ -298,7 +299,7 @@ def test_a_damaged_photo_is_refused_in_the_guests_words_not_the_decoders(page: P
     wait_screen(page, "refused")
     assert page.inner_text("#refused-text") == "The photo file is damaged. Please take a new photo."
     assert page.inner_text("#refused-action") == "Retake"
-    page.click("#lang")
+    choose_language(page, "ru")
     assert page.inner_text("#refused-text") == "Файл фото повреждён. Сделай новое фото."
 
 

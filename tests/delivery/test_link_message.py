@@ -122,3 +122,23 @@ def test_the_link_message_is_built_in_one_place_for_any_language() -> None:
         "inline_keyboard": [[{"text": "Добавить стикеры", "url": "https://t.me/addstickers/sbx_by_bot"}]]
     }
     assert link_message(42, "sbx_by_bot", "ka").text.startswith("Your sticker pack is ready!")
+    spanish = link_message(42, "sbx_by_bot", "es-MX")
+    assert (
+        spanish.text
+        == "¡Tu paquete de stickers está listo! Toca para añadirlo: https://t.me/addstickers/sbx_by_bot"
+    )
+    assert spanish.reply_markup is not None
+    assert spanish.reply_markup["inline_keyboard"][0][0]["text"] == "Añadir stickers"
+
+
+async def test_a_german_guest_gets_a_german_set_title_and_link(rig: Rig, db: Database) -> None:
+    """Through delivery, the gateway and the simulator: the set and the link in the language stored when
+    the guest linked (``de-AT``, the nearest catalogue ``de``)."""
+    job = await rendered_job(db, guest=GUEST, name="Lev", language="de-AT", stickers=3)
+    await deliver(rig, db, job)
+    name = (await current(db, job)).sticker_set_name
+    assert name is not None
+    link = (await bot_messages(rig))[-1]
+    assert link["text"] == f"Dein Sticker-Set ist fertig! Tippe hier, um es hinzuzufügen: {pack_link(name)}"
+    assert link["reply_markup"]["inline_keyboard"][0][0]["text"] == "Sticker hinzufügen"
+    assert (await rig.sim.get(f"/sim/sticker-sets/{name}"))["title"] == "Meine Sticker"

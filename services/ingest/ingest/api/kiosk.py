@@ -12,7 +12,7 @@ import segno
 from fastapi import APIRouter, Header, Path, Query, Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.routing import APIRoute
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
 from starlette.requests import ClientDisconnect
 
 from ingest import kiosk
@@ -21,7 +21,7 @@ from ingest.api.limits import KIOSK_KEY_HEADER, kiosk_key_given, refuse_if_over,
 from ingest.api.text import SingleLine
 from ingest.branding import ink_on, normalize_hex
 from ingest.captures import RepeatedRefusal
-from ingest.consent import KioskLanguage, consent_text
+from ingest.consent import KIOSK_LANGUAGES, KioskLanguage, consent_text
 from ingest.context import Ctx, get_context
 from ingest.multipart import MultipartReader
 from shared.domain import Job, JobStatus, KioskSession
@@ -52,10 +52,17 @@ class DeliveryChoice(BaseModel):
 
 class ConsentGiven(BaseModel):
     """The guest pressed "Agree" on the consent screen: the ``version`` of ``GET /consent`` they were
-    shown, in kiosk ``language``."""
+    shown, in kiosk ``language`` (one of :data:`ingest.consent.KIOSK_LANGUAGES`; another is a 422)."""
 
     version: SingleLine = Field(min_length=1, max_length=64)
     language: KioskLanguage = "en"
+
+    @field_validator("language")
+    @classmethod
+    def _known_language(cls, value: str) -> str:
+        if value not in KIOSK_LANGUAGES:
+            raise ValueError(f"not a kiosk language; known: {', '.join(KIOSK_LANGUAGES)}")
+        return value
 
 
 async def _maintenance_guard(ctx: Ctx) -> None:
@@ -566,7 +573,8 @@ async def kiosk_config(ctx: Ctx) -> dict[str, Any]:
     """What the kiosk page needs besides the outfits and the consent text: the venue's branding
     (``KIOSK_EVENT_TITLE``, ``KIOSK_LOGO_URL``, ``KIOSK_ACCENT_COLOR`` with the text colour on it,
     :mod:`ingest.branding`), the photo limit, and the bot's texts for the failures the kiosk shows
-    too (``guest_texts[key][en|ru]`` from :mod:`shared.texts`), so booth and bot say the same thing;
+    too (``guest_texts[key][language]``, every catalogue language of :mod:`shared.texts`), so booth and
+    bot say the same thing;
     ``photo_max_side_px``: the longest side the pipeline uses of a photo (:data:`PHOTO_MAX_SIDE_PX`).
     ``download_offered``: whether the kiosk offers "no Telegram? get them here" (``PUBLIC_BASE_URL`` set)."""
     settings = ctx.settings
