@@ -1,7 +1,8 @@
-"""The simulator delivers updates to a registered webhook as Telegram does (core.telegram.org/bots/api#setwebhook,
-tdlib/telegram-bot-api WebhookActor.cpp): POSTed with the secret header, repeated after a non-2xx answer with
-``getWebhookInfo`` showing the last error, a chat's updates in order, and ``getUpdates`` refused with 409 while
-the webhook is set. The receiving end is a real aiohttp server whose answers each test scripts."""
+"""The simulator delivers updates to a registered webhook as Telegram does (core.telegram.org/bots/api
+#setwebhook, tdlib/telegram-bot-api WebhookActor.cpp): POSTed with the secret header, repeated after a
+non-2xx answer with ``getWebhookInfo`` showing the last error, a chat's updates in order, and
+``getUpdates`` refused with 409 while the webhook is set. The receiving end is a real aiohttp server
+whose answers each test scripts."""
 
 from __future__ import annotations
 
@@ -121,11 +122,11 @@ async def test_a_chats_next_update_waits_for_the_one_before() -> None:
 
 async def test_set_webhook_refuses_what_telegram_refuses() -> None:
     async with serving(sim_config()) as sim, sim.bot() as bot:
-        with pytest.raises(BadRequest, match="(?i)https url must be provided"):
+        with pytest.raises(BadRequest, match=r"(?i)https url must be provided"):
             await bot.set_webhook("http://bot.example/hook")
-        with pytest.raises(BadRequest, match="(?i)only on ports 80, 88, 443 or 8443"):
+        with pytest.raises(BadRequest, match=r"(?i)only on ports 80, 88, 443 or 8443"):
             await bot.set_webhook("https://bot.example:8080/hook")
-        with pytest.raises(BadRequest, match="(?i)secret token contains unallowed characters"):
+        with pytest.raises(BadRequest, match=r"(?i)secret token contains unallowed characters"):
             await bot.set_webhook(URL, secret_token="not allowed!")
         assert (await bot.get_webhook_info()).url == ""
 
