@@ -58,9 +58,11 @@ async def receiver() -> AsyncIterator[Receiver]:
 
 @asynccontextmanager
 async def sim_and_receiver() -> AsyncIterator[tuple[RunningSim, Receiver]]:
-    async with receiver() as made:
-        async with serving(sim_config(webhook_target=made.url, webhook_max_retry_s=0.2)) as sim:
-            yield sim, made
+    async with (
+        receiver() as made,
+        serving(sim_config(webhook_target=made.url, webhook_max_retry_s=0.2)) as sim,
+    ):
+        yield sim, made
 
 
 async def _until(predicate: Any, timeout_s: float = 10.0) -> None:
