@@ -24,6 +24,7 @@ from shared.db import create_engine
 from shared.db.tables import tg_commands, tg_updates
 from shared.repositories import Database
 from shared.streams import Publisher
+from telegram_gateway import preflight
 from telegram_gateway.main import build_application, register_handlers, update_tasks
 from telegram_gateway.settings import GatewaySettings
 from telegram_gateway.webhook import SECRET_HEADER
@@ -164,6 +165,7 @@ async def test_the_leader_registers_the_webhook_and_a_guest_is_answered(
         async with gw.sim.bot() as bot:
             info = await bot.get_webhook_info()
         assert info.max_connections == gw.settings.webhook_max_connections
+        assert preflight.webhook_check(info, PUBLIC_URL).status == "ok"
         await gw.sim.say(GUEST, "hello", first_name="Ann", language_code="en")
         await _until(lambda: _has_text(gw, "Hi!"))
         await _until(lambda: _all_handled(db))
