@@ -172,6 +172,20 @@ async def test_the_leader_registers_the_webhook_and_a_guest_is_answered(
         assert gw.sim.sim.state.updates == []  # answered 200: Telegram forgets it
 
 
+async def _greeted(gw: WebhookGateway, db: Database) -> list[tuple[int, bool]]:
+    """The guest writes to the bot through the simulator (so Telegram knows the chat the replies to
+    hand-made POSTs go to) and is answered; the stored updates then."""
+    await gw.sim.say(GUEST, "hi", first_name="Ann", language_code="en")
+    await _until(lambda: _has_text(gw, "Hi!"))
+    await _until(lambda: _all_handled(db))
+    assert await _replies(db) == 1
+    return await _stored(db)
+
+
+async def _replies_are(db: Database, count: int) -> bool:
+    return await _replies(db) == count
+
+
 async def _has_text(gw: WebhookGateway, start: str) -> bool:
     return any(text.startswith(start) for text in await gw.bot_texts(GUEST))
 
@@ -185,17 +199,19 @@ async def test_a_forged_update_is_refused_and_changes_nothing(
     db: Database, redis: aioredis.Redis, database_url: str, redis_url: str
 ) -> None:
     async with webhook_gateway(database_url, redis, redis_url, db=db) as gw:
+        before = await _greeted(gw, db)
         body = json.dumps(_update(900_001, "/help")).encode()
         for secret in (None, "", "wrong", SECRET[:-1], SECRET + "x"):
             status, answer = await gw.post(body, secret=secret)
             assert (status, answer["error"]["code"]) == (401, "bad_secret")
         await asyncio.sleep(1.0)  # a leader would have handled a stored update by now (every 0.5 s)
-        assert await _stored(db) == []
-        assert await _replies(db) == 0
-        assert await gw.bot_texts(GUEST) == []
+        assert await _stored(db) == before
+        assert await _replies(db) == 1
+        assert len(await gw.bot_texts(GUEST)) == 1
         status, _ = await gw.post(body)  # the check can pass: the same body with the secret is taken
         assert status == 200
         await _until(lambda: _all_handled(db))
+        assert await _stored(db) == [*before, (900_001, True)]
 
 
 async def test_bodies_that_are_too_large_not_json_or_no_update_are_refused(
@@ -224,14 +240,15 @@ async def test_a_repeated_update_is_stored_and_answered_once(
     db: Database, redis: aioredis.Redis, database_url: str, redis_url: str
 ) -> None:
     async with webhook_gateway(database_url, redis, redis_url, db=db) as gw:
+        before = await _greeted(gw, db)
         body = json.dumps(_update(900_003, "hello")).encode()
         answers = await asyncio.gather(*(gw.post(body) for _ in range(5)))
         assert {status for status, _ in answers} == {200}
         await _until(lambda: _all_handled(db))
         await asyncio.sleep(1.0)
-        assert await _stored(db) == [(900_003, True)]
-        assert await _replies(db) == 1
-        assert len(await gw.bot_texts(GUEST)) == 1
+        assert await _stored(db) == [*before, (900_003, True)]
+        assert await _replies(db) == 2
+        assert len(await gw.bot_texts(GUEST)) == 2
 
 
 async def test_a_503_while_postgres_is_cut_off_is_repeated_by_telegram_and_answered_once(
@@ -266,12 +283,14 @@ async def test_a_follower_stores_updates_but_neither_handles_them_nor_sets_the_w
     db: Database, redis: aioredis.Redis, database_url: str, redis_url: str
 ) -> None:
     async with webhook_gateway(database_url, redis, redis_url, db=db) as gw:
+        before = await _greeted(gw, db)
         gw.held.clear()  # leadership lost
         await asyncio.sleep(1.0)  # the handler loop has seen it
         status, _ = await gw.post(json.dumps(_update(900_004, "hello")).encode())
         assert status == 200  # every replica accepts the POST
         await asyncio.sleep(1.0)
-        assert await _stored(db) == [(900_004, False)]
+        assert await _stored(db) == [*before, (900_004, False)]
+        assert await _replies(db) == 1
         gw.held.set()  # leading again: the stored update is handled
         await _until(lambda: _all_handled(db))
-        await _until(lambda: _has_text(gw, "Hi!"))
+        await _until(lambda: _replies_are(db, 2))
