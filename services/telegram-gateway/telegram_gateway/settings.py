@@ -15,6 +15,8 @@ from shared.settings import AdminUsersSettings, BotIdentitySettings, BudgetSetti
 WEBHOOK_PORTS = frozenset({443, 80, 88, 8443})
 #: ``secret_token`` of ``setWebhook``: "1-256 characters. Only characters A-Z, a-z, 0-9, _ and - are allowed".
 WEBHOOK_SECRET_PATTERN = r"^[A-Za-z0-9_-]{1,256}$"
+#: The dev stacks' published webhook secrets (compose, devstack) start so; refused with the real Telegram.
+DEV_SECRET_PREFIXES = ("sim-only", "simulator-")
 
 
 class GatewaySettings(ServiceSettings, AdminUsersSettings, BudgetSettings, BotIdentitySettings):
@@ -109,6 +111,12 @@ class GatewaySettings(ServiceSettings, AdminUsersSettings, BudgetSettings, BotId
                 raise ValueError("TELEGRAM_UPDATES=webhook needs TELEGRAM_WEBHOOK_URL")
             if self.webhook_secret is None:
                 raise ValueError("TELEGRAM_UPDATES=webhook needs TELEGRAM_WEBHOOK_SECRET")
+            real = urlsplit(self.telegram_api_base_url).hostname == "api.telegram.org"
+            if real and self.webhook_secret.get_secret_value().lower().startswith(DEV_SECRET_PREFIXES):
+                raise ValueError(
+                    "TELEGRAM_WEBHOOK_SECRET is the simulator's dev default: set a real one for Telegram "
+                    "(e.g. openssl rand -hex 32)"
+                )
         return self
 
     @field_validator("telegram_bot_token")
