@@ -234,6 +234,11 @@ async def test_bodies_that_are_too_large_not_json_or_no_update_are_refused(
             status, answer = await gw.post(json.dumps(bad).encode())
             assert (status, answer["error"]["code"]) == (400, "invalid_update"), bad
         assert await _stored(db) == []
+        # just under the limit, in 1 KiB chunks: read to its end, not cut at the first chunk
+        fits = json.dumps(_update(900_005, "y" * (MAX_BODY - 400))).encode()
+        assert len(fits) <= MAX_BODY
+        assert (await gw.post(fits, chunked=True))[0] == 200
+        assert [update_id for update_id, _ in await _stored(db)] == [900_005]
 
 
 async def test_a_repeated_update_is_stored_and_answered_once(

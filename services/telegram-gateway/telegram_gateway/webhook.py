@@ -104,9 +104,11 @@ class WebhookRoute:
         too_large = _refuse(413, "body_too_large", f"the body exceeds {self.max_body_bytes} bytes")
         if request.content_length is not None and request.content_length > self.max_body_bytes:
             return too_large
-        body = await request.content.read(self.max_body_bytes + 1)
-        if len(body) > self.max_body_bytes:
-            return too_large
+        body = bytearray()  # read to the end: one read() may return only the first chunk
+        async for chunk in request.content.iter_chunked(64 * 1024):
+            body += chunk
+            if len(body) > self.max_body_bytes:
+                return too_large
         try:
             data = json.loads(body)
         except ValueError:
