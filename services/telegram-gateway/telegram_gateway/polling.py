@@ -87,6 +87,8 @@ async def poll_updates(
                 )
             except Conflict as exc:
                 if WEBHOOK_ACTIVE in exc.message.lower():
+                    # another deployment with this token set one: ours polls, so it goes
+                    log.error("WEBHOOK_ACTIVE_WHILE_POLLING", action="deleteWebhook")
                     await _delete_webhook(application, reason="a webhook was set while polling")
                     continue
                 delay = backoff.next_delay()
