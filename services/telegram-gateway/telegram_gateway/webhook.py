@@ -11,9 +11,10 @@ Three parts, each a task of the gateway (``main.py``):
   retries store nothing new). Postgres unreachable: 503 ``db_unavailable``, and Telegram repeats the POST
   ("In case of an unsuccessful request (a request with response HTTP status code different from 2XY), we
   will repeat the request and give up after a reasonable amount of attempts",
-  core.telegram.org/bots/api#setwebhook). python-telegram-bot's own webhook server is not used: its
-  ``Updater`` queues the update and answers 200 before it is handled, and one process owns it
-  (PTB issues #4452, #5123); its custom-webhook example checks no secret.
+  core.telegram.org/bots/api#setwebhook). python-telegram-bot's own webhook server is not used: it sets
+  200 and puts the update on an in-memory queue (a crash loses it), compares the secret with ``!=``, needs
+  tornado (telegram/ext/_utils/webhookhandler.py, PTB 22.8), and one process owns the queue (PTB issues
+  #4452, #5123); its custom-webhook example checks no secret.
 - :func:`handle_stored_updates` (the leader only: ``held``): the unhandled rows in ``update_id`` order,
   through the application's handlers with the per-chat ordering of polling (:class:`StoredLanes`, a
   :class:`~telegram_gateway.polling.ChatLanes`); a row is marked handled once its handlers ran, so a
