@@ -149,6 +149,20 @@ sa.Index(
     "ix_tg_commands_subject_null", tg_commands.c.created_at, postgresql_where=tg_commands.c.subject.is_(None)
 )
 
+# migration 0011 (issue 22): updates the webhook received, stored before Telegram is answered 2xx
+tg_updates = sa.Table(
+    "tg_updates",
+    metadata,
+    sa.Column("update_id", sa.BigInteger, primary_key=True, autoincrement=False),
+    sa.Column("body", JSONB, nullable=False),
+    sa.Column("received_at", TZ, nullable=False, server_default=sa.func.now()),
+    sa.Column("handled_at", TZ),
+)
+sa.Index(
+    "ix_tg_updates_unhandled", tg_updates.c.update_id, postgresql_where=tg_updates.c.handled_at.is_(None)
+)
+sa.Index("ix_tg_updates_handled_at", tg_updates.c.handled_at)
+
 leads = sa.Table(
     "leads",
     metadata,
