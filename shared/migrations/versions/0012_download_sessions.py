@@ -4,8 +4,8 @@ download page (:mod:`shared.downloads`) instead of a sticker set.
 
 Every existing session is a Telegram one (the server default), so today's deployments keep working.
 
-Revision ID: 0011
-Revises: 0010
+Revision ID: 0012
+Revises: 0011
 Create Date: 2026-12-03
 """
 
@@ -14,8 +14,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0011"
-down_revision = "0010"
+revision = "0012"
+down_revision = "0011"
 branch_labels = None
 depends_on = None
 
