@@ -142,6 +142,8 @@ class Stack:
             env["AI_BASE_URL_GEMINI"] = self.ai_sim_url
             env["OPENAI_API_KEY"] = "sim-only-openai-key"
             env["AI_BASE_URL_OPENAI"] = f"{self.ai_sim_url}/v1"
+        if name in ("ingest", "delivery"):  # the download pages, on this machine (shared.downloads)
+            env["PUBLIC_BASE_URL"] = self.ingest_url
         if name == "ingest":
             env["PORT"] = str(c.ingest_port)
             env["HOST"] = "127.0.0.1"

@@ -47,6 +47,9 @@ sessions = sa.Table(
     sa.Column("consent_version", sa.Text),
     sa.Column("consent_language", sa.Text),
     sa.Column("consented_at", TZ),
+    # migration 0012: "telegram", or "download" for a guest without Telegram (shared.downloads)
+    sa.Column("delivery", sa.Text, nullable=False, server_default="telegram"),
+    sa.CheckConstraint("delivery IN ('telegram', 'download')", name="ck_sessions_delivery"),
 )
 
 jobs = sa.Table(

@@ -14,6 +14,7 @@ import sqlalchemy as sa
 from shared import command_ids
 from shared.db.tables import jobs
 from shared.domain import CommandStatus, Job
+from shared.downloads import download_key, job_of_token
 from shared.link_message import link_message, pack_link
 from shared.messages import TelegramResult
 from shared.repositories import Database
@@ -73,6 +74,24 @@ async def test_the_link_has_an_add_stickers_button_and_the_first_sticker_follows
     assert await rig.step() == []
     assert len(await bot_messages(rig)) == 2  # the link and the preview, nothing else
     assert len(await rig.calls("sendSticker")) == 1 and len(await rig.calls("sendMessage")) == 1
+
+
+async def test_with_a_public_base_url_the_link_also_opens_the_download_page(
+    db: Database, redis: aioredis.Redis, database_url: str, redis_url: str
+) -> None:
+    base = "https://booth.example.com"
+    async with gateway_rig(
+        db, redis, database_url, redis_url, guest=GUEST, public_base_url=base, first_name="Lev"
+    ) as rig:
+        job = await rendered_job(db, guest=GUEST, name="Lev", language="en", stickers=3)
+        await deliver(rig, db, job)
+        link = [m for m in await bot_messages(rig) if "reply_markup" in m][-1]
+    add, download = link["reply_markup"]["inline_keyboard"]
+    assert add[0]["text"] == "Add stickers" and download[0]["text"] == "Download the files"
+    url = download[0]["url"]
+    assert url.startswith(f"{base}/d/")
+    async with db.transaction() as repos:
+        assert job_of_token(await download_key(repos), url.rpartition("/")[2]) == job.id
 
 
 async def test_a_refused_preview_leaves_the_job_delivered_and_the_link_alone(rig: Rig, db: Database) -> None:

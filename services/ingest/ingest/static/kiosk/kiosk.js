@@ -256,7 +256,7 @@
     if (state.screen !== "break") return;
     const back = state.breakReturn || "welcome";
     state.breakReturn = null;
-    if (back === "welcome" && state.status && state.status.telegram_linked) {
+    if (back === "welcome" && ready(state.status)) {
       show("outfits");
       renderOutfits();
     } else if (back === "camera") {
@@ -298,7 +298,7 @@
     clearTimeout(state.warnTimer);
     clearInterval(state.ticker);
     hideIdle();
-    const linked = state.status && state.status.telegram_linked;
+    const linked = ready(state.status);
     const full = state.screen === "break" ? (linked || state.photo ? TIMING.idleMs : 0) : AUTO_RETURN[state.screen];
     if (!full) return;
     const ms = Math.max(1, full - spentMs);
@@ -341,6 +341,7 @@
     $("qr").hidden = true;
     $("qr-wait").hidden = false;
     show("welcome");
+    renderDelivery();
     openSession(alive);
   }
 
@@ -390,6 +391,7 @@
     qr.hidden = false;
     $("qr-wait").hidden = true;
     $("welcome-status").textContent = t("welcome_waiting");
+    renderDelivery();
   }
 
   async function poll(alive) {
@@ -404,15 +406,49 @@
     }
   }
 
+  /* A guest who can go on past the welcome screen: linked to Telegram, or without it ("no Telegram?"). */
+  function ready(status) {
+    return Boolean(status && (status.telegram_linked || status.delivery === "download"));
+  }
+
+  /* A guest without Telegram is told to wait for the download QR code, not for a chat message. */
+  function renderDelivery() {
+    const download = Boolean(state.status && state.status.delivery === "download");
+    for (const [id, key] of [["generating-text", "generating_text"], ["done-text", "done_text"]]) {
+      $(id).dataset.i18n = download ? `${key}_download` : key;
+      $(id).textContent = t($(id).dataset.i18n);
+    }
+    const offered = Boolean(state.config && state.config.download_offered && state.session);
+    $("no-telegram").hidden = !offered || ready(state.status);
+  }
+
+  async function noTelegram() {
+    if (!state.session) return;
+    const button = $("no-telegram");
+    button.disabled = true;
+    const alive = current();
+    try {
+      const call = () => api("PUT", `/sessions/${state.session.id}/delivery`, { json: { mode: "download" } });
+      const status = await persist(call, alive, { delaysMs: TIMING.actionRetryMs });
+      if (alive()) onStatus(status);
+    } catch (err) {
+      if (err === STALE) return;
+      if (err instanceof HttpError && err.status === 404) return startOver();
+    } finally {
+      button.disabled = false;
+    }
+  }
+
   function onStatus(status) {
     state.status = status;
+    renderDelivery();
     renderGuest();
     renderBreak();
     if (status.paused && BREAKABLE.has(state.screen)) {
       enterBreak();
     } else if (!status.paused && state.screen === "break") {
       leaveBreak();
-    } else if (state.screen === "welcome" && status.telegram_linked) {
+    } else if (state.screen === "welcome" && ready(status)) {
       show("outfits");
       renderOutfits();
     } else if (state.screen === "generating") {
@@ -480,7 +516,7 @@
 
   /* The screen a session's status resumes on (`saved.screen`: where the page was). */
   function resumeScreen(status, saved) {
-    if (!status.telegram_linked) return "welcome";
+    if (!ready(status)) return "welcome";
     const job = status.jobs[status.jobs.length - 1];
     if (!job) return status.outfit_id === null ? "outfits" : status.consent ? "camera" : "consent";
     const retaking = job.status === "failed" && BEFORE_PHOTO.has(saved.screen)
@@ -586,6 +622,7 @@
     releaseStickers();
     $("done-qr").hidden = true;
     $("done-set").hidden = true;
+    $("done-download").hidden = true;
     $("done-note").textContent = t("done_loading");
     const headers = { "X-Session-Token": state.token || "" };
     try {
@@ -596,6 +633,11 @@
         $("done-qr").dataset.setUrl = list.set_url;
         $("done-qr").hidden = false;
         $("done-set").hidden = false;
+      }
+      if (list.download_qr_svg) {
+        $("done-download-qr").src = list.download_qr_svg;
+        $("done-download-qr").dataset.downloadUrl = list.download_url;
+        $("done-download").hidden = false;
       }
       for (const sticker of list.stickers) {
         const response = await fetch(sticker.url, { headers, cache: "no-store" });
@@ -649,6 +691,7 @@
       try {
         state.config = await api("GET", "/kiosk/config");
         applyBranding(state.config);
+        renderDelivery();
         setLang(state.lang);
         return;
       } catch {
@@ -1120,6 +1163,7 @@
     $("failed-again").addEventListener("click", () => { state.failure = null; openCamera(); });
     for (const id of ["next-generating", "next-done", "next-failed"]) $(id).addEventListener("click", startOver);
     $("not-you").addEventListener("click", notYou);
+    $("no-telegram").addEventListener("click", noTelegram);
     $("idle-continue").addEventListener("click", armTimer);
     document.addEventListener("pointerdown", () => {
       if (state.screen in AUTO_RETURN || state.screen === "break") armTimer();
