@@ -13,8 +13,10 @@ import io
 import os
 import sys
 import time
+import zipfile
 from pathlib import Path
 
+import httpx
 import redis as redis_lib
 
 from devstack.infra import ensure_database, ensure_infra, port_or_free, recreate_database, with_redis_db
@@ -100,6 +102,12 @@ def demo(photo_path: str | None, *, ai_sim: bool = False) -> int:
             (out / f"{index:02d}.png").write_bytes(data)
         print(f"sticker set link: {result.link}")
         print(f"{len(files)} sticker files: {out}")
+        if result.download_url:
+            with httpx.Client(timeout=30) as client:
+                archive = client.get(f"{result.download_url}/stickers.zip").raise_for_status().content
+            with zipfile.ZipFile(io.BytesIO(archive)) as zipped:
+                names = zipped.namelist()
+            print(f"download page (while running): {result.download_url} (zip: {len(names)} files)")
         print(f"simulator page (while running): {stack.sim_url}/")
         print(f"photo to link: {time.monotonic() - started:.1f}s")
         return 0

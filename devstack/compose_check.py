@@ -547,7 +547,7 @@ def owner_container(stack: ComposeStack, owner: str) -> Container | None:
 
 
 def lease(stack: ComposeStack) -> tuple[str, int] | None:
-    """The gateway lease's ``(holder, epoch)`` while it runs (``gateway_lease``, migration 0011)."""
+    """The gateway lease's ``(holder, epoch)`` while it runs (``gateway_lease``, migration 0013)."""
     rows = stack.sql_retrying(
         "SELECT holder, epoch FROM gateway_lease WHERE expires_at > clock_timestamp()", timeout_s=30
     )

@@ -32,6 +32,8 @@ class JourneyResult:
     chat: list[dict[str, Any]] = field(default_factory=list)
     #: Unix time (s) just before the photo upload was sent (the start of "upload → link").
     uploaded_at: float = 0.0
+    #: The link message's "Download the files" button (``PUBLIC_BASE_URL/d/<token>``), if it had one.
+    download_url: str | None = None
 
 
 class JourneyError(RuntimeError):
@@ -69,6 +71,18 @@ def chat_messages(sim: httpx.Client, chat_id: int) -> list[dict[str, Any]]:
     body = response.json()
     messages: list[dict[str, Any]] = body["messages"] if isinstance(body, dict) else body
     return messages
+
+
+def download_button(messages: list[dict[str, Any]]) -> str | None:
+    """The URL of the last bot message's button to a download page (``…/d/<token>``), if any."""
+    urls = [
+        button.get("url") or ""
+        for m in messages
+        if (m.get("from") or {}).get("is_bot")
+        for row in (m.get("reply_markup") or {}).get("inline_keyboard", [])
+        for button in row
+    ]
+    return next((u for u in reversed(urls) if "/d/" in u), None)
 
 
 def bot_texts(messages: list[dict[str, Any]]) -> list[str]:
@@ -166,6 +180,7 @@ def play(
             upload_status=upload.status_code,
             chat=chat,
             uploaded_at=uploaded_at,
+            download_url=download_button(chat),
         )
 
 

@@ -41,6 +41,11 @@ MODULES = {
     GATEWAY_STANDBY: "telegram_gateway",
 }
 DEV_BOT_TOKEN = "123456789:SIMULATOR-dev-token-not-a-secret-000000"
+#: The webhook's ``secret_token`` in the dev stack (webhook mode), known only to the two simulated ends.
+DEV_WEBHOOK_SECRET = "SIMULATOR-dev-webhook-secret-not-a-secret"
+#: The public webhook URL the dev gateway registers; the simulator posts its path to the gateway's port
+#: (``TGSIM_WEBHOOK_TARGET``, standing in for the TLS ingress).
+DEV_WEBHOOK_URL = "https://telegram-gateway.devstack.invalid/telegram/webhook"
 #: The worker's AI keys (``worker.settings``): with none set and no AI simulator, the chain is ``local``.
 PROVIDER_KEYS = ("GEMINI_API_KEY", "OPENAI_API_KEY")
 
@@ -61,6 +66,9 @@ class StackConfig:
 
     ``extra_env`` overrides any service setting (e.g. ``STREAM_LEASE_SEC`` in tests).
     ``gateway_replicas``: 2 starts the gateway's hot standby (:data:`GATEWAY_STANDBY`) too.
+    ``extra_env`` overrides any service setting (e.g. ``STREAM_LEASE_SEC`` in tests). ``updates`` is the
+    gateway's ``TELEGRAM_UPDATES`` (``polling``, or ``webhook``: the simulator POSTs updates to the
+    gateway's ``webhook_port``), by default the shell's ``TELEGRAM_UPDATES`` or ``polling``.
     """
 
     database_url: str
@@ -76,6 +84,8 @@ class StackConfig:
     ai_sim: bool = False  # run the AI provider simulator and point the worker's Gemini/OpenAI SDKs at it
     ai_sim_port: int = field(default_factory=free_port)
     gateway_replicas: int = 1
+    updates: str = field(default_factory=lambda: os.environ.get("TELEGRAM_UPDATES") or "polling")
+    webhook_port: int = field(default_factory=free_port)
     ops_ports: dict[str, int] = field(
         default_factory=lambda: {s: free_port() for s in (*SERVICES, GATEWAY_STANDBY) if s != "ingest"}
     )
@@ -121,6 +131,14 @@ class Stack:
             env["TELEGRAM_BOT_TOKEN"] = c.bot_token
             env["TELEGRAM_API_BASE_URL"] = self.sim_url
             env["POLL_TIMEOUT_SEC"] = "2"
+            env["TELEGRAM_UPDATES"] = c.updates
+            if c.updates == "webhook":
+                env["TELEGRAM_WEBHOOK_URL"] = DEV_WEBHOOK_URL
+                env["TELEGRAM_WEBHOOK_SECRET"] = DEV_WEBHOOK_SECRET
+                env["WEBHOOK_HOST"] = "127.0.0.1"
+                env["WEBHOOK_PORT"] = str(c.webhook_port)
+        if name == "telegram-sim":
+            env["TGSIM_WEBHOOK_TARGET"] = f"http://127.0.0.1:{c.webhook_port}"
         given = {key.upper(): value for key, value in os.environ.items()}  # as the services read it
         chosen = any(key in given for key in ("PRIMARY_AI_PROVIDER", "FALLBACK_AI_PROVIDER"))
         if not c.ai_sim and not chosen and not any(given.get(key) for key in PROVIDER_KEYS):
@@ -132,6 +150,8 @@ class Stack:
             env["AI_BASE_URL_GEMINI"] = self.ai_sim_url
             env["OPENAI_API_KEY"] = "sim-only-openai-key"
             env["AI_BASE_URL_OPENAI"] = f"{self.ai_sim_url}/v1"
+        if name in ("ingest", "delivery"):  # the download pages, on this machine (shared.downloads)
+            env["PUBLIC_BASE_URL"] = self.ingest_url
         if name == "ingest":
             env["PORT"] = str(c.ingest_port)
             env["HOST"] = "127.0.0.1"
@@ -297,10 +317,16 @@ FAST_TIMINGS = {
 
 @contextlib.contextmanager
 def running_stack(
-    *, postgres_url: str, database: str, redis_url: str, extra_env: dict[str, str] | None = None
+    *,
+    postgres_url: str,
+    database: str,
+    redis_url: str,
+    extra_env: dict[str, str] | None = None,
+    updates: str = "polling",
 ) -> Iterator[Stack]:
     """A whole stack on a fresh ``database`` (on the server of ``postgres_url``) and an empty Redis
-    database; stopped and its database dropped afterwards. Logs go to ``var/logs/<database>``."""
+    database, the gateway taking updates by ``updates`` (``polling`` or ``webhook``); stopped and its
+    database dropped afterwards. Logs go to ``var/logs/<database>``."""
     from devstack.infra import drop_database, recreate_database
 
     db_url = recreate_database(postgres_url, database)
@@ -311,6 +337,7 @@ def running_stack(
             redis_url=redis_url,
             log_dir=REPO / "var" / "logs" / database,
             extra_env={**FAST_TIMINGS, **(extra_env or {})},
+            updates=updates,
         )
     )
     stack.migrate()

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from shared.ai_models import CATALOGUE, ModelInfo, Provider
 from shared.errors import ConfigError
+from shared.texts import CATALOGUES
 
 __all__ = ["PROVIDERS", "ProviderInfo", "provider_chain", "provider_info"]
 
@@ -26,8 +27,8 @@ class ProviderInfo:
     Attributes:
         name: ``gemini``, ``openai``, ``local`` (a value of ``PRIMARY_AI_PROVIDER``, of
             ``api_usage.provider``).
-        titles: how the guest reads its name, per kiosk language (``en``, ``ru``; the consent screen's
-            ``{providers}``).
+        titles: how the guest reads its name, per language (the consent screen's ``{providers}``): the
+            ``provider`` texts of the catalogues (:mod:`shared.texts`).
         key_setting: the env name of its API key (a provider of the chain without one is skipped by the
             worker), or ``None`` when it needs none (``local`` sends the photo nowhere).
     """
@@ -42,13 +43,15 @@ class ProviderInfo:
         return tuple(m for m in CATALOGUE.values() if m.provider == self.name)
 
 
+_TITLES = CATALOGUES.table("provider")
+
 #: Provider name → provider.
 PROVIDERS: dict[str, ProviderInfo] = {
     p.name: p
     for p in (
-        ProviderInfo("gemini", {"en": "Google Gemini", "ru": "Google Gemini"}, "GEMINI_API_KEY"),
-        ProviderInfo("openai", {"en": "OpenAI", "ru": "OpenAI"}, "OPENAI_API_KEY"),
-        ProviderInfo("local", {"en": "the booth's own server", "ru": "собственный сервер стойки"}, None),
+        ProviderInfo("gemini", _TITLES["gemini"], "GEMINI_API_KEY"),
+        ProviderInfo("openai", _TITLES["openai"], "OPENAI_API_KEY"),
+        ProviderInfo("local", _TITLES["local"], None),
     )
 }
 

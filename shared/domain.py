@@ -100,10 +100,18 @@ class KioskSession:
     consented_at: datetime | None = None
     #: The guest's Telegram ``@username`` without the ``@`` (``None``: they have none, or not linked).
     tg_username: str | None = None
+    #: How the pack reaches the guest: ``telegram`` (a sticker set and the bot's link message) or
+    #: ``download`` (a guest without Telegram: the download page, :mod:`shared.downloads`).
+    delivery: str = "telegram"
 
     @property
     def telegram_linked(self) -> bool:
         return self.tg_chat_id is not None
+
+    @property
+    def downloads_only(self) -> bool:
+        """The guest chose "no Telegram" on the kiosk and has not linked Telegram since."""
+        return self.delivery == "download" and not self.telegram_linked
 
     @property
     def consented(self) -> bool:
@@ -154,6 +162,8 @@ class JobContext:
     tg_user_id: int | None
     tg_chat_id: int | None
     language: str | None
+    #: The session's ``delivery`` (``telegram`` or ``download``, :class:`KioskSession`).
+    delivery: str = "telegram"
 
 
 @dataclass(frozen=True, slots=True)

@@ -30,6 +30,7 @@ import structlog
 from shared import command_ids, metrics, streams
 from shared.alerts import queue_alert
 from shared.domain import Job, JobStatus, KioskSession
+from shared.downloads import download_url
 from shared.errors import NO_FACE_MARK, ErrorClass
 from shared.link_message import queue_link_message
 from shared.logging import redact
@@ -191,10 +192,11 @@ def retry_can_help(job: Job) -> bool:
     )
 
 
-async def resend_link(repos: Repositories, job_id: UUID) -> str | None:
+async def resend_link(repos: Repositories, job_id: UUID, *, public_base_url: str | None = None) -> str | None:
     """Queue the link message of a delivered job again (the admin page's "Resend link"), under a new
     command id per press (:func:`shared.command_ids.resend_link`), with the builder delivery uses
-    (:func:`shared.link_message.queue_link_message`). Dispatch the returned id after the commit.
+    (:func:`shared.link_message.queue_link_message`), with the download page's button when
+    ``public_base_url`` (``PUBLIC_BASE_URL``) is set. Dispatch the returned id after the commit.
 
     Returns the command id, or ``None`` when the job is not ``delivered``, has no sticker set or its guest
     no Telegram chat.
@@ -214,6 +216,7 @@ async def resend_link(repos: Repositories, job_id: UUID) -> str | None:
             chat_id=ctx.tg_chat_id,
             language=ctx.language,
             set_name=ctx.job.sticker_set_name,
+            download_url=await download_url(repos, public_base_url, job_id),
         )
         if queued:
             log.info("LINK_RESEND_QUEUED", job_id=str(job_id), press=press)

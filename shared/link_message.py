@@ -32,21 +32,30 @@ def pack_link(set_name: str) -> str:
 
 
 def link_message(
-    chat_id: int, set_name: str, language: str | None, *, late: bool = False, after_failure: bool = False
+    chat_id: int,
+    set_name: str,
+    language: str | None,
+    *,
+    late: bool = False,
+    after_failure: bool = False,
+    download_url: str | None = None,
 ) -> SendMessage:
     """The link message to private chat ``chat_id`` for sticker set ``set_name``, in the guest's
     ``language`` (a Telegram ``language_code``; :func:`shared.texts.language_of`): the ``pack_ready``
     text with the link, and one "Add stickers" URL button. The words fit the wait (issue 19):
     ``pack_ready_late`` ("sorry for the wait") when ``late`` (past the 15-minute deadline),
     ``pack_ready_after_failure`` (says that the earlier "something went wrong" was wrong) when the
-    guest was sent the failure text before."""
+    guest was sent the failure text before. ``download_url``: the pack's download page
+    (:func:`shared.downloads.download_url`), a second URL button "Download the files" under the first."""
     link = pack_link(set_name)
-    button = {"text": text("add_stickers", language), "url": link}
+    buttons = [[{"text": text("add_stickers", language), "url": link}]]
+    if download_url:
+        buttons.append([{"text": text("download_files", language), "url": download_url}])
     key = "pack_ready_after_failure" if after_failure else "pack_ready_late" if late else "pack_ready"
     return SendMessage(
         chat_id=chat_id,
         text=text(key, language, link=link),
-        reply_markup={"inline_keyboard": [[button]]},
+        reply_markup={"inline_keyboard": buttons},
     )
 
 
@@ -66,15 +75,19 @@ async def queue_link_message(
     reply_to: str | None = None,
     late: bool = False,
     after_failure: bool = False,
+    download_url: str | None = None,
 ) -> bool:
     """Record :func:`link_message` under ``command_id`` about ``subject`` (delivery's ``link`` attempt or an
     admin's ``resend_link`` press) in the open transaction (dispatch after the commit,
     :func:`shared.outbox.dispatch_commands`); ``False`` if that id was recorded before.
 
     ``reply_to``: the service whose ``tg:results:<service>`` gets the outcome (delivery: ``delivery``);
-    ``late``, ``after_failure``: the words that fit the wait (:func:`link_message`).
+    ``late``, ``after_failure``: the words that fit the wait; ``download_url``: the download page's button
+    (:func:`link_message`).
     """
-    message = link_message(chat_id, set_name, language, late=late, after_failure=after_failure)
+    message = link_message(
+        chat_id, set_name, language, late=late, after_failure=after_failure, download_url=download_url
+    )
     return await add_command(repos, command_id, message, subject=subject, reply_to=reply_to)
 
 

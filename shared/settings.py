@@ -7,6 +7,7 @@ Each service builds exactly one settings object in its ``main.py`` and passes it
 
 from __future__ import annotations
 
+import re
 import sys
 from typing import TypeVar
 
@@ -116,6 +117,32 @@ class BotIdentitySettings(BaseSettings):
         problems = bot_username_problems(value)
         if problems:
             raise ValueError("; ".join(problems))
+        return value
+
+
+class DownloadSettings(BaseSettings):
+    """Where guests' phones reach the download pages (:mod:`shared.downloads`, issue 23 item 3).
+
+    ``PUBLIC_BASE_URL`` (unset by default): the origin of ingest as a phone on the internet reaches it,
+    ``https://booth.example.com`` (an ``http://`` URL is taken for a LAN or a demo; no path, query or
+    trailing slash). Unset, no download link is offered: neither in the bot's link message nor as a QR
+    code on the kiosk's done screen, since the kiosk's own address (often a venue LAN address) would not
+    open on a guest's phone.
+    """
+
+    model_config = SettingsConfigDict(env_file=None, extra="ignore", case_sensitive=False)
+
+    public_base_url: str | None = Field(None, validation_alias="PUBLIC_BASE_URL")
+
+    @field_validator("public_base_url")
+    @classmethod
+    def _an_origin(cls, value: str | None) -> str | None:
+        if not value:
+            return None
+        if not re.fullmatch(r"https?://[A-Za-z0-9.-]+(:[0-9]{1,5})?", value):
+            raise ValueError(
+                "PUBLIC_BASE_URL must be an origin: http(s)://host[:port], no path or trailing slash"
+            )
         return value
 
 

@@ -1,182 +1,208 @@
-"""Guest-facing texts in Russian and English, chosen by the guest's Telegram ``language_code``
-(:func:`language_of` maps every code to one of the two).
+"""Guest-facing texts, one gettext message catalogue per language, chosen by the guest's Telegram
+``language_code`` (:func:`language_of`).
 
-The meaning of each text follows the spec's job outcomes (spec/002 "Job-level outcomes", spec/000 deadlines).
+A language is a file: ``shared/locales/<lang>/LC_MESSAGES/guest.po`` (``<lang>`` a Babel locale
+identifier: ``de``, ``pt_BR``). Every catalogue found there is loaded with Babel (:func:`babel.messages.
+pofile.read_po`) when this module is imported; nothing in the code lists the languages. The catalogues are
+"monolingual" gettext (as Weblate calls it): the ``msgid`` is a key (``linked``) and the English catalogue
+holds the source texts; ``msgctxt`` says where a text is shown:
+
+============== =============================================================================================
+``msgctxt``    texts
+============== =============================================================================================
+``bot``        the bot's messages and buttons (:data:`TEXTS`, :func:`text`); placeholders ``{link}``
+``set_title``  the sticker set's title (:data:`PACK_TITLE`, Bot API 1-64 characters)
+``menu``       the guests' command menu (:data:`GUEST_COMMANDS`, BotCommand 1-256 characters)
+``admin_menu`` the admins' extra commands (:data:`ADMIN_COMMANDS`)
+``consent``    the kiosk's consent screen (``consent``: one point per line; placeholders ``{providers}``,
+               ``{selfie_hours}``, ``{sticker_days}``, ``{session_days}``; ``or``: between two providers)
+``provider``   each AI provider's name as the consent screen says it (:data:`shared.ai_providers.PROVIDERS`)
+``kiosk``      the kiosk page's own words (``GET /kiosk/words.js``; ``outfit_<id>``: an outfit's title in
+               a language other than English, whose title is the outfit's own)
+============== =============================================================================================
+
+A text a catalogue lacks (or marks fuzzy) is the English one; :func:`catalogue_problems` names each such
+gap and each placeholder that differs from English (``tests/shared/test_catalogues.py`` holds every shipped
+catalogue to it). Adding a language: README "Languages".
+
+The meaning of each bot text follows the spec's job outcomes (spec/002 "Job-level outcomes", spec/000
+deadlines).
 """
 
 from __future__ import annotations
 
+import re
+import string
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Final
 
-TEXTS: Final[dict[str, dict[str, str]]] = {
-    "linked": {
-        "en": "You're linked! Now take your selfie at the booth — your stickers will arrive right here.",
-        "ru": "Готово, ты подключён! Сделай селфи на стойке — стикеры придут сюда.",
-    },
-    "unlinked": {
-        "en": "The sticker booth was unlinked from your Telegram: someone at the booth pressed "
-        '"Not you?". If that was you, scan the QR code on the booth screen again.',
-        "ru": "Стойку со стикерами отвязали от твоего Telegram: кто-то у стойки нажал «Не ты?». "
-        "Если это был ты, отсканируй QR-код на экране стойки ещё раз.",
-    },
-    "unknown_token": {
-        "en": "This code has expired or was already used. Scan the QR code on the booth screen again.",
-        "ru": "Этот код устарел или уже использован. Отсканируй QR-код на экране стойки ещё раз.",
-    },
-    "hello": {
-        "en": "Hi! Scan the QR code at the sticker booth to get your own sticker pack.",
-        "ru": "Привет! Отсканируй QR-код на стойке, чтобы получить свой набор стикеров.",
-    },
-    "generating": {
-        "en": "Generating your sticker pack… It takes a few minutes, we'll send the link here.",
-        "ru": "Генерируем твой набор стикеров… Это займёт несколько минут, ссылка придёт сюда.",
-    },
-    "still_working": {
-        "en": "Still working on your stickers — almost there!",
-        "ru": "Всё ещё рисуем твои стикеры — почти готово!",
-    },
-    "pack_ready": {
-        "en": "Your sticker pack is ready! Tap to add it: {link}",
-        "ru": "Твой набор стикеров готов! Нажми, чтобы добавить: {link}",
-    },
-    # the link sent after the 15-minute deadline (a Telegram flood wait held it; the set was complete):
-    # no failure text went out, the guest only waited longer (issue 19)
-    "pack_ready_late": {
-        "en": "Sorry for the wait — your sticker pack is ready! Tap to add it: {link}",
-        "ru": "Прости, что пришлось подождать — твой набор стикеров готов! Нажми, чтобы добавить: {link}",
-    },
-    # the link of a job whose failure text went out before (an admin retry of a job failed at the
-    # deadline): it says so, never as if nothing had been said (issue 19)
-    "pack_ready_after_failure": {
-        "en": "We wrote earlier that something went wrong, but your sticker pack made it after all — "
-        "sorry for the confusion and the wait! Tap to add it: {link}",
-        "ru": "Раньше мы написали, что что-то пошло не так, но твой набор стикеров всё-таки готов — "
-        "прости за путаницу и ожидание! Нажми, чтобы добавить: {link}",
-    },
-    "add_stickers": {"en": "Add stickers", "ru": "Добавить стикеры"},
-    "help": {
-        "en": "How to get your own sticker pack:\n"
-        "1. At the sticker booth, scan the QR code on the screen and press Start here.\n"
-        "2. Pick an outfit on the booth screen.\n"
-        "3. Take a selfie at the booth.\n"
-        "A few minutes later the link to your 12 stickers arrives in this chat.\n\n"
-        "/delete — delete your photo, stickers and everything we keep about you\n"
-        "/help — this message",
-        "ru": "Как получить свой набор стикеров:\n"
-        "1. На стойке со стикерами отсканируй QR-код на экране и нажми здесь «Старт».\n"
-        "2. Выбери образ на экране стойки.\n"
-        "3. Сделай селфи на стойке.\n"
-        "Через несколько минут ссылка на твои 12 стикеров придёт в этот чат.\n\n"
-        "/delete — удалить фото, стикеры и всё, что мы о тебе храним\n"
-        "/help — это сообщение",
-    },
-    "help_admin": {
-        "en": "Admin commands:\n"
-        "/status — the queue: jobs by status, the pause in force\n"
-        "/pause — stop starting new jobs (running ones finish; kiosks show the break screen)\n"
-        "/resume — end an admin or automatic pause; offers to retry jobs that missed their deadline\n"
-        "/help — this message\n\n"
-        "Guests see: scan the booth's QR code, press Start, take a selfie, get the link here; "
-        "/delete erases their data.",
-        "ru": "Команды администратора:\n"
-        "/status — очередь: задания по статусам, действующая пауза\n"
-        "/pause — не запускать новые задания (текущие доработают; на стойках экран перерыва)\n"
-        "/resume — снять паузу (админскую или автоматическую); предложит повторить задания, "
-        "пропустившие срок\n"
-        "/help — это сообщение\n\n"
-        "Гости видят: QR-код на стойке, «Старт», селфи, ссылка приходит сюда; /delete удаляет их данные.",
-    },
-    "failed": {
-        "en": "Something went wrong with your sticker pack. Our team will help you manually — "
-        "find us at the booth.",
-        "ru": "Что-то пошло не так с генерацией твоего набора. Мы поможем вручную — подойди к стойке.",
-    },
-    "unavailable": {
-        "en": "Generation is temporarily unavailable. Your photo is saved — "
-        "we'll make your pack as soon as we can.",
-        "ru": "Генерация временно недоступна. Твоё фото сохранено — сделаем набор, как только сможем.",
-    },
-    "maintenance": {
-        "en": "The sticker booth is taking a short break. Please try again in a few minutes.",
-        "ru": "Стойка со стикерами на короткой паузе. Попробуй, пожалуйста, через несколько минут.",
-    },
-    "no_face": {
-        "en": "We couldn't find a face in your photo. Please take another selfie at the booth.",
-        "ru": "Не получилось найти лицо на фото. Сделай, пожалуйста, ещё одно селфи на стойке.",
-    },
-    "content_refused": {
-        "en": "We couldn't turn this photo into stickers. Please take another selfie at the booth — "
-        "a clear, well-lit photo of your face works best.",
-        "ru": "Не получилось сделать стикеры из этого фото. Сделай, пожалуйста, другое селфи на стойке — "
-        "лучше всего подходит чёткое фото лица при хорошем свете.",
-    },
-    # The same two cases on the session's last allowed photo (MAX_CAPTURES_PER_SESSION): no other selfie
-    # can be taken, so the guest is sent to the staff instead (the kiosk shows these words too).
-    "no_face_last": {
-        "en": "We couldn't find a face in your photo. That was the last photo of this visit — "
-        "our staff at the booth will help you.",
-        "ru": "Не получилось найти лицо на фото. Это было последнее фото за этот визит — "
-        "сотрудники у стойки тебе помогут.",
-    },
-    "content_refused_last": {
-        "en": "We couldn't turn this photo into stickers. That was the last photo of this visit — "
-        "our staff at the booth will help you.",
-        "ru": "Не получилось сделать стикеры из этого фото. Это было последнее фото за этот визит — "
-        "сотрудники у стойки тебе помогут.",
-    },
-    "erase_confirm": {
-        "en": "Delete everything we keep about you? Your sticker packs from the booth, your photos and your "
-        "history with this bot will be deleted for good. This cannot be undone.",
-        "ru": "Удалить всё, что мы о тебе храним? Твои наборы стикеров со стойки, фото и историю с этим "
-        "ботом удалим навсегда. Отменить это нельзя.",
-    },
-    "erase_yes": {"en": "Delete everything", "ru": "Удалить всё"},
-    "erase_no": {"en": "Cancel", "ru": "Отмена"},
-    "erase_done": {
-        "en": "Deleted. Your sticker packs, photos and everything we stored about you are gone.",
-        "ru": "Удалено. Твоих наборов стикеров, фото и всего, что мы о тебе хранили, больше нет.",
-    },
-    "erase_cancelled": {
-        "en": "Cancelled — nothing was deleted.",
-        "ru": "Отменено — ничего не удалено.",
-    },
-    "erase_nothing": {
-        "en": "We don't have anything stored about you.",
-        "ru": "У нас ничего о тебе не хранится.",
-    },
-}
+from babel.core import Locale, UnknownLocaleError
+from babel.messages.pofile import read_po
 
-PACK_TITLE: Final[dict[str, str]] = {"en": "My Sticker Booth pack", "ru": "Мои стикеры"}
+#: Where the catalogues are: ``<lang>/LC_MESSAGES/guest.po`` below it.
+LOCALES_DIR: Final = Path(__file__).parent / "locales"
+DOMAIN: Final = "guest"
+#: The language every other falls back to, and the source of the keys.
+SOURCE_LANGUAGE: Final = "en"
+#: The ``msgctxt`` of each kind of text (module docstring).
+CONTEXTS: Final = ("bot", "set_title", "menu", "admin_menu", "consent", "provider", "kiosk")
 
-#: The bot's command menu (``setMyCommands``, :mod:`telegram_gateway.menu`): each command's description
-#: in English and Russian (Bot API BotCommand: 1-256 characters). ``/start`` is left out: Telegram's own
-#: Start button and the booth's QR code send it. The guests' commands are those every private chat
-#: answers (:mod:`telegram_gateway.handlers`, :mod:`telegram_gateway.erasure`); the admins' extra ones
-#: answer only ``ADMIN_USER_IDS`` (:mod:`telegram_gateway.admin`).
-GUEST_COMMANDS: Final[dict[str, dict[str, str]]] = {
-    "help": {"en": "How to get your sticker pack", "ru": "Как получить свой набор стикеров"},
-    "delete": {
-        "en": "Delete your photo, stickers and everything we keep about you",
-        "ru": "Удалить фото, стикеры и всё, что мы о тебе храним",
-    },
-}
-ADMIN_COMMANDS: Final[dict[str, dict[str, str]]] = {
-    "status": {
-        "en": "The queue: jobs by status, failures, spend, the pause",
-        "ru": "Очередь: задания по статусам, сбои, расходы, пауза",
-    },
-    "pause": {"en": "Stop starting new jobs", "ru": "Не запускать новые задания"},
-    "resume": {"en": "End the pause", "ru": "Снять паузу"},
-    "preflight": {
-        "en": "Will tonight work? Telegram checked now, the last full preflight",
-        "ru": "Всё ли готово? Проверка Telegram сейчас и последний полный предполётный отчёт",
-    },
-}
+Table = Mapping[str, Mapping[str, str]]
+"""key → language → text."""
 
+
+def read_catalogue(path: Path, language: str) -> dict[tuple[str, str], str]:
+    """The texts of one ``.po`` file as ``(msgctxt, msgid) → msgstr``; an empty or fuzzy entry is left
+    out (as ``pybabel compile`` leaves it out of the ``.mo``), and so is the header.
+
+    Raises:
+        babel.messages.pofile.PoFileError: the file is not valid PO syntax.
+        OSError: the file cannot be read.
+    """
+    with path.open("rb") as file:
+        catalog = read_po(file, locale=language, domain=DOMAIN, abort_invalid=True)
+    return {
+        (message.context or "", str(message.id)): str(message.string)
+        for message in catalog
+        if message.id and message.string and not message.fuzzy
+    }
+
+
+def catalogue_files(directory: Path) -> dict[str, Path]:
+    """Each language of ``directory`` (the folder name of ``<lang>/LC_MESSAGES/guest.po``) with its file."""
+    return {path.parents[1].name: path for path in sorted(directory.glob(f"*/LC_MESSAGES/{DOMAIN}.po"))}
+
+
+def _language_id(name: str) -> str:
+    """``name`` when it is a locale Babel knows (``de``, ``pt_BR``), else :class:`ValueError`."""
+    try:
+        Locale.parse(name)
+    except (ValueError, UnknownLocaleError) as exc:
+        raise ValueError(f"{LOCALES_DIR.name}/{name}: not a locale identifier such as de or pt_BR") from exc
+    return name
+
+
+@dataclass(frozen=True)
+class Catalogues:
+    """The guest texts of every language: ``messages[language][(msgctxt, msgid)]``."""
+
+    messages: Mapping[str, Mapping[tuple[str, str], str]]
+
+    @classmethod
+    def load(cls, directory: Path = LOCALES_DIR) -> Catalogues:
+        """Every catalogue of ``directory`` (module docstring).
+
+        Raises:
+            ValueError: no English catalogue, or a folder name that is no locale identifier.
+            babel.messages.pofile.PoFileError: a file that is not valid PO syntax.
+        """
+        files = catalogue_files(directory)
+        if SOURCE_LANGUAGE not in files:
+            raise ValueError(f"{directory}: no {SOURCE_LANGUAGE}/LC_MESSAGES/{DOMAIN}.po, the source texts")
+        return cls({_language_id(lang): read_catalogue(path, lang) for lang, path in files.items()})
+
+    @property
+    def languages(self) -> tuple[str, ...]:
+        """English first, then the others in alphabetical order."""
+        return (SOURCE_LANGUAGE, *sorted(lang for lang in self.messages if lang != SOURCE_LANGUAGE))
+
+    def table(self, context: str) -> dict[str, dict[str, str]]:
+        """The texts of one ``msgctxt`` as ``key → language → text``, keys in the English catalogue's
+        order; a text a catalogue lacks is the English one."""
+        source = self.messages[SOURCE_LANGUAGE]
+        return {
+            key: {lang: self.messages[lang].get((ctx, key), text) for lang in self.languages}
+            for (ctx, key), text in source.items()
+            if ctx == context
+        }
+
+    def language_of(self, language_code: str | None) -> str:
+        """The guest's text language for a Telegram ``language_code`` (an IETF tag such as ``de-AT``,
+        ``pt-br``, ``uk``; ``None`` when the client sends none), the nearest catalogue: the tag's language
+        and region (``pt_BR``) when there is such a catalogue, else its language (``de-AT`` → ``de``),
+        else ``ru`` for the :data:`RUSSIAN_READERS` (when there is a Russian catalogue), else ``en``.
+        Case and separator (``-``/``_``) are ignored; never raises."""
+        if not language_code:
+            return SOURCE_LANGUAGE
+        primary, _, rest = language_code.replace("_", "-").strip().partition("-")
+        primary = primary.lower()
+        region = rest.split("-")[-1].upper() if rest else ""
+        for candidate in (f"{primary}_{region}" if region else "", primary):
+            if candidate and candidate in self.messages:
+                return candidate
+        if primary in RUSSIAN_READERS and "ru" in self.messages:
+            return "ru"
+        return SOURCE_LANGUAGE
+
+    def text(self, context: str, key: str, language_code: str | None, **values: str | int) -> str:
+        """The text ``key`` of ``context`` in the guest's language (:meth:`language_of`), formatted with
+        ``values`` (``str.format``).
+
+        Raises:
+            KeyError: ``key`` is not in the English catalogue, or a placeholder lacks its value.
+        """
+        source = self.messages[SOURCE_LANGUAGE][(context, key)]
+        template = self.messages[self.language_of(language_code)].get((context, key), source)
+        return template.format(**values)
+
+
+def placeholders(text: str) -> list[str]:
+    """The placeholders of ``text``, sorted: ``{name}`` fields as ``{name}`` and printf conversions as
+    written (``%(name)s``, ``%d``; ``%%`` is a literal).
+
+    Raises:
+        ValueError: a stray brace (a literal brace is written ``{{``/``}}``).
+    """
+    fields = [f"{{{name}}}" for _, name, _, _ in string.Formatter().parse(text) if name is not None]
+    printf = [m for m in _PRINTF.findall(text) if m != "%%"]
+    return sorted(fields + printf)
+
+
+def catalogue_problems(directory: Path = LOCALES_DIR) -> list[str]:
+    """What is wrong with the catalogues of ``directory``, one line each (``[]``: nothing): a file Babel
+    cannot read or a folder that is no locale, an English text whose ``msgctxt`` is none of
+    :data:`CONTEXTS` (no code would show it), an English key a language does not translate (missing,
+    empty or fuzzy), a key English does not have, and a text whose placeholders (:func:`placeholders`)
+    differ from the English text's."""
+    files = catalogue_files(directory)
+    if SOURCE_LANGUAGE not in files:
+        return [f"no {SOURCE_LANGUAGE}/LC_MESSAGES/{DOMAIN}.po"]
+    loaded: dict[str, dict[tuple[str, str], str]] = {}
+    problems: list[str] = []
+    for lang, path in files.items():
+        try:
+            loaded[_language_id(lang)] = read_catalogue(path, lang)
+        except Exception as exc:  # a bad file is a finding here, not a crash
+            problems.append(f"{lang}: {exc}")
+    source = loaded.get(SOURCE_LANGUAGE, {})
+    for ctx, key in sorted(where for where in source if where[0] not in CONTEXTS):
+        problems.append(f"{SOURCE_LANGUAGE}: {ctx}/{key}: msgctxt is none of {', '.join(CONTEXTS)}")
+    for lang, messages in loaded.items():
+        for ctx, key in sorted(source.keys() - messages.keys()):
+            problems.append(f"{lang}: {ctx}/{key} is not translated")
+        for ctx, key in sorted(messages.keys() - source.keys()):
+            problems.append(f"{lang}: {ctx}/{key} is no English key")
+        for where, text in messages.items():
+            if where not in source:
+                continue
+            try:
+                mine, english = placeholders(text), placeholders(source[where])
+            except ValueError as exc:
+                problems.append(f"{lang}: {where[0]}/{where[1]}: {exc}")
+                continue
+            if mine != english:
+                problems.append(f"{lang}: {where[0]}/{where[1]} has placeholders {mine}, English {english}")
+    return problems
+
+
+_PRINTF: Final = re.compile(r"%%|%(?:\(\w+\))?[-#0 +]*\d*(?:\.\d+)?[diouxXeEfFgGcrsa]")
 
 #: Telegram ``language_code`` primary subtags (ISO 639-1, or 639-3 where there is none) answered in Russian:
 #: languages whose speakers, as a group, read Russian more readily than English. Every other code, and
-#: none at all, is answered in English. Reasoning, by group:
+#: none at all, is answered in English, unless it has a catalogue of its own (:meth:`Catalogues.language_of`).
+#: Reasoning, by group:
 #:
 #: - ``ru``; ``uk`` and ``be``: East Slavic, mutually intelligible enough to read Russian, which nearly all
 #:   speakers also learnt at school (a Ukrainian client who prefers English can switch the app to English);
@@ -214,20 +240,34 @@ RUSSIAN_READERS: Final[frozenset[str]] = frozenset(
 )
 
 
+#: The shipped catalogues (:data:`LOCALES_DIR`), loaded once at import.
+CATALOGUES: Final = Catalogues.load()
+#: Every language with a catalogue, English first.
+LANGUAGES: Final = CATALOGUES.languages
+#: The bot's messages and buttons: key → language → text.
+TEXTS: Final[Table] = CATALOGUES.table("bot")
+#: The sticker set's title per language.
+PACK_TITLE: Final[Mapping[str, str]] = CATALOGUES.table("set_title")["pack_title"]
+
+#: The bot's command menu (``setMyCommands``, :mod:`telegram_gateway.menu`): each command's description per
+#: language (Bot API BotCommand: 1-256 characters). ``/start`` is left out: Telegram's own Start button and
+#: the booth's QR code send it. The guests' commands are those every private chat answers
+#: (:mod:`telegram_gateway.handlers`, :mod:`telegram_gateway.erasure`); the admins' extra ones answer only
+#: ``ADMIN_USER_IDS`` (:mod:`telegram_gateway.admin`).
+GUEST_COMMANDS: Final[Table] = CATALOGUES.table("menu")
+ADMIN_COMMANDS: Final[Table] = CATALOGUES.table("admin_menu")
+
+
 def language_of(language_code: str | None) -> str:
-    """The guest's text language for a Telegram ``language_code`` (an IETF tag such as ``ru``, ``uk``,
-    ``en-US``, ``pt-br``; ``None`` when the client sends none): ``ru`` when its primary subtag is in
-    :data:`RUSSIAN_READERS`, else ``en``. Case and region (``-``/``_``) are ignored; never raises."""
-    if not language_code:
-        return "en"
-    primary = language_code.replace("_", "-").split("-")[0].strip().lower()
-    return "ru" if primary in RUSSIAN_READERS else "en"
+    """The guest's text language for a Telegram ``language_code``: :meth:`Catalogues.language_of` of the
+    shipped catalogues. Never raises."""
+    return CATALOGUES.language_of(language_code)
 
 
 def text(key: str, language_code: str | None, **values: str) -> str:
-    """The text ``key`` in the guest's language, formatted with ``values``.
+    """The bot's text ``key`` in the guest's language, formatted with ``values``.
 
     Raises:
         KeyError: unknown ``key``.
     """
-    return TEXTS[key][language_of(language_code)].format(**values)
+    return CATALOGUES.text("bot", key, language_code, **values)

@@ -124,14 +124,18 @@ class Namespace:
         return f"{prefix}_{worker}_{os.getpid()}" if worker else f"{prefix}_{os.getpid()}"
 
     @contextmanager
-    def running_stack(self, prefix: str, *, redis_offset: int, extra_env: dict[str, str]) -> Iterator[Stack]:
+    def running_stack(
+        self, prefix: str, *, redis_offset: int, extra_env: dict[str, str], updates: str = "polling"
+    ) -> Iterator[Stack]:
         """The whole stack as processes (``devstack.processes.running_stack``) on this run's database
-        ``prefix`` (fresh, dropped afterwards) and Redis database ``redis_offset`` (flushed first)."""
+        ``prefix`` (fresh, dropped afterwards) and Redis database ``redis_offset`` (flushed first); the
+        gateway takes updates by ``updates`` (``TELEGRAM_UPDATES``: ``polling`` or ``webhook``)."""
         with running_stack(
             postgres_url=self.infra.postgres_url,
             database=self.database(prefix),
             redis_url=self.redis_url(redis_offset),
             extra_env=extra_env,
+            updates=updates,
         ) as stack:
             yield stack
 

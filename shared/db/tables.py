@@ -47,6 +47,9 @@ sessions = sa.Table(
     sa.Column("consent_version", sa.Text),
     sa.Column("consent_language", sa.Text),
     sa.Column("consented_at", TZ),
+    # migration 0012: "telegram", or "download" for a guest without Telegram (shared.downloads)
+    sa.Column("delivery", sa.Text, nullable=False, server_default="telegram"),
+    sa.CheckConstraint("delivery IN ('telegram', 'download')", name="ck_sessions_delivery"),
 )
 
 jobs = sa.Table(
@@ -145,6 +148,20 @@ sa.Index("ix_tg_commands_subject", tg_commands.c.subject["kind"].astext, tg_comm
 sa.Index(
     "ix_tg_commands_subject_null", tg_commands.c.created_at, postgresql_where=tg_commands.c.subject.is_(None)
 )
+
+# migration 0011 (issue 22): updates the webhook received, stored before Telegram is answered 2xx
+tg_updates = sa.Table(
+    "tg_updates",
+    metadata,
+    sa.Column("update_id", sa.BigInteger, primary_key=True, autoincrement=False),
+    sa.Column("body", JSONB, nullable=False),
+    sa.Column("received_at", TZ, nullable=False, server_default=sa.func.now()),
+    sa.Column("handled_at", TZ),
+)
+sa.Index(
+    "ix_tg_updates_unhandled", tg_updates.c.update_id, postgresql_where=tg_updates.c.handled_at.is_(None)
+)
+sa.Index("ix_tg_updates_handled_at", tg_updates.c.handled_at)
 
 leads = sa.Table(
     "leads",
@@ -281,7 +298,7 @@ photo_refusals = sa.Table(
 sa.Index("ix_photo_refusals_at", photo_refusals.c.at)
 sa.Index("ix_photo_refusals_session", photo_refusals.c.session_id)
 
-# migration 0011 (issue 22): the telegram-gateway's leadership lease (shared.repositories.gateway_lease)
+# migration 0013 (issue 22): the telegram-gateway's leadership lease (shared.repositories.gateway_lease)
 gateway_lease = sa.Table(
     "gateway_lease",
     metadata,

@@ -33,6 +33,7 @@ from shared.repositories.retention import RetentionRepository
 from shared.repositories.sessions import SessionRepository
 from shared.repositories.settings import SettingsRepository
 from shared.repositories.tg_commands import TelegramCommandRepository
+from shared.repositories.tg_updates import TelegramUpdateRepository
 from shared.repositories.usage import UsageRepository
 
 __all__ = ["Database", "Repositories"]
@@ -48,6 +49,7 @@ class Repositories:
         self.blobs = BlobRepository(conn)
         self.settings = SettingsRepository(conn)
         self.tg_commands = TelegramCommandRepository(conn)
+        self.tg_updates = TelegramUpdateRepository(conn)
         self.leads = LeadRepository(conn)
         self.lead_posts = LeadPostRepository(conn)
         self.alerts = AlertRepository(conn)

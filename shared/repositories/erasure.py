@@ -11,7 +11,9 @@ Issue 11 (erasure on request; later reused by retention). What "about a job" mea
 "About a session" is that for each of its jobs, plus the ``sessions`` row, its ``photo_refusals`` (the
 kiosk's refused uploads: code, station, time; migration 0008), plus the ``tg_commands`` rows whose
 ``params`` name its Telegram chat (``chat_id``) or user (``user_id``) once no remaining session has that
-chat or user (the guest's "You're linked!", the /delete prompt).
+chat or user (the guest's "You're linked!", the /delete prompt), and the handled ``tg_updates`` rows
+(webhook mode, migration 0011) sent by that user or in that chat (an update still being handled, e.g. the
+``/delete`` itself, is left: its handler marks it, and it goes a day later with every handled one).
 
 Concurrency (DESIGN.md §3, every state change is a conditional ``UPDATE``): the jobs are locked
 (``FOR UPDATE``) first, so a worker's or delivery's transaction on one of them finishes before and any
@@ -35,6 +37,7 @@ from typing import Any
 from uuid import UUID
 
 import sqlalchemy as sa
+from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from shared.db.tables import (
@@ -47,6 +50,7 @@ from shared.db.tables import (
     photo_refusals,
     sessions,
     tg_commands,
+    tg_updates,
 )
 from shared.domain import CommandStatus
 from shared.repositories.tg_commands import about
@@ -83,6 +87,7 @@ class ErasedRows:
     photo_refusals: int = 0
     api_usage_unlinked: int = 0
     sticker_sets: tuple[str, ...] = field(default=())
+    tg_updates: int = 0
 
     def counts(self) -> dict[str, int]:
         """The counts per table (no names, no ids: safe to log)."""
@@ -95,6 +100,7 @@ class ErasedRows:
             "photo_refusals": self.photo_refusals,
             "api_usage_unlinked": self.api_usage_unlinked,
             "sticker_sets": len(self.sticker_sets),
+            "tg_updates": self.tg_updates,
         }
 
     @property
@@ -164,6 +170,7 @@ class ErasureRepository:
         users = {str(r.tg_user_id) for r in people if r.tg_user_id is not None}
         chats = {str(r.tg_chat_id) for r in people if r.tg_chat_id is not None}
         commands = await self._delete_commands_naming(users=users, chats=chats)
+        updates = await self._delete_updates_from(users=users, chats=chats)
         return ErasedRows(
             sessions=_count(deleted),
             jobs=erased.jobs,
@@ -173,7 +180,31 @@ class ErasureRepository:
             photo_refusals=_count(refusals),
             api_usage_unlinked=erased.api_usage_unlinked,
             sticker_sets=erased.sticker_sets,
+            tg_updates=updates,
         )
+
+    async def _delete_updates_from(self, *, users: set[str], chats: set[str]) -> int:
+        """Delete the handled ``tg_updates`` whose object (``message``, ``callback_query`` …: the one field
+        besides ``update_id``) is from one of ``users`` or in one of ``chats`` (its ``chat`` or its
+        ``message.chat``); returns how many."""
+        if not users and not chats:
+            return 0
+        part = (
+            sa.func.jsonb_each(tg_updates.c.body)
+            .table_valued(sa.column("key", sa.Text), sa.column("value", JSONB))
+            .alias("part")
+        )
+        value = part.c.value
+        names = sa.or_(
+            value["from"]["id"].astext.in_(sorted(users)),
+            value["chat"]["id"].astext.in_(sorted(chats)),
+            value["message"]["chat"]["id"].astext.in_(sorted(chats)),
+        )
+        mine = sa.exists(sa.select(1).select_from(part).where(sa.func.jsonb_typeof(value) == "object", names))
+        result = await self.conn.execute(
+            sa.delete(tg_updates).where(tg_updates.c.handled_at.is_not(None), mine)
+        )
+        return _count(result)
 
     async def erase_leads(self, contact_key: str) -> ErasedLeads:
         """Delete the lead of ``contact_key`` (:func:`ingest.contact.parse_contact`'s key, e.g.

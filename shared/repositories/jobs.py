@@ -127,10 +127,16 @@ class JobRepository:
         return _job(row) if row else None
 
     async def get_context(self, job_id: UUID) -> JobContext | None:
-        """The job with its session's Telegram chat and language."""
+        """The job with its session's Telegram chat, language and delivery."""
         row = (
             await self.conn.execute(
-                sa.select(*_job_columns(), sessions.c.tg_user_id, sessions.c.tg_chat_id, sessions.c.language)
+                sa.select(
+                    *_job_columns(),
+                    sessions.c.tg_user_id,
+                    sessions.c.tg_chat_id,
+                    sessions.c.language,
+                    sessions.c.delivery,
+                )
                 .join(sessions, sessions.c.id == jobs.c.session_id)
                 .where(jobs.c.id == job_id)
             )
@@ -139,7 +145,11 @@ class JobRepository:
             return None
         m = row._mapping
         return JobContext(
-            job=_job(row), tg_user_id=m["tg_user_id"], tg_chat_id=m["tg_chat_id"], language=m["language"]
+            job=_job(row),
+            tg_user_id=m["tg_user_id"],
+            tg_chat_id=m["tg_chat_id"],
+            language=m["language"],
+            delivery=m["delivery"],
         )
 
     async def accepted_at(self, job_id: UUID) -> datetime | None:
@@ -325,6 +335,19 @@ class JobRepository:
         return await self._transition(
             job_id, (_DELIVERING,), _DELIVERED, note="link sent", values={"link_sent_at": link_sent_at}
         )
+
+    async def deliver_download(self, job_id: UUID, *, at: datetime) -> Job | None:
+        """``rendered → delivering → delivered`` in one go for a guest without Telegram: the pack is
+        delivered as its download page (:mod:`shared.downloads`), which opens the moment the stickers are
+        stored, so there is no set to create and no link to send. The selfie counts as erased ``at`` (the
+        caller deletes its blobs in the same transaction, as for a created set, DESIGN.md §12);
+        ``link_sent_at`` is ``at``, so the stickers' retention runs from it."""
+        started = await self._transition(
+            job_id, (_RENDERED,), _DELIVERING, note="download page", values={"selfie_deleted_at": at}
+        )
+        if started is None:
+            return None
+        return await self.mark_delivered(job_id, link_sent_at=at)
 
     async def retry_failed(self, job_id: UUID, *, note: str) -> Job | None:
         """``failed → queued`` as a fresh run (``created_at`` now; attempts, errors and notices cleared).

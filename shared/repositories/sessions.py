@@ -30,6 +30,7 @@ def _session(row: Any) -> KioskSession:
         consent_language=m["consent_language"],
         consented_at=m["consented_at"],
         tg_username=m["tg_username"],
+        delivery=m["delivery"],
     )
 
 
@@ -112,7 +113,22 @@ class SessionRepository:
                     tg_username=username,
                     language=language,
                     bound_at=sa.func.coalesce(sessions.c.bound_at, sa.func.now()),
+                    delivery="telegram",  # a guest who chose "no Telegram" and then linked after all
                 )
+                .returning(sessions)
+            )
+        ).one_or_none()
+        return _session(row) if row else None
+
+    async def choose_download(self, session_id: UUID) -> KioskSession | None:
+        """The guest chose "no Telegram? get them here": ``delivery = 'download'``, only while no Telegram
+        user is bound and no photo was taken (a job's pack goes where its session said when it was taken).
+        Returns ``None`` when the session does not exist or is past that point."""
+        row = (
+            await self.conn.execute(
+                sa.update(sessions)
+                .where(sessions.c.id == session_id, sessions.c.tg_user_id.is_(None), sessions.c.captures == 0)
+                .values(delivery="download")
                 .returning(sessions)
             )
         ).one_or_none()

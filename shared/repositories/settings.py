@@ -45,5 +45,13 @@ class SettingsRepository:
         )
         return claimed.one_or_none() is not None
 
+    async def put_if_absent(self, key: str, value: Any) -> None:
+        """Store ``value`` under ``key`` unless the key has a row already (then nothing changes)."""
+        await self.conn.execute(
+            insert(settings)
+            .values(key=key, value=value)
+            .on_conflict_do_nothing(index_elements=[settings.c.key])
+        )
+
     async def delete(self, key: str) -> None:
         await self.conn.execute(sa.delete(settings).where(settings.c.key == key))

@@ -21,6 +21,7 @@ from simulators.telegram.simulator import Simulator
 
 SIMULATOR_KEY = web.AppKey("simulator", Simulator)
 _AUTOSAVE_KEY = web.AppKey("autosave", asyncio.Task[None])
+_WEBHOOK_KEY = web.AppKey("webhook", asyncio.Task[None])
 
 
 async def _healthz(request: web.Request) -> web.StreamResponse:
@@ -37,6 +38,7 @@ async def _start(app: web.Application) -> None:
         sim.before_handout = CounterKeeper(data_dir)
         app[_AUTOSAVE_KEY] = asyncio.create_task(autosave(sim, data_dir), name="tgsim-autosave")
     sim.seed_groups()
+    app[_WEBHOOK_KEY] = asyncio.create_task(sim.webhook.run(), name="tgsim-webhook")
 
 
 async def _release_polls(app: web.Application) -> None:
@@ -45,11 +47,12 @@ async def _release_polls(app: web.Application) -> None:
 
 async def _stop(app: web.Application) -> None:
     sim = app[SIMULATOR_KEY]
-    task = app.get(_AUTOSAVE_KEY)
-    if task is not None:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
+    for key in (_WEBHOOK_KEY, _AUTOSAVE_KEY):
+        task = app.get(key)
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
     if sim.config.data_dir is not None:
         save_state(sim.config.data_dir, sim.state)
     await sim.close()

@@ -5,7 +5,10 @@ Env names: ``TGSIM_TOKEN`` (required, no default: it is what a bot presents), ``
 ``TGSIM_GROUPS`` (JSON object ``{"<chat id>": "<title>"}``: group chats the bot is a member of from the
 start) and the flood-control limits ``TGSIM_PRIVATE_PER_SECOND``, ``TGSIM_PRIVATE_BURST``,
 ``TGSIM_GROUP_PER_MINUTE``, ``TGSIM_GLOBAL_PER_SECOND``, ``TGSIM_CALLBACK_ANSWER_TIMEOUT``
-(see :class:`Limits`).
+(see :class:`Limits`), and webhook delivery (:mod:`simulators.telegram.webhook`): ``TGSIM_WEBHOOK_TARGET``
+(``http://host:port`` standing in for the TLS-terminating ingress in front of a bot: a registered
+``https://`` webhook's path is POSTed there) and ``TGSIM_WEBHOOK_MAX_RETRY_S`` (the cap of the retry
+backoff, 60 s as on Telegram's server).
 """
 
 from __future__ import annotations
@@ -76,6 +79,8 @@ class SimConfig(BaseSettings):
     group_per_minute: float = Field(20.0, ge=0)
     global_per_second: float = Field(30.0, ge=0)
     callback_answer_timeout: float = Field(15.0, ge=0)
+    webhook_target: str | None = Field(None, pattern=r"^https?://")
+    webhook_max_retry_s: float = Field(60.0, gt=0)
 
     @field_validator("groups")
     @classmethod

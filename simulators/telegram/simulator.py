@@ -34,6 +34,7 @@ from simulators.telegram.state import (
     UpdateRecord,
     UserRecord,
 )
+from simulators.telegram.webhook import WebhookDelivery
 
 #: Update types delivered when a bot never set ``allowed_updates`` (core.telegram.org/bots/api#getupdates).
 DEFAULT_EXCLUDED_UPDATES = frozenset({"chat_member", "message_reaction", "message_reaction_count"})
@@ -72,6 +73,9 @@ class Simulator:
         self.holds = FloodHolds()
         self.calls = CallLog()
         self.poll = LongPoll()
+        self.webhook = WebhookDelivery(
+            self, target=config.webhook_target, max_retry_s=config.webhook_max_retry_s
+        )
         self.revision = 0
         #: Called with the id after the last update of a batch before ``getUpdates`` hands the batch out;
         #: persistence sets it so a restarted simulator never numbers an update below one a bot has seen.
@@ -99,6 +103,7 @@ class Simulator:
         self.holds.lift()
         self.calls.clear()
         self.poll.notify()
+        self.webhook.reset()
         self.touch()
 
     async def close(self) -> None:
@@ -191,6 +196,7 @@ class Simulator:
         self.state.updates.append(UpdateRecord(update_id=update_id, kind=kind, payload=payload))
         self.touch()
         self.poll.notify()
+        self.webhook.notify()
         return update_id
 
     def confirm_updates(self, offset: int) -> int:

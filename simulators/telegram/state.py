@@ -141,6 +141,12 @@ class SimState(BaseModel):
     next_update_id: int = 1
     allowed_updates: list[str] | None = None
     webhook_url: str = ""
+    #: ``setWebhook``'s ``secret_token`` (sent as ``X-Telegram-Bot-Api-Secret-Token``) and
+    #: ``max_connections``; the last failed delivery (``getWebhookInfo``), Unix seconds and text.
+    webhook_secret_token: str = ""
+    webhook_max_connections: int = 40
+    webhook_last_error_date: int | None = None
+    webhook_last_error_message: str | None = None
     files: dict[str, FileRecord] = Field(default_factory=dict)
     next_file_number: int = 1
     sticker_sets: dict[str, StickerSetRecord] = Field(default_factory=dict)

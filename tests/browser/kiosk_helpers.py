@@ -9,6 +9,7 @@ import httpx
 from playwright.sync_api import Page
 
 from devstack.processes import Stack
+from shared.texts import LANGUAGES
 
 REPO = Path(__file__).resolve().parents[2]
 PHOTOS = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "photos"
@@ -35,6 +36,16 @@ def screenshot(page: Page, name: str) -> Path:
         KIOSK_SCREENS.mkdir(parents=True, exist_ok=True)
         (KIOSK_SCREENS / f"{name}.png").write_bytes(path.read_bytes())
     return path
+
+
+def choose_language(page: Page, language: str) -> None:
+    """Tap the language button until the page is in ``language`` (it steps through the languages of
+    ``GET /kiosk/words.js``, English first)."""
+    for _ in range(len(LANGUAGES)):
+        if page.get_attribute("html", "lang") == language:
+            return
+        page.click("#lang")
+    assert page.get_attribute("html", "lang") == language
 
 
 def screen(page: Page) -> str:

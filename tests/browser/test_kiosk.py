@@ -6,9 +6,11 @@ Retry numbers under test come from DESIGN.md §4 and spec/000 "Kiosk": the outfi
 
 from __future__ import annotations
 
+import io
 import itertools
 import re
 import time
+import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,6 +23,7 @@ from devstack.processes import Stack
 from shared.texts import TEXTS
 from tests.browser.kiosk_helpers import (
     ADMIN_TOKEN,
+    choose_language,
     choose_photo,
     deep_link,
     open_kiosk,
@@ -77,6 +80,63 @@ def test_a_guest_journey_ends_on_the_done_screen_with_the_link_in_telegram(page:
     assert page.get_attribute("#done-qr", "data-set-url") == links[0].group(0)
     status = session_status(stack, session["id"])
     assert (status["status"], status["outfit_id"], len(status["jobs"])) == ("delivered", "pirate", 1)
+    # Beside it, the QR code of the pack's download page (the devstack sets PUBLIC_BASE_URL), which the
+    # guest's phone opens: a phone-sized screen with the 12 stickers decoded, no sideways scrolling, no
+    # script error or CSP violation, and a zip of 24 valid files.
+    page.wait_for_selector("#done-download:not([hidden])")
+    url = page.get_attribute("#done-download-qr", "data-download-url")
+    assert url is not None and url.startswith(f"{stack.ingest_url}/d/")
+    phone = page.context.browser.new_context(  # type: ignore[union-attr]
+        viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True, device_scale_factor=3
+    )
+    try:
+        mobile = phone.new_page()
+        problems: list[str] = []
+        mobile.on("pageerror", lambda error: problems.append(str(error)))
+        mobile.on(
+            "console", lambda m: problems.append(m.text) if "Content Security Policy" in m.text else None
+        )
+        assert mobile.goto(url).status == 200  # type: ignore[union-attr]
+        mobile.evaluate("() => window.scrollTo(0, document.body.scrollHeight)")  # lazy images load
+        mobile.wait_for_function(
+            "() => { const s = [...document.querySelectorAll('li img')];"
+            " return s.length === 12 && s.every((i) => i.complete && i.naturalWidth === 512); }"
+        )
+        assert mobile.evaluate("() => document.documentElement.scrollWidth") <= 390
+        mobile.evaluate("() => window.scrollTo(0, 0)")
+        screenshot(mobile, "download-page-phone")
+        archive = mobile.request.get(mobile.evaluate("() => document.querySelector('a.zip').href")).body()
+        with zipfile.ZipFile(io.BytesIO(archive)) as zipped:
+            assert len(zipped.namelist()) == 24 and zipped.testzip() is None
+        assert not problems, problems
+    finally:
+        phone.close()
+
+
+def test_a_guest_without_telegram_gets_the_download_page_qr_on_the_done_screen(
+    page: Page, stack: Stack
+) -> None:
+    session = open_kiosk(page, stack, station="hall-n")
+    page.click("#no-telegram:not([hidden])")
+    wait_screen(page, "outfits")
+    pick_outfit(page, "pirate")
+    choose_photo(page, "face-woman-red-hat.png")
+    page.click("#send")
+    wait_screen(page, "generating")
+    assert page.get_attribute("#generating-text", "data-i18n") == "generating_text_download"
+    wait_screen(page, "done", timeout_ms=180_000)
+    page.wait_for_selector("#done-download:not([hidden])")
+    assert page.is_hidden("#done-set")  # no sticker set was made
+    assert page.get_attribute("#done-text", "data-i18n") == "done_text_download"
+    url = page.get_attribute("#done-download-qr", "data-download-url")
+    assert url is not None and httpx.get(url, timeout=10).status_code == 200
+    screenshot(page, "kiosk-done-download")
+    status = session_status(stack, session["id"])
+    assert (status["status"], status["delivery"], status["telegram_linked"]) == (
+        "delivered",
+        "download",
+        False,
+    )
 
 
 #: Counts the page's camera requests (``navigator.mediaDevices.getUserMedia``) in ``window.cameraOpens``.
@@ -104,7 +164,7 @@ def test_the_consent_screen_comes_before_the_camera_and_agree_opens_it(page: Pag
     assert page.evaluate("window.cameraOpens") == 0 and not page.is_visible("#video")
     status = session_status(stack, session["id"])
     assert (status["status"], status["consent"]) == ("consent_required", None)
-    page.click("#lang")
+    choose_language(page, "ru")
     assert "публичный" in page.inner_text("#consent-points")  # the guest's language, from the settings
     assert page.inner_text('section[data-screen="consent"] h1') == "Перед тем как сделать фото"
     page.click("#agree")
@@ -222,7 +282,7 @@ def test_a_photo_without_a_face_shows_the_servers_message_and_a_retake(page: Pag
     assert page.inner_text("#refused-text") == TEXTS["no_face"]["en"]  # the bot's words for this case
     assert page.inner_text("#refused-action") == "Retake"
     screenshot(page, "kiosk-no-face")
-    page.click("#lang")
+    choose_language(page, "ru")
     assert page.inner_text("#refused-title") == "Не видно лица"
     assert page.inner_text("#refused-text") == TEXTS["no_face"]["ru"]
     page.click("#refused-action")
@@ -239,7 +299,7 @@ def test_a_damaged_photo_is_refused_in_the_guests_words_not_the_decoders(page: P
     wait_screen(page, "refused")
     assert page.inner_text("#refused-text") == "The photo file is damaged. Please take a new photo."
     assert page.inner_text("#refused-action") == "Retake"
-    page.click("#lang")
+    choose_language(page, "ru")
     assert page.inner_text("#refused-text") == "Файл фото повреждён. Сделай новое фото."
 
 

@@ -15,6 +15,7 @@ from playwright.sync_api import Page, Request, Route
 
 from devstack.processes import Stack
 from tests.browser.kiosk_helpers import (
+    choose_language,
     choose_photo,
     deep_link,
     open_kiosk,
@@ -79,12 +80,12 @@ def test_a_reload_after_linking_shows_the_linked_guest_on_their_step(
 ) -> None:
     session = open_kiosk(page, stack, station="hall-r2")
     scan_and_start(page, stack, user_id=7302, first_name="Lea")
-    page.click("#lang")  # the guest reads Russian
+    choose_language(page, "ru")  # the guest reads Russian
     reload_and_settle(page)
     wait_screen(page, "outfits")
     page.wait_for_selector("#guest:not([hidden])")
     assert page.inner_text("#guest-hi") == "Привет, Lea!" and page.is_visible("#not-you")
-    page.click("#lang")
+    choose_language(page, "en")
     pick_outfit(page, "chef")
     reload_and_settle(page)
     wait_screen(page, "camera")  # outfit and "Agree" are on the session: straight to the camera

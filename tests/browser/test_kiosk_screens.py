@@ -28,6 +28,7 @@ from shared.texts import TEXTS
 from tests.browser.kiosk_helpers import (
     ADMIN_TOKEN,
     BRANDING,
+    choose_language,
     choose_photo,
     deep_link,
     open_kiosk,
@@ -144,7 +145,11 @@ def test_the_welcome_screen_runs_an_attract_loop_and_carries_the_venue_branding(
     page.wait_for_timeout(3000)  # one step of the loop (2.6 s)
     assert page.eval_on_selector_all("#attract img", "imgs => imgs.map((i) => i.src)") != first
     screenshot(page, "kiosk-welcome")
+    page.click("#lang")  # English, German, Spanish, Russian: the catalogues' languages in turn
+    assert page.inner_text('section[data-screen="welcome"] h1') == "Mach aus deinem Selfie Sticker!"
     page.click("#lang")
+    assert page.inner_text('section[data-screen="welcome"] h1') == "¡Convierte tu selfie en stickers!"
+    choose_language(page, "ru")
     assert page.inner_text('section[data-screen="welcome"] h1') == "Превратим твоё селфи в стикеры!"
     screenshot(page, "kiosk-welcome-ru")
 
@@ -182,7 +187,7 @@ def test_not_you_unlinks_the_other_person_and_shows_a_new_qr_for_the_guest(page:
     scan_and_start(page, stack, user_id=7202, first_name="Ann")
     page.wait_for_selector("#guest:not([hidden])")
     assert page.inner_text("#guest-hi") == "Hi, Ann!"
-    page.click("#lang")
+    choose_language(page, "ru")
     assert page.inner_text("#guest-hi") == "Привет, Ann!" and page.inner_text("#not-you") == "Это не ты?"
 
 
@@ -337,7 +342,7 @@ def test_when_the_last_photo_fails_booth_and_bot_both_send_the_guest_to_the_staf
     assert kiosk_text == TEXTS["no_face_last"]["en"]
     assert last_bot_text(stack, 7216, 5) == kiosk_text  # linked, generating, no face, generating, this
     assert not page.is_visible("#failed-again") and "take another selfie" not in kiosk_text
-    page.click("#lang")
+    choose_language(page, "ru")
     assert page.inner_text("#failed-text") == TEXTS["no_face_last"]["ru"]
     screenshot(page, "kiosk-failed-last-photo-ru")
 

@@ -134,10 +134,18 @@ async def current(db: Database, job: Job) -> Job:
 
 @asynccontextmanager
 async def gateway_rig(
-    db: Database, redis: aioredis.Redis, database_url: str, redis_url: str, *, guest: int, **profile: Any
+    db: Database,
+    redis: aioredis.Redis,
+    database_url: str,
+    redis_url: str,
+    *,
+    guest: int,
+    public_base_url: str | None = None,
+    **profile: Any,
 ) -> AsyncIterator[Rig]:
     """A :class:`Rig` on a fresh Telegram simulator, after ``guest`` sent ``/start`` with ``profile``
-    (``first_name``, ``username``, … as the simulator takes them); the gateway's limiter does not retry."""
+    (``first_name``, ``username``, … as the simulator takes them); the gateway's limiter does not retry.
+    ``public_base_url``: delivery's ``PUBLIC_BASE_URL``."""
     runner, running = await serve(sim_config())
     await running.say(guest, "/start", **profile)
     clock = LimiterClock()
@@ -149,7 +157,10 @@ async def gateway_rig(
     )
     await bot.initialize()
     settings = DeliverySettings(
-        DATABASE_URL=database_url, REDIS_URL=redis_url, BOT_USERNAME="stickerbooth_bot"
+        DATABASE_URL=database_url,
+        REDIS_URL=redis_url,
+        BOT_USERNAME="stickerbooth_bot",
+        PUBLIC_BASE_URL=public_base_url,
     )  # type: ignore[call-arg]
     publisher = Publisher(redis)
     try:

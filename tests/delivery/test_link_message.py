@@ -14,6 +14,7 @@ import sqlalchemy as sa
 from shared import command_ids
 from shared.db.tables import jobs
 from shared.domain import CommandStatus, Job
+from shared.downloads import download_key, job_of_token
 from shared.link_message import link_message, pack_link
 from shared.messages import TelegramResult
 from shared.repositories import Database
@@ -75,6 +76,24 @@ async def test_the_link_has_an_add_stickers_button_and_the_first_sticker_follows
     assert len(await rig.calls("sendSticker")) == 1 and len(await rig.calls("sendMessage")) == 1
 
 
+async def test_with_a_public_base_url_the_link_also_opens_the_download_page(
+    db: Database, redis: aioredis.Redis, database_url: str, redis_url: str
+) -> None:
+    base = "https://booth.example.com"
+    async with gateway_rig(
+        db, redis, database_url, redis_url, guest=GUEST, public_base_url=base, first_name="Lev"
+    ) as rig:
+        job = await rendered_job(db, guest=GUEST, name="Lev", language="en", stickers=3)
+        await deliver(rig, db, job)
+        link = [m for m in await bot_messages(rig) if "reply_markup" in m][-1]
+    add, download = link["reply_markup"]["inline_keyboard"]
+    assert add[0]["text"] == "Add stickers" and download[0]["text"] == "Download the files"
+    url = download[0]["url"]
+    assert url.startswith(f"{base}/d/")
+    async with db.transaction() as repos:
+        assert job_of_token(await download_key(repos), url.rpartition("/")[2]) == job.id
+
+
 async def test_a_refused_preview_leaves_the_job_delivered_and_the_link_alone(rig: Rig, db: Database) -> None:
     job = await rendered_job(db, guest=GUEST, name="Lev", stickers=3)
     await deliver(rig, db, job)
@@ -103,3 +122,23 @@ def test_the_link_message_is_built_in_one_place_for_any_language() -> None:
         "inline_keyboard": [[{"text": "Добавить стикеры", "url": "https://t.me/addstickers/sbx_by_bot"}]]
     }
     assert link_message(42, "sbx_by_bot", "ka").text.startswith("Your sticker pack is ready!")
+    spanish = link_message(42, "sbx_by_bot", "es-MX")
+    assert (
+        spanish.text
+        == "¡Tu paquete de stickers está listo! Toca para añadirlo: https://t.me/addstickers/sbx_by_bot"
+    )
+    assert spanish.reply_markup is not None
+    assert spanish.reply_markup["inline_keyboard"][0][0]["text"] == "Añadir stickers"
+
+
+async def test_a_german_guest_gets_a_german_set_title_and_link(rig: Rig, db: Database) -> None:
+    """Through delivery, the gateway and the simulator: the set and the link in the language stored when
+    the guest linked (``de-AT``, the nearest catalogue ``de``)."""
+    job = await rendered_job(db, guest=GUEST, name="Lev", language="de-AT", stickers=3)
+    await deliver(rig, db, job)
+    name = (await current(db, job)).sticker_set_name
+    assert name is not None
+    link = (await bot_messages(rig))[-1]
+    assert link["text"] == f"Dein Sticker-Set ist fertig! Tippe hier, um es hinzuzufügen: {pack_link(name)}"
+    assert link["reply_markup"]["inline_keyboard"][0][0]["text"] == "Sticker hinzufügen"
+    assert (await rig.sim.get(f"/sim/sticker-sets/{name}"))["title"] == "Meine Sticker"

@@ -85,6 +85,7 @@ WORKER_GRACE_S = 45
 # keys to check them: it runs the gateway's and the worker's own checks (issue 18 item 6).
 SECRET_ENV: dict[str, set[str]] = {
     "TELEGRAM_BOT_TOKEN": {"telegram-gateway", "preflight"},
+    "TELEGRAM_WEBHOOK_SECRET": {"telegram-gateway", "preflight"},
     "GEMINI_API_KEY": {"worker", "preflight"},
     "OPENAI_API_KEY": {"worker", "preflight"},
     "ADMIN_TOKEN": {"ingest"},

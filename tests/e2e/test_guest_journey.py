@@ -13,6 +13,7 @@ import contextlib
 import io
 import threading
 import time
+import zipfile
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -85,6 +86,18 @@ def test_a_selfie_becomes_one_link_to_twelve_valid_stickers(stack: Stack) -> Non
     assert len(stickers) == 12
     for png in stickers:
         assert_valid_sticker(png)
+    # The same pack as files: the link's second button opens the download page (PUBLIC_BASE_URL is set by
+    # the devstack), whose zip holds the 12 stickers as PNG and as 512 × 512 px WebP.
+    assert result.download_url is not None and result.download_url.startswith(f"{stack.ingest_url}/d/")
+    assert httpx.get(result.download_url, timeout=10).text.count('loading="lazy"') == 12
+    archive = httpx.get(f"{result.download_url}/stickers.zip", timeout=30).raise_for_status().content
+    with zipfile.ZipFile(io.BytesIO(archive)) as zipped:
+        assert len(zipped.namelist()) == 24
+        for name in zipped.namelist():
+            if name.endswith(".png"):
+                assert_valid_sticker(zipped.read(name))
+            else:
+                assert Image.open(io.BytesIO(zipped.read(name))).size == (512, 512)
 
 
 def _job_status(stack: Stack, session_id: str) -> dict[str, Any]:

@@ -136,6 +136,15 @@ async def test_the_consent_screen_names_the_providers_the_link_and_the_retention
     assert "OpenAI or the booth's own server" in en and "OpenAI или собственный сервер стойки" in ru
     assert "anyone with its link" in en and "6 hours" in en and "14 days" in en and "/delete" in en
     assert "6 ч" in ru and "14 дн." in ru and "/delete" in ru
+    de, es = body["points"]["de"], body["points"]["es"]  # every catalogue's language (shared/locales)
+    assert de[0] == (
+        "Um deine Sticker zu zeichnen, wird dein Foto an OpenAI oder einen eigenen Server der Station "
+        "gesendet."
+    )
+    assert (
+        es[0] == "Para dibujar tus stickers, enviamos tu foto a OpenAI o bien un servidor propio del stand."
+    )
+    assert "höchstens 6 Stunden" in de[2] and "14 Tage" in de[2] and "14 días" in es[2]
     assert body["version"].startswith("1-")
 
 
@@ -184,15 +193,15 @@ async def test_consent_is_recorded_with_its_version_and_time_once_then_the_uploa
 ) -> None:
     sid = await linked_session(client, db, consent=False)
     version = (await client.get("/consent")).json()["version"]
-    first = await agree(client, sid, "ru")
+    first = await agree(client, sid, "es")
     assert first.status_code == 200 and first.json()["status"] == "ready_for_photo"
     recorded = first.json()["consent"]
-    assert (recorded["version"], recorded["language"]) == (version, "ru")
+    assert (recorded["version"], recorded["language"]) == (version, "es")
     again = await agree(client, sid, "en")  # a second tap: nothing changes
     assert again.status_code == 200 and again.json()["consent"] == recorded
     async with db.transaction() as repos:
         session = await repos.sessions.get(UUID(sid))
-    assert session is not None and session.consent_version == version and session.consent_language == "ru"
+    assert session is not None and session.consent_version == version and session.consent_language == "es"
     assert session.consented_at is not None and session.consented_at.isoformat() == recorded["at"]
     assert (await upload(client, sid, photo_bytes())).status_code == 202
 
@@ -206,7 +215,7 @@ async def test_consent_to_an_outdated_text_or_an_unknown_session_is_refused(
     assert (await client.get(f"/sessions/{sid}")).json()["consent"] is None
     unknown = await agree(client, "00000000-0000-4000-8000-000000000000")
     assert unknown.status_code == 404 and unknown.json()["error"]["code"] == "not_found"
-    wrong_language = await client.put(f"/sessions/{sid}/consent", json={"version": "x", "language": "de"})
+    wrong_language = await client.put(f"/sessions/{sid}/consent", json={"version": "x", "language": "fr"})
     assert wrong_language.status_code == 422
 
 

@@ -21,6 +21,7 @@ from ingest.branding import ink_on
 from ingest.main import create_app
 from shared import command_ids, maintenance
 from shared.db.tables import tg_commands
+from shared.downloads import download_key, job_of_token
 from shared.errors import ContentRefused, JobCostExceeded, JobError, NoFaceError, PermanentJobError
 from shared.joblife import failure_command_id
 from shared.repositories import Database
@@ -336,6 +337,28 @@ async def test_the_delivered_stickers_are_served_to_the_session_with_its_token(
     assert image.status_code == 200 and image.headers["content-type"] == "image/png"
     assert "no-store" in image.headers["cache-control"]
     assert Image.open(io.BytesIO(image.content)).getpixel((5, 5))[0] == 40  # position 2's shade
+
+
+async def test_the_done_screen_offers_the_download_page_only_with_a_public_base_url(
+    client: httpx.AsyncClient, db: Database, redis: aioredis.Redis, database_url: str, redis_url: str
+) -> None:
+    sid, token, job_id = await delivered_session(client, db, user_id=611)
+    headers = {"X-Session-Token": token}
+    body = (await client.get(f"/sessions/{sid}/stickers", headers=headers)).json()
+    assert body["download_url"] is None and body["download_qr_svg"] is None  # no PUBLIC_BASE_URL
+    settings = ingest_settings(database_url, redis_url, PUBLIC_BASE_URL="https://booth.example.com")
+    async with app_client(create_app(settings, db=db, publisher=Publisher(redis))) as public:
+        body = (await public.get(f"/sessions/{sid}/stickers", headers=headers)).json()
+        assert body["download_url"].startswith("https://booth.example.com/d/")
+        async with db.transaction() as repos:
+            key = await download_key(repos)
+        assert job_of_token(key, body["download_url"].rpartition("/")[2]) == job_id
+        assert body["download_qr_svg"].startswith("data:image/svg+xml")
+        page = await public.get(body["download_url"].removeprefix("https://booth.example.com"))
+    assert page.status_code == 200 and page.text.count('loading="lazy"') == 12
+    for bad in ("booth.example.com", "https://booth.example.com/", "https://booth.example.com/x", "ftp://a"):
+        with pytest.raises(ValidationError, match="PUBLIC_BASE_URL"):
+            ingest_settings(database_url, redis_url, PUBLIC_BASE_URL=bad)
 
 
 async def test_stickers_are_404_without_the_token_with_another_sessions_token_or_for_an_unknown_session(

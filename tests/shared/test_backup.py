@@ -174,6 +174,17 @@ async def fill_every_table(db: Database) -> None:
             ],
         )
         await conn.execute(
+            sa.insert(t.tg_updates),
+            [
+                {"update_id": 41, "body": {"update_id": 41, "message": {"text": "hi"}}, "handled_at": now},
+                {
+                    "update_id": 42,
+                    "body": {"update_id": 42, "message": {"text": "/start x"}},
+                    "handled_at": None,
+                },
+            ],
+        )
+        await conn.execute(
             sa.insert(t.api_usage),
             [
                 {

@@ -4,6 +4,7 @@ answers an admin with the live checks and the last stored report."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 
@@ -179,3 +180,26 @@ async def test_slash_preflight_answers_an_admin(
         answer = (await replies(sim, ADMIN, 2))[-1]
     assert "✅ telegram.bot_username" in answer
     assert "Last full preflight: READY, 0 min ago (k8s)." in answer
+
+
+async def test_webhook_mode_fails_the_updates_check_until_telegram_delivers_to_our_webhook(
+    env: pytest.MonkeyPatch, sim: httpx.AsyncClient
+) -> None:
+    """``TELEGRAM_UPDATES=webhook``: no webhook, another one, or ours failing (nothing listens on the port,
+    updates wait) each fail ``telegram.updates``; the passing case is in test_webhook.py (a real route)."""
+    ours = "https://127.0.0.1:8443/telegram/webhook"  # nothing listens there: deliveries are refused
+    env.setenv("TELEGRAM_UPDATES", "webhook")
+    env.setenv("TELEGRAM_WEBHOOK_URL", ours)
+    env.setenv("TELEGRAM_WEBHOOK_SECRET", "preflight-secret")
+    check = named(await preflight.run_checks(), "telegram.updates")
+    assert check.status == "fail" and "no webhook is set" in check.detail
+    await sim.post(f"/bot{TOKEN}/setWebhook", json={"url": "https://elsewhere.example/hook"})
+    check = named(await preflight.run_checks(), "telegram.updates")
+    assert check.status == "fail" and "another URL" in check.detail
+    await sim.post(f"/bot{TOKEN}/setWebhook", json={"url": ours, "secret_token": "preflight-secret"})
+    async with asyncio.timeout(20):
+        while (
+            "cannot deliver" not in (check := named(await preflight.run_checks(), "telegram.updates")).detail
+        ):
+            await asyncio.sleep(0.1)
+    assert check.status == "fail" and "Connection refused" in check.detail

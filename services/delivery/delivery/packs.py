@@ -49,6 +49,7 @@ from shared.domain import (
     JobStatus,
     TelegramCommandRecord,
 )
+from shared.downloads import download_url
 from shared.erasure import queue_set_deletion
 from shared.errors import ErrorClass
 from shared.joblife import fail_job
@@ -102,14 +103,26 @@ class PackDelivery:
     # --- steps --------------------------------------------------------------------------------------
 
     async def request_set(self, job_id: UUID) -> None:
-        """Queue ``create_sticker_set`` for a ``rendered`` job (once; a repeat finds the command and hints
+        """Deliver a ``rendered`` job of a guest without Telegram (session ``delivery = 'download'``) as its
+        download page at once (:meth:`shared.repositories.jobs.JobRepository.deliver_download`); otherwise
+        queue ``create_sticker_set`` for a ``rendered`` job (once; a repeat finds the command and hints
         it again, a failed one stays failed: the job has failed with it). The job's commands are found by
         subject (step ``create_set``): a job that pre-0010 code flood-retried has a later attempt
         ``job:<id>:create_set:<n>``, put back ``pending`` by migration 0010, which is the one hinted."""
         command_id = command_ids.create_set(job_id)
         async with self.db.transaction() as repos:
             ctx = await repos.jobs.get_context(job_id)
+            if ctx is not None and ctx.delivery == "download" and ctx.tg_user_id is None:
+                delivered = await repos.jobs.deliver_download(job_id, at=datetime.now(UTC))
+                if delivered is not None:  # erase the guest's photo and what was derived from it (§12)
+                    for kind in PERSONAL_BLOBS:
+                        await repos.blobs.delete_for_job(job_id, kind)
+            else:
+                delivered = None
             if ctx is None or ctx.job.status != JobStatus.RENDERED or ctx.tg_user_id is None:
+                if delivered is not None:
+                    metrics.JOBS.labels(outcome="delivered", error_class="").inc()
+                    log.info("PACK_DELIVERED", job_id=str(job_id), delivered_as="download_page")
                 return
             earlier = await repos.tg_commands.for_subject("job", job_id, step="create_set")
             live = [r for r in earlier if r.status not in (CommandStatus.FAILED, CommandStatus.CANCELLED)]
@@ -327,6 +340,7 @@ class PackDelivery:
             reply_to=SERVICE,
             late=late,
             after_failure=after_failure,
+            download_url=await download_url(repos, self.settings.public_base_url, job.id),
         )
         return command_id
 

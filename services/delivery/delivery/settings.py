@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from shared.settings import BotIdentitySettings, RetentionSettings, ServiceSettings
+from shared.settings import BotIdentitySettings, DownloadSettings, RetentionSettings, ServiceSettings
 
 
-class DeliverySettings(ServiceSettings, BotIdentitySettings, RetentionSettings):
+class DeliverySettings(ServiceSettings, BotIdentitySettings, RetentionSettings, DownloadSettings):
     """Env of the delivery service.
 
     ``PACK_POLL_FAST_SEC`` (2 s) for the first ``PACK_POLL_FAST_WINDOW_SEC`` (90 s) after the set was

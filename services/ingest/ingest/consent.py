@@ -5,9 +5,11 @@ be opened by anyone with its link, how long the photo and the stickers are kept 
 (``/delete`` in the bot). "Agree" is recorded on the session (``sessions.consent_version``,
 ``consent_language``, ``consented_at``); without it no photo is accepted (:class:`ConsentRequired`).
 
-Everything the guest reads comes from :class:`ingest.settings.IngestSettings`: the texts
-``CONSENT_TEXT_EN``/``CONSENT_TEXT_RU`` (one point per line, placeholders ``{providers}``,
-``{selfie_hours}``, ``{sticker_days}``, ``{session_days}``), the provider chain
+Everything the guest reads comes from the catalogues (:mod:`shared.texts`, ``msgctxt "consent"``: one
+text per language, one point per line, placeholders ``{providers}``, ``{selfie_hours}``,
+``{sticker_days}``, ``{session_days}``; the providers' titles) and :class:`ingest.settings.IngestSettings`:
+the venue's own English and Russian texts ``CONSENT_TEXT_EN``/``CONSENT_TEXT_RU`` in place of the
+catalogues' (default: the catalogues'), the provider chain
 ``PRIMARY_AI_PROVIDER``/``FALLBACK_AI_PROVIDER`` (the worker's settings, same names and defaults) and the
 retention numbers ``SELFIE_RETENTION_HOURS``/``STICKER_RETENTION_DAYS``/``SESSION_RETENTION_DAYS``
 (:class:`shared.settings.RetentionSettings`; after the last, ``/delete`` finds nothing: the guest is told).
@@ -24,34 +26,25 @@ import re
 import string
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Final, Literal, get_args
+from typing import TYPE_CHECKING, Final
 
 from shared.ai_providers import PROVIDERS, provider_chain
 from shared.errors import UploadRejected
+from shared.texts import CATALOGUES, LANGUAGES
 
 if TYPE_CHECKING:
     from ingest.settings import IngestSettings
 
-#: The kiosk's languages (``static/kiosk/kiosk.js``); English is the fallback.
-KioskLanguage = Literal["en", "ru"]
-KIOSK_LANGUAGES: Final[tuple[KioskLanguage, ...]] = get_args(KioskLanguage)
+#: The kiosk's languages: every catalogue's (:data:`shared.texts.LANGUAGES`); English is the fallback.
+KioskLanguage = str
+KIOSK_LANGUAGES: Final[tuple[KioskLanguage, ...]] = LANGUAGES
 PLACEHOLDERS: Final = frozenset({"providers", "selfie_hours", "sticker_days", "session_days"})
 
-_OR: Final = {"en": " or ", "ru": " или "}
-
-DEFAULT_TEXTS: Final[dict[str, str]] = {
-    "en": "To draw your stickers, your photo is sent to {providers}.\n"
-    "Your sticker set is public: anyone with its link can open it.\n"
-    "We keep your photo for at most {selfie_hours} hours and the sticker files for {sticker_days} days, "
-    "then delete them.\n"
-    "To delete your photo, stickers and sticker set, send /delete to our bot in Telegram within "
-    "{session_days} days; after that we keep nothing that links you to the set.",
-    "ru": "Стикеры рисует {providers}: мы передаём туда твоё фото.\n"
-    "Набор стикеров публичный: его может открыть любой, у кого есть ссылка.\n"
-    "Мы храним фото не дольше {selfie_hours} ч, а файлы стикеров — {sticker_days} дн., потом удаляем.\n"
-    "Чтобы удалить фото, стикеры и набор, отправь /delete нашему боту в Telegram в течение "
-    "{session_days} дн.; после этого мы не храним ничего, что связывает тебя с набором.",
-}
+_CONSENT: Final = CATALOGUES.table("consent")
+#: Between two providers' titles in ``{providers}``, per language (`` or ``).
+_OR: Final = _CONSENT["or"]
+#: The consent text of each language (:mod:`shared.texts`, ``msgctxt "consent"``, ``msgid "consent"``).
+DEFAULT_TEXTS: Final = _CONSENT["consent"]
 
 _LINE_BREAK = re.compile(r"\r?\n|\\n")
 
@@ -123,7 +116,7 @@ def consent_text(settings: IngestSettings) -> ConsentText:
     # DESIGN.md §12)
     chain = provider_chain(settings.primary_ai_provider, settings.fallback_ai_provider)
     providers = tuple(p.name for p in chain)
-    templates: dict[KioskLanguage, str] = {"en": settings.consent_text_en, "ru": settings.consent_text_ru}
+    templates = {**DEFAULT_TEXTS, "en": settings.consent_text_en, "ru": settings.consent_text_ru}
     points = {
         language: tuple(
             line.format(

@@ -21,6 +21,7 @@ from ingest.consent import ConsentRequired, consent_text
 from ingest.context import IngestContext
 from shared import command_ids, metrics, streams
 from shared.domain import Blob, Job, JobStatus, KioskSession
+from shared.downloads import download_url
 from shared.errors import Conflict, DatabaseUnavailable, NotFound
 from shared.maintenance import current_pause
 from shared.messages import JobQueued
@@ -108,6 +109,32 @@ async def give_consent(ctx: IngestContext, session_id: UUID, version: str, langu
     return session
 
 
+async def choose_download(ctx: IngestContext, session_id: UUID) -> KioskSession:
+    """ "No Telegram? Get them here" on the kiosk (issue 23 item 3): the session's pack will be delivered
+    as its download page (:mod:`shared.downloads`), shown as a QR code on the done screen. Idempotent.
+
+    Raises:
+        Conflict: ``download_unavailable`` without ``PUBLIC_BASE_URL`` (a phone could not open the page);
+            ``telegram_linked`` when a guest is linked (their pack goes to Telegram, with the same page
+            under the link); ``photo_sent`` once the session has taken a photo.
+        NotFound: no such session.
+    """
+    if not ctx.settings.public_base_url:
+        raise Conflict("download_unavailable", "Downloads are not offered here: PUBLIC_BASE_URL is not set.")
+    async with ctx.db.transaction() as repos:
+        session = await repos.sessions.get(session_id, for_update=True)
+        if session is None:
+            raise NotFound(f"session {session_id} does not exist")
+        if session.telegram_linked:
+            raise Conflict("telegram_linked", "This guest linked Telegram: the pack comes there.")
+        if session.captures > 0:
+            raise Conflict("photo_sent", "The photo is sent; its pack goes where the session said then.")
+        chosen = await repos.sessions.choose_download(session_id)
+    assert chosen is not None  # the locked row was checked above
+    log.info("DOWNLOAD_CHOSEN", session_id=str(session_id))
+    return chosen
+
+
 async def unlink(ctx: IngestContext, session_id: UUID) -> KioskSession:
     """ "Not you?" on the kiosk: unbind the Telegram user from the session and give it a new deep-link
     token, so the kiosk shows a new QR code and the old one binds nobody (issue 13). The outfit and the
@@ -156,11 +183,13 @@ async def unlink(ctx: IngestContext, session_id: UUID) -> KioskSession:
 
 @dataclass(frozen=True)
 class Delivered:
-    """The newest delivered job of a session and the positions of its stored stickers."""
+    """The newest delivered job of a session, the positions of its stored stickers and its download
+    page's URL (``None`` without ``PUBLIC_BASE_URL``, :mod:`shared.downloads`)."""
 
     session: KioskSession
     job: Job
     positions: list[int]
+    download_url: str | None = None
 
 
 async def _session_for_kiosk(repos: Repositories, session_id: UUID, token: str | None) -> KioskSession:
@@ -194,7 +223,8 @@ async def delivered_stickers(ctx: IngestContext, session_id: UUID, token: str | 
         for job in reversed(delivered):
             positions = [p for p, _emoji in await repos.blobs.positions_for_job(job.id, "sticker")]
             if positions:
-                return Delivered(session, job, positions)
+                url = await download_url(repos, ctx.settings.public_base_url, job.id)
+                return Delivered(session, job, positions, url)
     return None
 
 
@@ -283,7 +313,7 @@ async def accept_photo(
         if existing is not None:
             return PhotoAccepted(existing, created=False)
         _require_ready(session_now, settings.max_captures_per_session)
-        assert session_now.outfit_id is not None and session_now.tg_chat_id is not None
+        assert session_now.outfit_id is not None
         job = await repos.jobs.insert_queued(
             session_id=session_id, capture_id=capture_id, outfit_id=session_now.outfit_id
         )
@@ -294,17 +324,24 @@ async def accept_photo(
             kind="selfie", data=checked.jpeg, content_type="image/jpeg", job_id=job.id, meta={"face": face}
         )
         await repos.sessions.count_capture(session_id)
-        command_id = command_ids.generating_notice(job.id)
-        generating = JobStep(id=job.id, step="generating")
-        await tell_guest(
-            repos, command_id, session_now.tg_chat_id, "generating", session_now.language, subject=generating
-        )
+        command_id: str | None = None
+        if session_now.tg_chat_id is not None:  # a guest without Telegram watches the kiosk instead
+            command_id = command_ids.generating_notice(job.id)
+            generating = JobStep(id=job.id, step="generating")
+            await tell_guest(
+                repos,
+                command_id,
+                session_now.tg_chat_id,
+                "generating",
+                session_now.language,
+                subject=generating,
+            )
     ctx.captures.forget(session_id, capture_id)  # the job row answers its retries now
     log.info("JOB_QUEUED", job_id=str(job.id), session_id=str(session_id), outfit=job.outfit_id)
     if await ctx.publisher.try_publish(streams.JOBS, JobQueued(job_id=job.id)):
         async with ctx.db.transaction() as repos:
             await repos.jobs.mark_dispatched([job.id], JobStatus.QUEUED)
-    await dispatch_commands(ctx.db, ctx.publisher, [command_id])
+    await dispatch_commands(ctx.db, ctx.publisher, [command_id] if command_id else [])
     return PhotoAccepted(job, created=True)
 
 
@@ -325,7 +362,7 @@ async def record_refusal(ctx: IngestContext, session_id: UUID, code: str) -> Non
 
 
 def _require_ready(session: KioskSession, max_captures: int | None) -> None:
-    if not session.telegram_linked:
+    if not session.telegram_linked and not session.downloads_only:
         raise Conflict("telegram_not_linked", "Scan the QR code and press Start in Telegram first.")
     if session.outfit_id is None:
         raise Conflict("outfit_not_chosen", "Choose an outfit first.")

@@ -18,6 +18,7 @@ from ingest.api import (
     admin_jobs,
     admin_leads,
     admin_preflight,
+    downloads,
     errors,
     kiosk,
     landing,
@@ -125,6 +126,7 @@ def create_app(
         admin_erasure.router,
         admin_preflight.router,
         pages.router,
+        downloads.router,
     ]
     if settings.leads_enabled:
         routers += [leads.router, landing.router]

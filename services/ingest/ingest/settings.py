@@ -15,6 +15,7 @@ from shared.settings import (
     BotIdentitySettings,
     BudgetSettings,
     CaptureSettings,
+    DownloadSettings,
     ProviderName,
     RetentionSettings,
     ServiceSettings,
@@ -25,7 +26,7 @@ DEV_ADMIN_TOKEN: Final = "dev-only-admin-token"
 
 
 class IngestSettings(
-    ServiceSettings, BotIdentitySettings, RetentionSettings, BudgetSettings, CaptureSettings
+    ServiceSettings, BotIdentitySettings, RetentionSettings, BudgetSettings, CaptureSettings, DownloadSettings
 ):
     """Env of the ingest service (see :class:`shared.settings.ServiceSettings` for the common part).
 

@@ -26,13 +26,10 @@ from shared.maintenance import current_pause
 from shared.outbox import tell_guest
 from shared.repositories import Database
 from shared.subjects import UpdateReply
+from shared.texts import text
 from telegram_gateway.executor import CommandExecutor
 
 log = structlog.get_logger(__name__)
-
-TRY_AGAIN = {
-    "en": "Sorry, the booth is busy for a moment. Please press Start again in a minute.",
-}
 
 
 class GuestHandlers:
@@ -89,7 +86,7 @@ class GuestHandlers:
                 await tell_guest(repos, command_id, chat.id, answer, lang, subject=reply_subject(update))
         except DatabaseUnavailable:
             log.warning("BIND_DB_UNAVAILABLE")
-            await message.reply_text(TRY_AGAIN["en"])
+            await message.reply_text(text("busy", lang))
             return
         if session is None:
             log.info("BIND_UNKNOWN_TOKEN")

@@ -1,11 +1,13 @@
 """Composition root of the Telegram gateway: ``python -m telegram_gateway``.
 
-Checks that the token's bot is ``BOT_USERNAME`` (exit 2 naming both if not), then hands
-python-telegram-bot's long polling, the lease keeper (:mod:`telegram_gateway.lease`), the command menu
+Checks that the token's bot is ``BOT_USERNAME`` (exit 2 naming both if not), then hands the updates'
+intake (long polling, or in ``TELEGRAM_UPDATES=webhook`` mode the webhook route and the stored updates'
+handler: :func:`update_tasks`), the lease keeper (:mod:`telegram_gateway.lease`), the command menu
 (:mod:`telegram_gateway.menu`, set once at start), the ``tg:outbox`` consumer and the outbox reconciler
 (:func:`duties`) to :class:`shared.runtime.ServiceRuntime` until SIGTERM/SIGINT. Any number of replicas
-run (issue 22): the one holding the gateway lease leads, and polling, the consumer, the menu and the
-duties wait on its ``held`` event; the others are a hot standby that takes over within ~7 s when the
+run (issue 22): the one holding the gateway lease leads, and polling, the stored updates' handler, the
+webhook registration, the consumer, the menu and the duties wait on its ``held`` event; the others are a
+hot standby (in webhook mode they still accept and store updates) that takes over within ~7 s when the
 leader dies, loses its node or is partitioned from Postgres. Until issue 22 a session-level advisory lock
 made a second gateway exit 1.
 """
@@ -48,6 +50,7 @@ from telegram_gateway.menu import CommandMenu
 from telegram_gateway.polling import poll_updates
 from telegram_gateway.preflight import PreflightCommand
 from telegram_gateway.settings import GatewaySettings
+from telegram_gateway.webhook import WebhookRoute, handle_stored_updates, keep_webhook, serve_webhook
 
 log = structlog.get_logger(__name__)
 SERVICE = "telegram-gateway"
@@ -172,6 +175,37 @@ def duties(
     ]
 
 
+def update_tasks(
+    application: Application,
+    db: Database,
+    settings: GatewaySettings,
+    *,
+    held: asyncio.Event,
+) -> list[LongTask]:
+    """How updates arrive (``TELEGRAM_UPDATES``): ``polling`` (the leader long-polls, deleting any
+    webhook first), or ``webhook`` (:mod:`telegram_gateway.webhook`: every replica serves the route and
+    stores updates; the leader registers the webhook and handles the stored updates). The intake tasks
+    stop first at shutdown: an unconfirmed batch or an unhandled stored update is handled again later."""
+    if settings.telegram_updates == "polling":
+        polling = partial(poll_updates, application, timeout_s=settings.poll_timeout_sec, held=held)
+        return [LongTask("polling", polling, intake=True)]
+    assert settings.webhook_secret is not None  # GatewaySettings refuses webhook mode without one
+    arrived = asyncio.Event()
+    route = WebhookRoute(
+        db,
+        application,
+        secret=settings.webhook_secret.get_secret_value(),
+        max_body_bytes=settings.webhook_max_body_bytes,
+        arrived=arrived,
+    )
+    handling = partial(handle_stored_updates, application, db, held=held, arrived=arrived)
+    return [
+        LongTask("webhook", partial(serve_webhook, route, settings), intake=True),
+        LongTask("stored_updates", handling, intake=True),
+        LongTask("set_webhook", partial(keep_webhook, application, settings, held=held)),
+    ]
+
+
 async def run(settings: GatewaySettings, **given: Unpack[Given]) -> int:
     """Run the gateway until SIGTERM/SIGINT (or ``stop``), leading or standing by (:mod:`.lease`);
     returns the exit code: 2 (:data:`CONFIG_EXIT`, logged
@@ -212,7 +246,6 @@ async def run(settings: GatewaySettings, **given: Unpack[Given]) -> int:
             return CONFIG_EXIT
         await application.start()
         rt.closing(application.stop)  # stop, then shutdown, after the drain: finishing commands send
-        polling = partial(poll_updates, application, timeout_s=settings.poll_timeout_sec, held=held)
         return await rt.run(
             consumers=[
                 # Read only while this replica leads (``gate``). No time limit: a sticker set takes
@@ -230,7 +263,7 @@ async def run(settings: GatewaySettings, **given: Unpack[Given]) -> int:
             duties=duties(rt.db, rt.publisher, settings, held=held, lease=lease),
             tasks=[
                 # stop taking updates first; an unconfirmed batch is delivered again next start
-                LongTask("polling", polling, intake=True),
+                *update_tasks(application, rt.db, settings, held=held),
                 # lead or stand by: sets ``held`` while the lease is this replica's (.lease)
                 LongTask("lease", lease.keep),
                 # the command menu, set once at start (retried; a failure is only logged), and

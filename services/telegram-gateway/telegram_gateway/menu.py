@@ -4,9 +4,11 @@
 What is set (descriptions: :data:`shared.texts.GUEST_COMMANDS`, :data:`shared.texts.ADMIN_COMMANDS`):
 
 - the guests' commands (``/help``, ``/delete``; ``/start`` is implicit) in the default scope, in English
-  without a ``language_code`` (everyone else's menu) and in Russian for every two-letter code of
-  :data:`shared.texts.RUSSIAN_READERS` (the codes the bot itself answers in Russian; Telegram takes a
-  list's ``language_code`` as ISO 639-1, so the three-letter ``sah`` gets the English menu);
+  without a ``language_code`` (everyone else's menu), in each language of a catalogue
+  (:data:`shared.texts.LANGUAGES`: ``de``, ``es``, ``ru``…) under its code, and in Russian for every
+  two-letter code of :data:`shared.texts.RUSSIAN_READERS` (the codes the bot itself answers in Russian).
+  Telegram takes a list's ``language_code`` as ISO 639-1, so only two-letter codes get a list of their own
+  (the three-letter ``sah``, or a catalogue ``pt_BR``, is answered from the default list or ``pt``'s);
 - for each of ``ADMIN_USER_IDS`` a ``BotCommandScopeChat`` of their private chat with the guests'
   commands and ``/status``, ``/pause``, ``/resume``, in the same languages. Telegram shows a chat's own
   list instead of the default one, so the admins' list repeats the guests' commands.
@@ -23,7 +25,7 @@ known (:class:`CommandMenu`), not only at the next gateway start. Nothing here s
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import structlog
@@ -33,21 +35,26 @@ from telegram.ext import Application, ContextTypes, MessageHandler, filters
 
 from shared.runtime import wait_any
 from shared.streams import Backoff
-from shared.texts import ADMIN_COMMANDS, GUEST_COMMANDS, RUSSIAN_READERS
+from shared.texts import ADMIN_COMMANDS, GUEST_COMMANDS, LANGUAGES, RUSSIAN_READERS, language_of
 from telegram_gateway.flood import retry_after_seconds
 
 log = structlog.get_logger(__name__)
 
-#: The menus' languages: ``""`` (the default list, English) and the Russian readers' ISO 639-1 codes.
-MENU_LANGUAGES: tuple[str, ...] = ("", *sorted(c for c in RUSSIAN_READERS if len(c) == 2))
+#: The menus' languages: ``""`` (the default list, English), the catalogues' and the Russian readers' ISO
+#: 639-1 codes.
+MENU_LANGUAGES: tuple[str, ...] = (
+    "",
+    *sorted({c for c in (*LANGUAGES, *RUSSIAN_READERS) if len(c) == 2 and c != "en"}),
+)
 BACKOFF_CAP_S = 30.0
 #: The handler group of :meth:`CommandMenu.register`: before every other group, and it stops none of them.
 MENU_GROUP = -3
 
 
-def menu(commands: dict[str, dict[str, str]], language_code: str) -> list[BotCommand]:
-    """The BotCommands of ``commands`` in the language of ``language_code`` (``""``: English)."""
-    language = "en" if not language_code or language_code not in RUSSIAN_READERS else "ru"
+def menu(commands: Mapping[str, Mapping[str, str]], language_code: str) -> list[BotCommand]:
+    """The BotCommands of ``commands`` in the language of ``language_code`` (``""``: English;
+    :func:`shared.texts.language_of`)."""
+    language = language_of(language_code)
     return [BotCommand(name, texts[language]) for name, texts in commands.items()]
 
 

@@ -10,7 +10,8 @@ Telegram keeps unconfirmed updates for 24 h and allows one ``getUpdates`` consum
 While a webhook is set, every ``getUpdates`` answers 409 "Conflict: can't use getUpdates method while
 webhook is active; use deleteWebhook to delete the webhook first" (core.telegram.org/bots/api#getupdates:
 "This method will not work if an outgoing webhook is set up"): the gateway deletes the webhook
-(``drop_pending_updates=False``, so nothing waiting is lost) and polls, as python-telegram-bot's own
+(``drop_pending_updates=False``, so nothing waiting is lost) and polls; it also deletes it once whenever it
+starts polling (a gateway switched back from ``TELEGRAM_UPDATES=webhook``), as python-telegram-bot's own
 polling does ("we want to make sure that no webhook is configured in case of polling, so we just always call
 delete_webhook", telegram/ext/_updater.py ``_bootstrap``). Before, the gateway backed off for ever and no
 guest's ``/start`` ever arrived.
@@ -72,11 +73,15 @@ async def poll_updates(
     """
     lanes = ChatLanes(application, handler_flood_wait_s)
     backoff = Backoff(base_s=1.0, cap_s=30.0)
+    webhook_deleted = False  # once per leadership: the leader polls, so no webhook may stay set
     try:
         while not stop.is_set():
             if held is not None and not held.is_set():
+                webhook_deleted = False
                 await _wait_for(held, stop)
                 continue
+            if not webhook_deleted:
+                webhook_deleted = await _delete_webhook(application, reason="polling starts")
             busy = lanes.busy
             try:
                 fetched = await _while_held(
@@ -89,7 +94,9 @@ async def poll_updates(
                 )
             except Conflict as exc:
                 if WEBHOOK_ACTIVE in exc.message.lower():
-                    await _delete_webhook(application)
+                    # another deployment with this token set one: ours polls, so it goes
+                    log.error("WEBHOOK_ACTIVE_WHILE_POLLING", action="deleteWebhook")
+                    await _delete_webhook(application, reason="a webhook was set while polling")
                     continue
                 delay = backoff.next_delay()
                 log.warning("POLL_FAILED", error=type(exc).__name__, retry_in_s=round(delay, 1))
@@ -147,16 +154,25 @@ class ChatLanes:
             if update.update_id < self._next:
                 continue  # being handled (or handled: confirmed with the next offset)
             self._next = update.update_id + 1
-            chat = update.effective_chat or update.effective_user
-            key = chat.id if chat is not None else None
-            before = self._last.get(key) if key is not None else None
-            task = asyncio.create_task(self._handle(update, before), name=f"update:{update.update_id}")
-            self._running[update.update_id] = task
-            if key is not None:
-                self._last[key] = task
-            task.add_done_callback(functools.partial(self._done, update.update_id, key))
+            self._launch(update)
             started += 1
         return started
+
+    @property
+    def running_ids(self) -> frozenset[int]:
+        """The ids of the updates being handled now."""
+        return frozenset(self._running)
+
+    def _launch(self, update: Update) -> None:
+        """Start handling ``update`` after its chat's latest update (webhook.py starts stored ones so)."""
+        chat = update.effective_chat or update.effective_user
+        key = chat.id if chat is not None else None
+        before = self._last.get(key) if key is not None else None
+        task = asyncio.create_task(self._handle(update, before), name=f"update:{update.update_id}")
+        self._running[update.update_id] = task
+        if key is not None:
+            self._last[key] = task
+        task.add_done_callback(functools.partial(self._done, update.update_id, key))
 
     async def _handle(self, update: Update, before: asyncio.Task[None] | None) -> None:
         if before is not None:
@@ -187,14 +203,17 @@ class ChatLanes:
             task.cancel()
 
 
-async def _delete_webhook(application: Application) -> None:
-    """Remove the webhook that makes every ``getUpdates`` a 409, keeping the pending updates."""
+async def _delete_webhook(application: Application, *, reason: str) -> bool:
+    """Remove the webhook that makes every ``getUpdates`` a 409, keeping the pending updates
+    (``drop_pending_updates=False``); ``False`` when Telegram could not be asked (the next 409 asks again).
+    Called when polling starts (a gateway switched back from ``TELEGRAM_UPDATES=webhook``) and on a 409."""
     try:
         await application.bot.delete_webhook(drop_pending_updates=False)
     except TelegramError as exc:
-        log.warning("WEBHOOK_NOT_DELETED", error=type(exc).__name__)
-        return
-    log.error("WEBHOOK_DELETED", reason="a webhook was set for this bot; the gateway uses long polling")
+        log.warning("WEBHOOK_NOT_DELETED", error=type(exc).__name__, reason=reason)
+        return False
+    log.info("WEBHOOK_DELETED", reason=reason, mode="polling")
+    return True
 
 
 async def _while_held(

@@ -13,7 +13,9 @@ simulator in dev. Nothing here reads updates: a ``getUpdates`` would take them f
 - ``telegram.bot_username``: ``getMe.username`` is ``BOT_USERNAME``, compared case-insensitively
   (Telegram usernames are case-insensitive, core.telegram.org/bots/api#user "username"): QR codes
   (``t.me/<bot>?start=``) and set names (``_by_<bot>``) are built from ``BOT_USERNAME``;
-- ``telegram.updates``: ``getWebhookInfo.url`` is empty, because the gateway polls and ``getUpdates`` is
+- ``telegram.updates`` (``TELEGRAM_UPDATES=webhook``: :func:`webhook_check`, the webhook is ours and
+  Telegram delivers to it without errors); in polling mode ``getWebhookInfo.url`` is empty, because the
+  gateway polls and ``getUpdates`` is
   refused with 409 while a webhook is set (core.telegram.org/bots/api#getupdates: "will not work if an
   outgoing webhook is set up"). One poller per token: another process polling the same token takes
   updates away and both see 409 ``terminated by other getUpdates request`` (not detectable from here
@@ -38,7 +40,7 @@ import sys
 from datetime import UTC, datetime
 
 import httpx
-from telegram import Bot, Update, User
+from telegram import Bot, Update, User, WebhookInfo
 from telegram.constants import ChatAction, ChatMemberStatus, ChatType
 from telegram.error import BadRequest, Forbidden, InvalidToken, TelegramError
 from telegram.ext import Application, CommandHandler, ContextTypes, filters
@@ -95,12 +97,15 @@ async def identity_checks(bot: Bot, bot_username: str) -> tuple[list[CheckResult
     return results, me
 
 
-async def updates_check(bot: Bot) -> CheckResult:
-    """``telegram.updates``: no webhook, so the gateway's ``getUpdates`` polling receives the updates."""
+async def updates_check(bot: Bot, settings: GatewaySettings | None = None) -> CheckResult:
+    """``telegram.updates``: in polling mode no webhook, so the gateway's ``getUpdates`` receives the
+    updates; in webhook mode (``TELEGRAM_UPDATES=webhook``) :func:`webhook_check`."""
     try:
         info = await bot.get_webhook_info(read_timeout=CALL_TIMEOUT_S)
     except TelegramError as exc:
         return fail("telegram.updates", f"getWebhookInfo failed: {_why(exc)}", "see telegram.bot_token")
+    if settings is not None and settings.telegram_updates == "webhook":
+        return webhook_check(info, settings.webhook_url)
     if info.url:
         return fail(
             "telegram.updates",
@@ -112,6 +117,38 @@ async def updates_check(bot: Bot) -> CheckResult:
         "telegram.updates",
         f"polling: no webhook; {info.pending_update_count} update(s) waiting (one poller per token: "
         "another process polling it would take updates away)",
+    )
+
+
+def webhook_check(info: WebhookInfo, url: str) -> CheckResult:
+    """``telegram.updates`` in webhook mode: ``getWebhookInfo.url`` is ``TELEGRAM_WEBHOOK_URL`` (the leading
+    gateway sets it), and Telegram is not failing to deliver: a ``last_error_date`` while updates wait
+    (``pending_update_count``) means our route is unreachable or answers non-2xx, and guests wait."""
+    if not info.url:
+        return fail(
+            "telegram.updates",
+            "webhook mode, but no webhook is set: no update reaches the gateway",
+            "start the gateway (its leader calls setWebhook) and see its WEBHOOK_NOT_SET log lines",
+        )
+    if info.url != url:
+        return fail(
+            "telegram.updates",
+            f"a webhook to another URL is set ({info.url}), not TELEGRAM_WEBHOOK_URL ({url})",
+            "another deployment uses this token: stop it; the leading gateway sets ours at its start",
+        )
+    waiting = info.pending_update_count
+    if info.last_error_date is not None and waiting:
+        return fail(
+            "telegram.updates",
+            f"Telegram cannot deliver to the webhook: {info.last_error_message} "
+            f"(at {info.last_error_date:%H:%M:%S} UTC; {waiting} update(s) waiting)",
+            "check the ingress, its TLS certificate and the gateway's webhook port; the gateway answers "
+            "401 to a wrong TELEGRAM_WEBHOOK_SECRET and 503 while Postgres is unreachable",
+        )
+    return ok(
+        "telegram.updates",
+        f"webhook: {info.url}, max_connections {info.max_connections}; {waiting} update(s) waiting"
+        + (f"; last error {info.last_error_message} (delivered since)" if info.last_error_date else ""),
     )
 
 
@@ -206,7 +243,7 @@ async def telegram_checks(
     results, me = await identity_checks(bot, bot_username)
     if me is None:
         return results
-    results.append(await updates_check(bot))
+    results.append(await updates_check(bot, settings))
     if settings.leads_enabled and settings.leads_chat_id is not None:
         results.append(
             await group_check(bot, me, "telegram.staff_group", settings.leads_chat_id, "LEADS_CHAT_ID")

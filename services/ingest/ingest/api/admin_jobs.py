@@ -366,7 +366,7 @@ async def resend_job_link(ctx: Ctx, job_id: UUID) -> dict[str, Any]:
     async with ctx.db.transaction() as repos:
         if await repos.jobs.get(job_id) is None:
             raise ApiError(404, "not_found", f"job {job_id} does not exist")
-        command_id = await resend_link(repos, job_id)
+        command_id = await resend_link(repos, job_id, public_base_url=ctx.settings.public_base_url)
     if command_id is None:
         raise ApiError(409, "not_delivered", "Only a delivered job's link can be sent again.")
     await dispatch_commands(ctx.db, ctx.publisher, [command_id])

@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Coroutine
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 from uuid import UUID
 
 import segno
 from fastapi import APIRouter, Header, Path, Query, Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.routing import APIRoute
-from pydantic import BaseModel, Field, TypeAdapter, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
 from starlette.requests import ClientDisconnect
 
 from ingest import kiosk
@@ -21,7 +21,7 @@ from ingest.api.limits import KIOSK_KEY_HEADER, kiosk_key_given, refuse_if_over,
 from ingest.api.text import SingleLine
 from ingest.branding import ink_on, normalize_hex
 from ingest.captures import RepeatedRefusal
-from ingest.consent import KioskLanguage, consent_text
+from ingest.consent import KIOSK_LANGUAGES, KioskLanguage, consent_text
 from ingest.context import Ctx, get_context
 from ingest.multipart import MultipartReader
 from shared.domain import Job, JobStatus, KioskSession
@@ -43,12 +43,26 @@ class OutfitChoice(BaseModel):
     outfit_id: SingleLine = Field(min_length=1, max_length=64)
 
 
+class DeliveryChoice(BaseModel):
+    """How the guest's pack reaches them; only ``download`` can be chosen (linking Telegram chooses it)."""
+
+    model_config = ConfigDict(extra="forbid")
+    mode: Literal["download"]
+
+
 class ConsentGiven(BaseModel):
     """The guest pressed "Agree" on the consent screen: the ``version`` of ``GET /consent`` they were
-    shown, in kiosk ``language``."""
+    shown, in kiosk ``language`` (one of :data:`ingest.consent.KIOSK_LANGUAGES`; another is a 422)."""
 
     version: SingleLine = Field(min_length=1, max_length=64)
     language: KioskLanguage = "en"
+
+    @field_validator("language")
+    @classmethod
+    def _known_language(cls, value: str) -> str:
+        if value not in KIOSK_LANGUAGES:
+            raise ValueError(f"not a kiosk language; known: {', '.join(KIOSK_LANGUAGES)}")
+        return value
 
 
 async def _maintenance_guard(ctx: Ctx) -> None:
@@ -95,7 +109,7 @@ def _session_body(
     linked = session.telegram_linked
     last_capture = is_last_capture(session, ctx.settings.max_captures_per_session)
     link = None if linked else kiosk.deep_link(ctx.settings.bot_username, session.token)
-    if not linked:
+    if not linked and not session.downloads_only:
         status = "waiting_for_telegram"
     elif session.outfit_id is None:
         status = "choose_outfit"
@@ -114,6 +128,8 @@ def _session_body(
         "token": None if linked else session.token,
         "qr_svg": segno.make(link, error="m").svg_data_uri(scale=6, border=2) if link else None,
         "telegram_linked": linked,
+        # "download": the guest chose "no Telegram", the pack comes as the download page's QR code
+        "delivery": "download" if session.downloads_only else "telegram",
         "guest_first_name": _first_name(session.guest_name) if linked else None,
         "outfit_id": session.outfit_id,
         "consent": (
@@ -207,6 +223,26 @@ async def session_status(ctx: Ctx, session_id: UUID) -> dict[str, Any]:
     help, a retry of this one cannot)."""
     session, jobs, paused = await kiosk.session_view(ctx, session_id)
     return _session_body(ctx, session, jobs, paused=paused)
+
+
+@router.put(
+    "/sessions/{session_id}/delivery",
+    responses={
+        404: {"model": ErrorBody, "description": "`not_found`: no such session"},
+        409: {
+            "model": ErrorBody,
+            "description": "`download_unavailable` (no `PUBLIC_BASE_URL`), `telegram_linked`, `photo_sent`",
+        },
+    },
+)
+async def choose_delivery(ctx: Ctx, session_id: UUID, body: DeliveryChoice) -> dict[str, Any]:
+    """ "No Telegram? Get them here": the guest's pack comes as a download page (``{"mode": "download"}``)
+    instead of a sticker set; before any photo and while no Telegram user is linked
+    (:func:`ingest.kiosk.choose_download`). The guest then chooses an outfit and agrees as any other."""
+    await _maintenance_guard(ctx)
+    await kiosk.choose_download(ctx, session_id)
+    session, jobs = await kiosk.get_session(ctx, session_id)
+    return _session_body(ctx, session, jobs)
 
 
 @router.put("/sessions/{session_id}/outfit")
@@ -487,8 +523,10 @@ async def delivered_stickers(
 ) -> dict[str, Any]:
     """The done screen: the first ``limit`` (1–12, default 4) stored stickers of the session's newest
     delivered job as URLs (fetch each with the same header), its set link
-    ``https://t.me/addstickers/<name>`` and that link's QR code (SVG data URI). Authorised by the header
-    ``X-Session-Token``: the session's deep-link token, which the kiosk got with the session."""
+    ``https://t.me/addstickers/<name>`` and that link's QR code (SVG data URI), and the pack's download
+    page ``download_url`` with its QR code (both ``None`` without ``PUBLIC_BASE_URL``,
+    :mod:`shared.downloads`). Authorised by the header ``X-Session-Token``: the session's deep-link token,
+    which the kiosk got with the session."""
     found = await kiosk.delivered_stickers(ctx, session_id, token)
     if found is None:
         raise ApiError(404, "no_stickers", "This session has no delivered stickers.")
@@ -497,11 +535,18 @@ async def delivered_stickers(
         "job_id": str(found.job.id),
         "set_name": found.job.sticker_set_name,
         "set_url": set_url,
-        "set_qr_svg": segno.make(set_url, error="m").svg_data_uri(scale=6, border=2) if set_url else None,
+        "set_qr_svg": _qr(set_url),
+        "download_url": found.download_url,
+        "download_qr_svg": _qr(found.download_url),
         "stickers": [
             {"position": p, "url": f"/sessions/{session_id}/stickers/{p}"} for p in found.positions[:limit]
         ],
     }
+
+
+def _qr(url: str | None) -> str | None:
+    """``url``'s QR code as an SVG data URI (error correction M, 6 px modules), or ``None``."""
+    return segno.make(url, error="m").svg_data_uri(scale=6, border=2) if url else None
 
 
 @router.get(
@@ -528,8 +573,10 @@ async def kiosk_config(ctx: Ctx) -> dict[str, Any]:
     """What the kiosk page needs besides the outfits and the consent text: the venue's branding
     (``KIOSK_EVENT_TITLE``, ``KIOSK_LOGO_URL``, ``KIOSK_ACCENT_COLOR`` with the text colour on it,
     :mod:`ingest.branding`), the photo limit, and the bot's texts for the failures the kiosk shows
-    too (``guest_texts[key][en|ru]`` from :mod:`shared.texts`), so booth and bot say the same thing;
-    ``photo_max_side_px``: the longest side the pipeline uses of a photo (:data:`PHOTO_MAX_SIDE_PX`)."""
+    too (``guest_texts[key][language]``, every catalogue language of :mod:`shared.texts`), so booth and
+    bot say the same thing;
+    ``photo_max_side_px``: the longest side the pipeline uses of a photo (:data:`PHOTO_MAX_SIDE_PX`).
+    ``download_offered``: whether the kiosk offers "no Telegram? get them here" (``PUBLIC_BASE_URL`` set)."""
     settings = ctx.settings
     accent = normalize_hex(settings.kiosk_accent_color)
     return {
@@ -539,6 +586,8 @@ async def kiosk_config(ctx: Ctx) -> dict[str, Any]:
         "accent_ink": ink_on(accent),
         "max_captures_per_session": settings.max_captures_per_session,
         "photo_max_side_px": PHOTO_MAX_SIDE_PX,
+        # "No Telegram? Get them here" is offered only where phones can open the download page
+        "download_offered": bool(settings.public_base_url),
         "guest_texts": {key: dict(TEXTS[key]) for key in _KIOSK_GUEST_TEXTS},
     }
 

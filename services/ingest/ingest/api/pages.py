@@ -16,6 +16,7 @@ Besides scripts and styles, the kiosk ships its icons (SVG) and the sample stick
 from __future__ import annotations
 
 import hashlib
+import json
 from importlib import resources
 from typing import Annotated, Literal
 
@@ -24,6 +25,7 @@ from fastapi import APIRouter, Header, Path, Response
 from ingest.api.errors import ApiError
 from ingest.branding import logo_origin
 from ingest.context import Ctx, IngestContext
+from shared.texts import CATALOGUES, LANGUAGES
 
 router = APIRouter()
 _STATIC = resources.files("ingest") / "static"
@@ -35,6 +37,21 @@ _TYPES = {
     "png": "image/png",
     "webp": "image/webp",
 }
+
+
+def words_script() -> bytes:
+    """``kiosk/words.js``: the ``kiosk`` texts of the catalogues (:mod:`shared.texts`) per language."""
+    table = CATALOGUES.table("kiosk")
+    words = {lang: {key: versions[lang] for key, versions in table.items()} for lang in LANGUAGES}
+    script = (
+        '// The kiosk\'s words, from shared/locales/<lang>/LC_MESSAGES/guest.po (msgctxt "kiosk").\n'
+        f"window.KIOSK_WORDS = {json.dumps(words, ensure_ascii=False, indent=1)};\n"
+    )
+    return script.encode()
+
+
+#: The body of ``GET /kiosk/words.js``, made once (the catalogues are read at import).
+KIOSK_WORDS = words_script()
 
 
 def csp(img_origin: str | None = None) -> str:
@@ -74,7 +91,11 @@ def _serve(page: Page, name: str, if_none_match: str | None, policy: str = CSP) 
     file = _STATIC / page / name
     if not file.is_file():
         raise ApiError(404, "not_found", f"/{page}/assets/{name} does not exist")
-    body = file.read_bytes()
+    return _answer(page, name, file.read_bytes(), if_none_match, policy)
+
+
+def _answer(page: Page, name: str, body: bytes, if_none_match: str | None, policy: str) -> Response:
+    """``body`` as the file ``name`` of ``page``, with its ``ETag`` (304 when ``If-None-Match`` matches)."""
     etag = f'"{hashlib.sha256(body).hexdigest()[:32]}"'
     headers = {
         "Cache-Control": "no-cache",
@@ -97,6 +118,14 @@ def _kiosk_csp(ctx: IngestContext) -> str:
 async def kiosk_page(ctx: Ctx, if_none_match: IfNoneMatch = None) -> Response:
     """The kiosk tablet's page; ``?station=<name>`` names the station its sessions are opened for."""
     return _serve("kiosk", "index.html", if_none_match, _kiosk_csp(ctx))
+
+
+@router.get("/kiosk/words.js")
+async def kiosk_words(ctx: Ctx, if_none_match: IfNoneMatch = None) -> Response:
+    """The kiosk page's words in every language, from the catalogues (:data:`KIOSK_WORDS`), as a script
+    that sets ``window.KIOSK_WORDS`` (``{language: {key: text}}``, English first) before ``kiosk.js`` runs;
+    the page offers the languages in that order."""
+    return _answer("kiosk", "words.js", KIOSK_WORDS, if_none_match, _kiosk_csp(ctx))
 
 
 @router.get("/kiosk/assets/{name}")

@@ -24,7 +24,8 @@
  * Reload: the session (id, token, language, screen, time of the last touch) is kept in localStorage and a
  * reload carries on where the page was (see "Resume after a reload" below); every reset and "Not you?"
  * forget it first, so the next guest never resumes someone else's session.
- * Staff reset: hold the top-left corner for 3 s. Query string: ?station=<name>&lang=en|ru&key=<KIOSK_KEY>
+ * Staff reset: hold the top-left corner for 3 s. Query string: ?station=<name>&lang=<a language of
+ * GET /kiosk/words.js: en, de, es, ru…>&key=<KIOSK_KEY>
  * (the key, when the server sets one, is sent with POST /sessions: only the venue's kiosks open sessions).
  */
 "use strict";
@@ -73,132 +74,17 @@
     "rate_limited",
   ]);
 
-  const TEXT = {
-    en: {
-      brand: "Sticker Booth", offline: "Offline — reconnecting…",
-      welcome_title: "Turn your selfie into stickers!",
-      welcome_lead: "12 cartoon stickers of you, sent straight to Telegram.",
-      step_scan: "Scan the code with your phone camera", step_start: "Press Start in Telegram",
-      step_pose: "Pick an outfit and smile",
-      welcome_waiting: "Scan with your phone camera and press Start in Telegram",
-      kiosk_key_required: "This kiosk is not set up yet: staff, open it with the venue's kiosk key (?key=…)",
-      welcome_opening: "Getting the booth ready…",
-      outfits_title: "You're connected! Pick your outfit", outfits_loading: "Loading outfits…",
-      consent_title: "Before we take your photo", agree: "Agree", consent_loading: "Loading…",
-      consent_failed: "Couldn't save that — tap Agree again.",
-      consent_changed: "This text has just been updated — please read it again.",
-      camera_off: "The camera is not available here. Choose a photo instead.",
-      camera_hint: "Look into the camera and smile!",
-      back: "Back", shoot: "Take photo", pick: "Choose a photo",
-      review_title: "Looking good?", review_ready: "Your photo is ready to send.",
-      retake: "Retake", send: "Send it!", sending: "Sending your photo…",
-      retrying: "Connection hiccup — trying again ({n} of {total})…",
-      busy: "Lots of photos right now — yours is next in line, hold on…",
-      send_failed_title: "We couldn't send your photo",
-      send_failed_text: "The booth has lost its connection. Your photo is still here on the booth — tap Try again.",
-      try_again: "Try again", generating_title: "Generating…",
-      generating_text: "Your stickers will arrive in Telegram in a few minutes. "
-        + "You can walk away — the link comes to your chat.",
-      step_queued: "Photo received", step_processing: "Drawing your stickers",
-      step_delivering: "Packing them for Telegram", next_guest: "Next guest",
-      done_title: "Done! Here are your stickers",
-      done_text: "The link is in your chat with our bot. Or scan this code to add the whole set.",
-      done_loading: "Loading your stickers…", done_scan: "Scan to add your set",
-      failed_title: "Sorry, that didn't work",
-      failed_text: "Something went wrong with your sticker pack. Our team will help you manually — "
-        + "find us at the booth.",
-      failed_no_captures: "That was the last photo of this visit — our staff at the booth will help you.",
-      hi: "Hi, {name}!", not_you: "Not you?", unlink_failed: "Couldn't do that — tap Not you? again.",
-      break_linked: "Hi, {name}! We'll carry on right after the break — no need to scan again.",
-      generating_paused: "The booth is on a short break. Your photo is saved — your stickers come as soon as we're back.",
-      idle_title: "Still there?", idle_continue: "Continue",
-      idle_count: "Back to the start in {s} s",
-      idle_photo: "Your photo has not been sent yet — it will be deleted from the booth.",
-      idle_sent: "Your photo is sent: your stickers still arrive in Telegram.",
-      idle_failed: "Your pack could not be made this time; staff at the booth can help.",
-      sending_slow: "Still sending… {s} s", title_content: "That photo didn't work",
-      try_another: "Try another photo", break_title: "We're taking a short break",
-      break_text: "The booth will be back in a few minutes. This screen carries on by itself.",
-      back_in: "Back to the start in {s} s", captures_left: "Photos left for this visit: {n}",
-      choose_failed: "Couldn't save your choice — tap again.",
-      title_no_face: "We couldn't see your face", title_photo: "That photo didn't work",
-      code_no_face: "We couldn't find a face in your photo. Please take another selfie at the booth.",
-      code_corrupt_image: "The photo file is damaged. Please take a new photo.",
-      code_empty_file: "The photo file is empty. Please take a new photo.",
-      code_unsupported_format: "This format doesn't work: we need JPEG, PNG, WebP or HEIC.",
-      code_file_too_large: "That photo is too large. Please take a new photo.",
-      code_too_many_pixels: "That photo is too large. Please take a new photo.",
-      code_capture_limit: "Ask our staff at the booth if you would like another try.",
-      code_rate_limited: "That was a lot of photos in a short time. Wait a moment, then try again.",
-      title_capture_limit: "That's all the photos for this visit", title_other: "Something's not right",
-      start_over: "Start over", ask_staff: "Please try again, or ask our staff at the booth.",
-    },
-    ru: {
-      brand: "Sticker Booth", offline: "Нет связи — переподключаемся…",
-      welcome_title: "Превратим твоё селфи в стикеры!",
-      welcome_lead: "12 мультяшных стикеров с тобой — прямо в Telegram.",
-      step_scan: "Отсканируй код камерой телефона", step_start: "Нажми «Запустить» в Telegram",
-      step_pose: "Выбери костюм и улыбнись",
-      welcome_waiting: "Отсканируй код камерой телефона и нажми «Запустить» в Telegram",
-      kiosk_key_required: "Киоск ещё не настроен: сотрудникам — откройте его с ключом киоска площадки (?key=…)",
-      welcome_opening: "Готовим стойку…",
-      outfits_title: "Готово! Выбери костюм", outfits_loading: "Загружаем костюмы…",
-      consent_title: "Перед тем как сделать фото", agree: "Согласен(на)", consent_loading: "Загружаем…",
-      consent_failed: "Не удалось сохранить — нажми «Согласен(на)» ещё раз.",
-      consent_changed: "Текст только что обновился — прочитай его ещё раз, пожалуйста.",
-      camera_off: "Камера здесь недоступна. Выбери фото.",
-      camera_hint: "Смотри в камеру и улыбайся!",
-      back: "Назад", shoot: "Сфотографировать", pick: "Выбрать фото",
-      review_title: "Нравится?", review_ready: "Фото готово к отправке.",
-      retake: "Переснять", send: "Отправить!", sending: "Отправляем фото…",
-      retrying: "Связь подвела — пробуем ещё раз ({n} из {total})…",
-      busy: "Сейчас много фото — твоё следующее в очереди, подожди немного…",
-      send_failed_title: "Не получилось отправить фото",
-      send_failed_text: "У стойки пропала связь. Фото всё ещё здесь, на стойке — нажми «Попробовать ещё».",
-      try_again: "Попробовать ещё", generating_title: "Генерируем…",
-      generating_text: "Стикеры придут в Telegram через несколько минут. "
-        + "Можно идти — ссылка придёт в чат.",
-      step_queued: "Фото получено", step_processing: "Рисуем стикеры",
-      step_delivering: "Упаковываем для Telegram", next_guest: "Следующий гость",
-      done_title: "Готово! Вот твои стикеры",
-      done_text: "Ссылка — в чате с нашим ботом. Или отсканируй этот код, чтобы добавить весь набор.",
-      done_loading: "Загружаем стикеры…", done_scan: "Отсканируй, чтобы добавить набор",
-      failed_title: "Извини, не получилось",
-      failed_text: "Что-то пошло не так с генерацией твоего набора. Мы поможем вручную — подойди к стойке.",
-      failed_no_captures: "Это было последнее фото за этот визит — сотрудники у стойки тебе помогут.",
-      hi: "Привет, {name}!", not_you: "Это не ты?", unlink_failed: "Не получилось — нажми «Это не ты?» ещё раз.",
-      break_linked: "Привет, {name}! Продолжим сразу после перерыва — сканировать заново не нужно.",
-      generating_paused: "У стойки короткий перерыв. Фото сохранено — стикеры придут, как только мы вернёмся.",
-      idle_title: "Ты ещё здесь?", idle_continue: "Продолжить",
-      idle_count: "Возврат к началу через {s} с",
-      idle_photo: "Фото ещё не отправлено — оно будет удалено со стойки.",
-      idle_sent: "Фото отправлено: стикеры всё равно придут в Telegram.",
-      idle_failed: "Стикеры в этот раз не получились; сотрудники у стойки помогут.",
-      sending_slow: "Всё ещё отправляем… {s} с", title_content: "Это фото не подошло",
-      try_another: "Другое фото", break_title: "У нас небольшой перерыв",
-      break_text: "Стойка вернётся через несколько минут. Экран продолжит сам.",
-      back_in: "Возврат к началу через {s} с", captures_left: "Осталось фото: {n}",
-      choose_failed: "Не удалось сохранить выбор — нажми ещё раз.",
-      title_no_face: "Не видно лица", title_photo: "Это фото не подошло",
-      title_capture_limit: "Фото за этот визит закончились", title_other: "Что-то пошло не так",
-      start_over: "Начать заново", ask_staff: "Попробуй ещё раз или обратись к сотрудникам стойки.",
-      code_no_face: "Не получилось найти лицо на фото. Сделай, пожалуйста, ещё одно селфи на стойке.",
-      code_corrupt_image: "Файл фото повреждён. Сделай новое фото.",
-      code_empty_file: "Файл фото пустой. Сделай новое фото.",
-      code_unsupported_format: "Этот формат не подходит: нужен JPEG, PNG, WebP или HEIC.",
-      code_file_too_large: "Фото слишком большое. Сделай новое фото.",
-      code_too_many_pixels: "Фото слишком большое. Сделай новое фото.",
-      code_capture_limit: "Если хочешь попробовать ещё раз, подойди к сотрудникам стойки.",
-      code_rate_limited: "Слишком много фото за короткое время. Подожди немного и попробуй снова.",
-      outfit_astronaut: "Космонавт", outfit_chef: "Шеф-повар", outfit_cowboy: "Ковбой",
-      outfit_pirate: "Капитан пиратов", outfit_superhero: "Супергерой", outfit_wizard: "Волшебник",
-    },
-  };
+  // The words in every language: GET /kiosk/words.js, made from the catalogues
+  // (shared/locales/<lang>/LC_MESSAGES/guest.po, msgctxt "kiosk"), English first; the language button
+  // steps through them in that order.
+  const TEXT = window.KIOSK_WORDS || { en: {} };
+  const LANGS = Object.keys(TEXT);
+  const nextLang = (lang) => LANGS[(LANGS.indexOf(lang) + 1) % LANGS.length];
 
   const $ = (id) => document.getElementById(id);
   const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
   const params = new URLSearchParams(location.search);
-  const defaultLang = params.get("lang") === "ru" ? "ru" : "en";
+  const defaultLang = LANGS.includes(params.get("lang")) ? params.get("lang") : "en";
   const state = {
     station: (params.get("station") || "kiosk").replace(/[^A-Za-z0-9_.-]/g, "-").slice(0, 64) || "kiosk",
     kioskKey: params.get("key") || "",
@@ -226,7 +112,7 @@
   function setLang(lang) {
     state.lang = lang;
     document.documentElement.lang = lang;
-    $("lang").textContent = lang === "en" ? "RU" : "EN";
+    $("lang").textContent = nextLang(lang).toUpperCase();
     for (const el of document.querySelectorAll("[data-i18n]")) el.textContent = t(el.dataset.i18n);
     $("welcome-status").textContent = t(state.session ? "welcome_waiting" : "welcome_opening");
     renderOutfits();
@@ -370,7 +256,7 @@
     if (state.screen !== "break") return;
     const back = state.breakReturn || "welcome";
     state.breakReturn = null;
-    if (back === "welcome" && state.status && state.status.telegram_linked) {
+    if (back === "welcome" && ready(state.status)) {
       show("outfits");
       renderOutfits();
     } else if (back === "camera") {
@@ -412,7 +298,7 @@
     clearTimeout(state.warnTimer);
     clearInterval(state.ticker);
     hideIdle();
-    const linked = state.status && state.status.telegram_linked;
+    const linked = ready(state.status);
     const full = state.screen === "break" ? (linked || state.photo ? TIMING.idleMs : 0) : AUTO_RETURN[state.screen];
     if (!full) return;
     const ms = Math.max(1, full - spentMs);
@@ -455,6 +341,7 @@
     $("qr").hidden = true;
     $("qr-wait").hidden = false;
     show("welcome");
+    renderDelivery();
     openSession(alive);
   }
 
@@ -504,6 +391,7 @@
     qr.hidden = false;
     $("qr-wait").hidden = true;
     $("welcome-status").textContent = t("welcome_waiting");
+    renderDelivery();
   }
 
   async function poll(alive) {
@@ -518,15 +406,49 @@
     }
   }
 
+  /* A guest who can go on past the welcome screen: linked to Telegram, or without it ("no Telegram?"). */
+  function ready(status) {
+    return Boolean(status && (status.telegram_linked || status.delivery === "download"));
+  }
+
+  /* A guest without Telegram is told to wait for the download QR code, not for a chat message. */
+  function renderDelivery() {
+    const download = Boolean(state.status && state.status.delivery === "download");
+    for (const [id, key] of [["generating-text", "generating_text"], ["done-text", "done_text"]]) {
+      $(id).dataset.i18n = download ? `${key}_download` : key;
+      $(id).textContent = t($(id).dataset.i18n);
+    }
+    const offered = Boolean(state.config && state.config.download_offered && state.session);
+    $("no-telegram").hidden = !offered || ready(state.status);
+  }
+
+  async function noTelegram() {
+    if (!state.session) return;
+    const button = $("no-telegram");
+    button.disabled = true;
+    const alive = current();
+    try {
+      const call = () => api("PUT", `/sessions/${state.session.id}/delivery`, { json: { mode: "download" } });
+      const status = await persist(call, alive, { delaysMs: TIMING.actionRetryMs });
+      if (alive()) onStatus(status);
+    } catch (err) {
+      if (err === STALE) return;
+      if (err instanceof HttpError && err.status === 404) return startOver();
+    } finally {
+      button.disabled = false;
+    }
+  }
+
   function onStatus(status) {
     state.status = status;
+    renderDelivery();
     renderGuest();
     renderBreak();
     if (status.paused && BREAKABLE.has(state.screen)) {
       enterBreak();
     } else if (!status.paused && state.screen === "break") {
       leaveBreak();
-    } else if (state.screen === "welcome" && status.telegram_linked) {
+    } else if (state.screen === "welcome" && ready(status)) {
       show("outfits");
       renderOutfits();
     } else if (state.screen === "generating") {
@@ -594,7 +516,7 @@
 
   /* The screen a session's status resumes on (`saved.screen`: where the page was). */
   function resumeScreen(status, saved) {
-    if (!status.telegram_linked) return "welcome";
+    if (!ready(status)) return "welcome";
     const job = status.jobs[status.jobs.length - 1];
     if (!job) return status.outfit_id === null ? "outfits" : status.consent ? "camera" : "consent";
     const retaking = job.status === "failed" && BEFORE_PHOTO.has(saved.screen)
@@ -621,7 +543,7 @@
     const elapsed = Date.now() - saved.at;
     const limit = target === "welcome" ? Infinity : AUTO_RETURN[target];
     if (!(elapsed >= 0 && elapsed < limit)) return startOver();
-    setLang(saved.lang === "ru" ? "ru" : "en");
+    setLang(LANGS.includes(saved.lang) ? saved.lang : "en");
     state.resumed = target === "welcome" ? null : { screen: target, spentMs: elapsed };
     const job = status.jobs[status.jobs.length - 1] || null;
     Object.assign(state, {
@@ -700,6 +622,7 @@
     releaseStickers();
     $("done-qr").hidden = true;
     $("done-set").hidden = true;
+    $("done-download").hidden = true;
     $("done-note").textContent = t("done_loading");
     const headers = { "X-Session-Token": state.token || "" };
     try {
@@ -710,6 +633,11 @@
         $("done-qr").dataset.setUrl = list.set_url;
         $("done-qr").hidden = false;
         $("done-set").hidden = false;
+      }
+      if (list.download_qr_svg) {
+        $("done-download-qr").src = list.download_qr_svg;
+        $("done-download-qr").dataset.downloadUrl = list.download_url;
+        $("done-download").hidden = false;
       }
       for (const sticker of list.stickers) {
         const response = await fetch(sticker.url, { headers, cache: "no-store" });
@@ -763,6 +691,7 @@
       try {
         state.config = await api("GET", "/kiosk/config");
         applyBranding(state.config);
+        renderDelivery();
         setLang(state.lang);
         return;
       } catch {
@@ -1203,7 +1132,7 @@
   function wire() {
     $("station").textContent = state.station;
     $("lang").addEventListener("click", () => {
-      setLang(state.lang === "en" ? "ru" : "en");
+      setLang(nextLang(state.lang));
       remember();
     });
     $("back-outfits").addEventListener("click", () => show("outfits"));
@@ -1234,6 +1163,7 @@
     $("failed-again").addEventListener("click", () => { state.failure = null; openCamera(); });
     for (const id of ["next-generating", "next-done", "next-failed"]) $(id).addEventListener("click", startOver);
     $("not-you").addEventListener("click", notYou);
+    $("no-telegram").addEventListener("click", noTelegram);
     $("idle-continue").addEventListener("click", armTimer);
     document.addEventListener("pointerdown", () => {
       if (state.screen in AUTO_RETURN || state.screen === "break") armTimer();

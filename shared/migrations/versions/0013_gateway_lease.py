@@ -5,8 +5,8 @@ with which a second gateway refused to start: a lock lives as long as its connec
 lost node or behind a partition held it until Postgres noticed the dead TCP connection (minutes), and a
 standby could not take over. A lease lapses on its own (:mod:`shared.repositories.gateway_lease`).
 
-Revision ID: 0011
-Revises: 0010
+Revision ID: 0013
+Revises: 0012
 Create Date: 2026-12-03
 """
 
@@ -15,8 +15,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0011"
-down_revision = "0010"
+revision = "0013"
+down_revision = "0012"
 branch_labels = None
 depends_on = None
 
@@ -34,5 +34,5 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-    """Back to 0010: the table goes; a 0010 gateway takes its advisory lock again."""
+    """Back to 0012: the table goes; a gateway from before the lease takes its advisory lock again."""
     op.drop_table("gateway_lease")

@@ -1,0 +1,216 @@
+"""The download page of a guest's pack (issue 23 item 3): ``GET /d/<token>`` on the guest's phone.
+
+- ``GET /d/<token>``: a small HTML page (no script) with the 12 stickers, each linked as PNG and WebP,
+  one link to a zip of all of them, and how to add them to Telegram or WhatsApp later. Built for a phone
+  on a slow network: about 3 KB of HTML and CSS inline, images lazy-loaded at their display size.
+- ``GET /d/<token>/<position>.png``: the sticker as stored (PNG with transparency, 512 px on its longer
+  side, the Bot API's static sticker size).
+- ``GET /d/<token>/<position>.webp``: the sticker on a 512 × 512 px transparent square, lossy WebP at
+  quality 80: WhatsApp's sticker format (512 × 512 px WebP, at most 100 KB each: WhatsApp's
+  "Stickers" FAQ and its sticker-app sample README), which Telegram's @Stickers bot also takes.
+- ``GET /d/<token>/stickers.zip``: the 12 stickers in both formats (``sticker-01.png`` …).
+
+The token (:mod:`shared.downloads`) names a job whose stickers are final (:data:`FINAL_STICKERS`: rendered,
+being delivered or delivered, so a guest who taps the link before delivery has marked the job delivered
+gets the page too); it names nothing once the job is erased (404 ``not_found``), while the job is still
+being drawn or after it failed (404), and the job's stickers are gone after ``STICKER_RETENTION_DAYS``
+(410 ``expired``). The page answers
+404/410 as HTML for the person holding the phone; the files answer the JSON error body
+(:mod:`ingest.api.errors`). Every answer is ``private`` and ``no-referrer`` (the token is the key) and
+``noindex``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import re
+import zipfile
+from typing import Annotated
+from uuid import UUID
+
+from fastapi import APIRouter, Header, Path, Response
+from PIL import Image
+
+from ingest.api.errors import ApiError
+from ingest.context import Ctx, IngestContext
+from shared.domain import Blob, JobStatus
+from shared.downloads import download_key, job_of_token
+
+router = APIRouter()
+#: The statuses in which a job's stored stickers are final (stored after the pack QA, never redrawn unless
+#: the job fails and an admin retries it, and a failed job has no page).
+FINAL_STICKERS = frozenset({JobStatus.RENDERED, JobStatus.DELIVERING, JobStatus.DELIVERED})
+
+_TOKEN = re.compile(r"[A-Za-z0-9_-]{43}")
+Token = Annotated[str, Path(pattern=r"^[A-Za-z0-9_-]{43}$")]
+StickerFile = Annotated[str, Path(pattern=r"^[0-9]{1,2}\.(png|webp)$")]
+WEBP_SIDE_PX = 512
+WEBP_QUALITY = 80
+_HEADERS = {
+    "Cache-Control": "private, max-age=3600",
+    "Referrer-Policy": "no-referrer",
+    "X-Robots-Tag": "noindex, nofollow",
+    "X-Content-Type-Options": "nosniff",
+}
+# No script at all; the one inline stylesheet is the page's own (no user text is ever put into it).
+_PAGE_CSP = "; ".join(
+    (
+        "default-src 'none'",
+        "img-src 'self'",
+        "style-src 'unsafe-inline'",
+        "base-uri 'none'",
+        "form-action 'none'",
+    )
+)
+
+
+class _Gone(Exception):
+    """The token names nothing (``status`` 404) or a pack whose stickers are gone (410)."""
+
+    def __init__(self, status: int) -> None:
+        self.status = status
+
+
+async def _stickers(ctx: IngestContext, token: str) -> tuple[UUID, list[Blob]]:
+    """The job ``token`` names and its stickers by position.
+
+    Raises:
+        _Gone: 404 for a malformed or foreign token, an erased job or one not delivered; 410 when the
+            job was delivered but its stickers were deleted (retention).
+    """
+    async with ctx.db.transaction() as repos:
+        job_id = job_of_token(await download_key(repos), token)
+        job = await repos.jobs.get(job_id) if job_id else None
+        if job is None or job.status not in FINAL_STICKERS:
+            raise _Gone(404)
+        stickers = [b for b in await repos.blobs.for_job(job.id, "sticker") if b.position is not None]
+    if not stickers:
+        raise _Gone(410)
+    return job.id, stickers
+
+
+def _api_error(gone: _Gone) -> ApiError:
+    if gone.status == 410:
+        return ApiError(410, "expired", "these stickers were deleted after the retention period")
+    return ApiError(404, "not_found", "no stickers at this link")
+
+
+async def _stickers_or_error(ctx: IngestContext, token: str) -> list[Blob]:
+    try:
+        return (await _stickers(ctx, token))[1]
+    except _Gone as gone:
+        raise _api_error(gone) from None
+
+
+def webp_of(png: bytes) -> bytes:
+    """``png`` (a sticker, at most 512 px a side) centred on a 512 × 512 px transparent square, as WebP."""
+    with Image.open(io.BytesIO(png)) as im:
+        sticker = im.convert("RGBA")
+    sticker.thumbnail((WEBP_SIDE_PX, WEBP_SIDE_PX))
+    square = Image.new("RGBA", (WEBP_SIDE_PX, WEBP_SIDE_PX), (0, 0, 0, 0))
+    square.paste(sticker, ((WEBP_SIDE_PX - sticker.width) // 2, (WEBP_SIDE_PX - sticker.height) // 2))
+    out = io.BytesIO()
+    square.save(out, "WEBP", quality=WEBP_QUALITY, method=4)
+    return out.getvalue()
+
+
+def zip_of(stickers: list[Blob]) -> bytes:
+    """A zip of ``stickers`` as ``sticker-NN.png`` and ``sticker-NN.webp`` (NN = 01 …, in position order)."""
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", compression=zipfile.ZIP_STORED) as archive:  # PNG/WebP do not deflate
+        for n, blob in enumerate(stickers, start=1):
+            archive.writestr(f"sticker-{n:02d}.png", blob.data)
+            archive.writestr(f"sticker-{n:02d}.webp", webp_of(blob.data))
+    return out.getvalue()
+
+
+@router.get("/d/{token}/stickers.zip")
+async def download_zip(ctx: Ctx, token: Token) -> Response:
+    """All stickers as one zip (PNG and WebP); 404 ``not_found`` / 410 ``expired`` as the module says."""
+    stickers = await _stickers_or_error(ctx, token)
+    body = await asyncio.to_thread(zip_of, stickers)
+    headers = {**_HEADERS, "Content-Disposition": 'attachment; filename="stickers.zip"'}
+    return Response(body, media_type="application/zip", headers=headers)
+
+
+@router.get("/d/{token}/{name}")
+async def download_sticker(ctx: Ctx, token: Token, name: StickerFile) -> Response:
+    """One sticker, ``<position>.png`` or ``<position>.webp`` (position 0–11); 404 ``not_found`` when the
+    pack has no such position, else as the module says."""
+    position, _, fmt = name.partition(".")
+    stickers = {b.position: b for b in await _stickers_or_error(ctx, token)}
+    blob = stickers.get(int(position))
+    if blob is None:
+        raise ApiError(404, "not_found", f"no sticker {position} at this link")
+    if fmt == "png":
+        return Response(blob.data, media_type=blob.content_type, headers=_HEADERS)
+    return Response(await asyncio.to_thread(webp_of, blob.data), media_type="image/webp", headers=_HEADERS)
+
+
+@router.get("/d/{token}")
+async def download_page(ctx: Ctx, token: str, accept: Annotated[str, Header()] = "") -> Response:
+    """The page of the pack: 200, or 404 ``not_found`` (no such pack) / 410 ``expired`` (deleted after
+    retention): as an HTML page for a browser (``Accept`` names ``text/html``), else the JSON error body."""
+    headers = {**_HEADERS, "Cache-Control": "private, no-cache", "Content-Security-Policy": _PAGE_CSP}
+    try:
+        if not _TOKEN.fullmatch(token):
+            raise _Gone(404)
+        _, stickers = await _stickers(ctx, token)
+    except _Gone as gone:
+        if "text/html" not in accept:
+            raise _api_error(gone) from None
+        if gone.status == 410:
+            title, text, code = "These stickers have expired", _EXPIRED_TEXT, "expired"
+        else:
+            title, text, code = "Nothing here", _NOT_FOUND_TEXT, "not_found"
+        body = _html(title, f"<h1>{title}</h1><p>{text}</p>", error=code)
+        return Response(body, status_code=gone.status, media_type="text/html; charset=utf-8", headers=headers)
+    base = f"/d/{token}"  # the route's pattern allows only [A-Za-z0-9_-]
+    items = "".join(
+        f'<li><img src="{base}/{b.position}.webp" width="512" height="512" loading="lazy" alt="sticker {n}">'
+        f'<a href="{base}/{b.position}.png" download>PNG</a> · '
+        f'<a href="{base}/{b.position}.webp" download>WebP</a></li>'
+        for n, b in enumerate(stickers, start=1)
+    )
+    content = (
+        f"<h1>Your {len(stickers)} stickers</h1>"
+        f'<a class="zip" href="{base}/stickers.zip" download>Download all (zip)</a><ul>{items}</ul>{_HOW_TO}'
+    )
+    return Response(_html("Your stickers", content), media_type="text/html; charset=utf-8", headers=headers)
+
+
+_EXPIRED_TEXT = "Stickers are kept for a limited time after the event, and these have been deleted."
+_NOT_FOUND_TEXT = "This link does not lead to any stickers. Check that it was copied whole."
+
+
+_STYLE = (
+    "body{font-family:system-ui,sans-serif;margin:0 auto;max-width:40rem;padding:1rem;color:#222}"
+    "h1{font-size:1.4rem}h2{font-size:1.1rem}"
+    "ul{list-style:none;padding:0;display:grid;grid-template-columns:repeat(auto-fill,minmax(8rem,1fr));gap:.75rem}"
+    "li{text-align:center;font-size:.9rem}"
+    "img{display:block;margin:0 auto .25rem;width:100%;height:auto;aspect-ratio:1;background:#f3f3f3;"
+    "border-radius:.5rem}"
+    ".zip{display:block;text-align:center;padding:.9rem;margin:1rem 0;background:#2a6df4;color:#fff;"
+    "border-radius:.5rem;text-decoration:none;font-weight:600}"
+)
+
+
+def _html(title: str, content: str, *, error: str | None = None) -> str:
+    """A whole page: ``title`` and ``content`` (HTML, escaped by the caller); ``error`` marks an error page
+    with its machine-readable code (``data-error`` on ``<body>``)."""
+    marker = f' data-error="{error}"' if error else ""
+    return (
+        '<!doctype html><html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width,initial-scale=1">'
+        f'<meta name="robots" content="noindex"><title>{title}</title><style>{_STYLE}</style></head>'
+        f"<body{marker}>{content}</body></html>"
+    )
+
+
+_HOW_TO = (
+    "<h2>Add them to Telegram later</h2><p>Open @Stickers in Telegram, send /newpack and a name for the "
+    "pack, then send each PNG file from the zip as a file followed by an emoji, and finish with /publish.</p>"
+    "<h2>Add them to WhatsApp</h2><p>Save the WebP files and import them with a sticker maker app "
+    "(a WhatsApp pack holds 3 to 30 stickers of 512 × 512 px).</p>"
+)
