@@ -91,8 +91,8 @@ test-all: install  ## every tier, slow suites included
 demo: install  ## a real photo becomes a sticker-set link (PHOTO=path), no accounts needed
 	$(PY) -m devstack demo $(if $(PHOTO),--photo "$(PHOTO)")
 
-up: install  ## start the whole stack locally and keep it running
-	$(PY) -m devstack up
+up: install  ## start the whole stack locally and keep it running (GATEWAYS=2: with the gateway's hot standby)
+	$(PY) -m devstack up $(if $(GATEWAYS),--gateways $(GATEWAYS))
 
 preflight: install  ## before the doors open: every check against the stack `make up` runs; exit 1 if one fails
 	$(PY) -m devstack preflight

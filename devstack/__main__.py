@@ -119,10 +119,12 @@ def demo(photo_path: str | None, *, ai_sim: bool = False) -> int:
         infra.stop()  # type: ignore[attr-defined]
 
 
-def up(*, ai_sim: bool = False) -> int:
+def up(*, ai_sim: bool = False, gateways: int = 1) -> int:
+    """Run the stack until Ctrl-C; ``gateways`` 2 adds the gateway's hot standby (issue 22)."""
     from devstack import preflight
 
     stack, infra = build_stack("stickerbooth_dev", 2, keep_state=True, ai_sim=ai_sim)
+    stack.config.gateway_replicas = gateways
     try:
         stack.start_all()
         preflight.write_stack_file(stack.config)  # for `make preflight`
@@ -135,6 +137,8 @@ def up(*, ai_sim: bool = False) -> int:
         print(f"bot admins:          ADMIN_USER_IDS={stack.config.admin_user_ids} (/status, /pause, /resume)")
         if stack.config.ai_sim:
             print(f"AI simulator:        {stack.ai_sim_url}/")
+        if gateways > 1:
+            print("gateways:            2 (one leads, one stands by: SELECT * FROM gateway_lease)")
         print(f"logs:                {stack.config.log_dir}")
         print("preflight:           make preflight (in another terminal)")
         print("Ctrl-C stops everything.")
@@ -162,6 +166,9 @@ def main() -> int:
         command.add_argument(
             "--ai-sim", action="store_true", help="render through the AI provider simulator (real SDKs)"
         )
+    up_cmd.add_argument(
+        "--gateways", type=int, choices=(1, 2), default=1, help="2: run the gateway's hot standby too"
+    )
     sub.add_parser("preflight", help="run the preflight against the stack `make up` runs")
     face_eval_cmd = sub.add_parser(
         "face-eval", help="score the face check on the face set: Haar vs the product's detector (issue 20)"
@@ -201,7 +208,7 @@ def main() -> int:
         return preflight.main()
     if args.command == "demo":
         return demo(args.photo, ai_sim=args.ai_sim)
-    return up(ai_sim=args.ai_sim)
+    return up(ai_sim=args.ai_sim, gateways=args.gateways)
 
 
 def run_chaos(args: argparse.Namespace) -> int:

@@ -11,8 +11,11 @@ containers only.
    injected and every container exit (Docker's ``die`` events) this check did not cause;
 3. ``--scale worker=3`` and a burst of jobs: every replica must own a job (``jobs.owner``, sampled from
    Postgres through ``docker exec``) and export worker metrics scraped by Prometheus;
-4. faults with the Docker SDK while journeys run: SIGKILL a worker that owns a job, SIGKILL the gateway,
-   Redis restarted with its data removed, Postgres restarted; then the restarts
+4. faults with the Docker SDK while journeys run: SIGKILL a worker that owns a job, SIGKILL the leading
+   gateway (of two replicas; the lease holder's hostname names it) and measure the failover (issue 22): a
+   guest writes ``/start`` at the kill, and the check reports the seconds until the standby holds the
+   lease and until the guest's answer, a problem past ``FAILOVER_LIMIT_S`` (10 s); Redis restarted with
+   its data removed, Postgres restarted; then the restarts
    that ``restart: unless-stopped`` must make (Docker does not restart a container after ``docker kill``,
    which counts as a manual stop, so the crash is a SIGKILL of the container's main process from the host,
    the way the kernel's OOM killer ends it);
@@ -77,6 +80,11 @@ GRAFANA_VARIABLES = {"$__range": "1h", "$__rate_interval": "1m", "$__interval": 
 FINAL = ("delivered", "failed")
 #: The fault kinds of :data:`devstack.chaos.faults.KINDS` this check injects (their expected outcomes).
 KILL_WORKER, KILL_GATEWAY = "kill:worker", "kill:telegram-gateway"
+#: The longest a guest may wait for the gateway's standby after the leader is killed (issue 22).
+FAILOVER_LIMIT_S = 10.0
+#: A guest outside the ledger who writes ``/start`` the moment the leading gateway is killed: the bot's
+#: answer in their chat is "the next guest's answer" of the failover measure.
+FAILOVER_PROBE_USER = 899_999
 REDIS_RESTART, POSTGRES_RESTART = "redis_restart", "postgres_restart"
 
 
@@ -99,6 +107,11 @@ class Summary:
     exits_caused: int = 0
     replicas_owning_jobs: int = 0
     replicas_scraped: int = 0
+    #: The gateway's failover (issue 22): its replicas, and seconds from SIGKILLing the leader to the
+    #: standby holding the lease, and to a guest's answer (``None``: not measured).
+    gateway_replicas: int = 0
+    takeover_s: float | None = None
+    kill_to_answer_s: float | None = None
     faults: list[str] = field(default_factory=list)
     restarts: dict[str, str] = field(default_factory=dict)
     restart_counts: dict[str, int] = field(default_factory=dict)
@@ -142,6 +155,9 @@ class Summary:
             + (f"{ledger.link_pct(50):.1f} / {ledger.link_pct(95):.1f}" if ledger else "-"),
             f"worker replicas          3 scaled, {self.replicas_owning_jobs} owned jobs of one burst, "
             f"{self.replicas_scraped} scraped with job metrics",
+            f"gateway failover         {self.gateway_replicas} replicas; leader SIGKILLed: lease taken over "
+            f"after {_seconds(self.takeover_s)}, next guest answered {_seconds(self.kill_to_answer_s)} "
+            f"after the kill (limit {FAILOVER_LIMIT_S:.0f} s)",
             f"faults                   {'; '.join(self.faults) or '-'}",
             *(f"restart                  {name}: {what}" for name, what in sorted(self.restarts.items())),
             "restart counts           "
@@ -163,6 +179,7 @@ class Summary:
             *(f"UNEXPECTED EXIT {x}" for x in exits),
             *(f"PROBLEM {x}" for x in self.problems),
             f"compose-check: journeys={self.journeys} leads={self.leads} faults={len(self.faults)} "
+            f"failover_s={_seconds(self.kill_to_answer_s, unit='')} "
             f"let_down={verdicts[LET_DOWN]} lost={len(lost)} duplicated={len(duplicated)} "
             f"unexpected_exits={len(exits)} problems={len(self.problems)} "
             f"-> {'PASS' if self.passed else 'FAIL'}",
@@ -174,6 +191,10 @@ class Summary:
         """Judged, the ledger ``ok`` (nobody let down, nothing lost or duplicated, no unexpected exit) and
         no problem in the other steps."""
         return self.ledger is not None and self.ledger.ok and not self.problems
+
+
+def _seconds(value: float | None, unit: str = " s") -> str:
+    return "-" if value is None else f"{value:.1f}{unit}"
 
 
 def parse_version(text: str) -> tuple[int, int]:
@@ -525,6 +546,56 @@ def owner_container(stack: ComposeStack, owner: str) -> Container | None:
     return None
 
 
+def lease(stack: ComposeStack) -> tuple[str, int] | None:
+    """The gateway lease's ``(holder, epoch)`` while it runs (``gateway_lease``, migration 0013)."""
+    rows = stack.sql_retrying(
+        "SELECT holder, epoch FROM gateway_lease WHERE expires_at > clock_timestamp()", timeout_s=30
+    )
+    return (rows[0][0], int(rows[0][1])) if rows and rows[0] and rows[0][0] else None
+
+
+def leading_gateway(stack: ComposeStack) -> tuple[Container, int]:
+    """The gateway container that holds the lease and the lease's epoch. A holder is
+    ``telegram-gateway-<hostname>-<pid>:<random>`` (``CONSUMER_NAME`` unset in Compose)."""
+    held = wait_for(lambda: lease(stack), 60, "a gateway to hold the lease")
+    holder, epoch = held
+    for container in stack.containers("telegram-gateway"):
+        if f"-{container.attrs['Config']['Hostname']}-" in holder:
+            return container, epoch
+    raise CheckFailed(f"no gateway container holds the lease ({holder})")
+
+
+def measure_failover(stack: ComposeStack, epoch: int, killed_at: float, summary: Summary) -> None:
+    """After the leader's SIGKILL at ``killed_at`` (``time.time()``): a guest writes ``/start`` at once;
+    record when the standby holds the lease (the next epoch) and when the bot answered the guest (the
+    simulator's record of the chat), and a problem when either took longer than
+    :data:`FAILOVER_LIMIT_S`."""
+    with httpx.Client(base_url=stack.sim_url, timeout=10) as sim:
+        sim.post(
+            f"/sim/users/{FAILOVER_PROBE_USER}/messages", json={"text": "/start", "first_name": "Probe"}
+        ).raise_for_status()
+        answered: float | None = None
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and (summary.takeover_s is None or answered is None):
+            now = time.time()
+            if summary.takeover_s is None and (held := lease(stack)) is not None and held[1] > epoch:
+                summary.takeover_s = now - killed_at
+            if answered is None:
+                body = sim.get(f"/sim/chats/{FAILOVER_PROBE_USER}/messages").json()
+                messages = body["messages"] if isinstance(body, dict) else body
+                if any((m.get("from") or {}).get("is_bot") for m in messages):
+                    answered = now
+            time.sleep(0.1)
+    summary.kill_to_answer_s = None if answered is None else answered - killed_at
+    for what, value in (("lease taken over", summary.takeover_s), ("guest answered", answered)):
+        if value is None:
+            summary.problems.append(f"gateway failover: {what} never (120 s)")
+    if summary.kill_to_answer_s is not None and summary.kill_to_answer_s > FAILOVER_LIMIT_S:
+        summary.problems.append(
+            f"gateway failover: a guest answered {summary.kill_to_answer_s:.1f} s after the leader's kill"
+        )
+
+
 def wait_for(predicate: Callable[[], Any], timeout_s: float, what: str) -> Any:
     """:func:`devstack.journey.wait_until` that fails the check (``CheckFailed``) on a time-out."""
     return wait_until(predicate, timeout_s, what, error=CheckFailed)
@@ -600,7 +671,8 @@ def run(args: argparse.Namespace) -> Summary:
 
         # 2c: faults while journeys run
         print("== 2c: faults while journeys run", flush=True)
-        gateway = stack.one("telegram-gateway")
+        gateway, epoch = leading_gateway(stack)
+        summary.gateway_replicas = len(stack.containers("telegram-gateway"))
         before = {str(c.name): restart_count(c) for c in [*workers, gateway]}
         with ThreadPoolExecutor(max_workers=1) as pool:
             pending = pool.submit(upload_burst, stack, 830_000, args.burst, (KILL_WORKER, KILL_GATEWAY))
@@ -613,9 +685,11 @@ def run(args: argparse.Namespace) -> Summary:
             injected[KILL_WORKER] += 1
             summary.faults.append(f"SIGKILL {victim.name} mid-job")
             stack.crash(gateway)
+            killed_at = time.time()
             caused[str(gateway.name)] += 1
             injected[KILL_GATEWAY] += 1
-            summary.faults.append(f"SIGKILL {gateway.name}")
+            summary.faults.append(f"SIGKILL {gateway.name} (the leading gateway, lease epoch {epoch})")
+            measure_failover(stack, epoch, killed_at, summary)
             guests += pending.result()
         guests += upload_burst(stack, 840_000, 4, (REDIS_RESTART, POSTGRES_RESTART))
         redis = stack.one("redis")

@@ -26,6 +26,10 @@ from devstack.infra import free_port
 REPO = Path(__file__).resolve().parent.parent
 SERVICES = ("ingest", "worker", "delivery", "leads", "telegram-gateway")
 SIMULATORS = ("telegram-sim", "ai-sim")
+#: The gateway's hot standby (issue 22): a second replica of the same service, started with
+#: ``StackConfig.gateway_replicas = 2`` (``python -m devstack up --gateways 2``) or by a test.
+GATEWAY_STANDBY = "telegram-gateway-2"
+GATEWAYS = ("telegram-gateway", GATEWAY_STANDBY)
 MODULES = {
     "telegram-sim": "simulators.telegram",
     "ai-sim": "simulators.ai",
@@ -34,6 +38,7 @@ MODULES = {
     "delivery": "delivery",
     "leads": "leads",
     "telegram-gateway": "telegram_gateway",
+    GATEWAY_STANDBY: "telegram_gateway",
 }
 DEV_BOT_TOKEN = "123456789:SIMULATOR-dev-token-not-a-secret-000000"
 #: The webhook's ``secret_token`` in the dev stack (webhook mode), known only to the two simulated ends.
@@ -59,6 +64,8 @@ class ProcessExit:
 class StackConfig:
     """Where the stack's stores are and how its processes are configured.
 
+    ``extra_env`` overrides any service setting (e.g. ``STREAM_LEASE_SEC`` in tests).
+    ``gateway_replicas``: 2 starts the gateway's hot standby (:data:`GATEWAY_STANDBY`) too.
     ``extra_env`` overrides any service setting (e.g. ``STREAM_LEASE_SEC`` in tests). ``updates`` is the
     gateway's ``TELEGRAM_UPDATES`` (``polling``, or ``webhook``: the simulator POSTs updates to the
     gateway's ``webhook_port``), by default the shell's ``TELEGRAM_UPDATES`` or ``polling``.
@@ -76,10 +83,11 @@ class StackConfig:
     sim_port: int = field(default_factory=free_port)
     ai_sim: bool = False  # run the AI provider simulator and point the worker's Gemini/OpenAI SDKs at it
     ai_sim_port: int = field(default_factory=free_port)
+    gateway_replicas: int = 1
     updates: str = field(default_factory=lambda: os.environ.get("TELEGRAM_UPDATES") or "polling")
     webhook_port: int = field(default_factory=free_port)
     ops_ports: dict[str, int] = field(
-        default_factory=lambda: {s: free_port() for s in SERVICES if s != "ingest"}
+        default_factory=lambda: {s: free_port() for s in (*SERVICES, GATEWAY_STANDBY) if s != "ingest"}
     )
 
 
@@ -119,7 +127,7 @@ class Stack:
             "LOG_FORMAT": "json",
             "CONSUMER_NAME": f"{name}-{int(time.time() * 1000) % 10_000_000}",
         }
-        if name == "telegram-gateway":
+        if name in GATEWAYS:
             env["TELEGRAM_BOT_TOKEN"] = c.bot_token
             env["TELEGRAM_API_BASE_URL"] = self.sim_url
             env["POLL_TIMEOUT_SEC"] = "2"
@@ -188,6 +196,8 @@ class Stack:
         self.seed_simulator()
         for name in SERVICES:
             self.start(name)
+        if self.config.gateway_replicas > 1:
+            self.start(GATEWAY_STANDBY)
         self.wait_healthy()
 
     def seed_simulator(self) -> None:

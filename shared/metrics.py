@@ -90,6 +90,13 @@ TELEGRAM_DEFERRED = Counter(
     "Commands the gateway deferred to after a Telegram flood wait (429 retry_after) it did not wait out",
     ["method"],
 )
+GATEWAY_LEADER = Gauge(
+    "stk_gateway_leader",
+    "1 while this telegram-gateway replica holds the gateway lease (executes the outbox, polls), else 0",
+)
+GATEWAY_LEASE_EPOCH = Gauge(
+    "stk_gateway_lease_epoch", "The gateway lease's generation this replica last held (+1 per takeover)"
+)
 DEADLINE_MISSES = Counter("stk_deadline_misses_total", "Jobs that missed a guest deadline", ["kind"])
 LEADS = Counter("stk_leads_total", "Lead events", ["event"])
 LEADS_PENDING_AGE = Gauge("stk_leads_pending_age_seconds", "Age of the oldest lead without a posted card (s)")

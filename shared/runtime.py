@@ -5,7 +5,7 @@ A service's ``main.py`` only wires its parts and hands them to :class:`ServiceRu
 - stream consumers (:meth:`ServiceRuntime.consumer`: group = the service, one named consumer per replica,
   dead letters alerted; the Redis Streams rules themselves are :class:`shared.streams.StreamConsumer`'s);
 - periodic duties (:class:`Duty`: a name, an interval in seconds and a coroutine run once per tick);
-- long-running tasks (:class:`LongTask`, e.g. the gateway's long polling and lock keeper).
+- long-running tasks (:class:`LongTask`, e.g. the gateway's long polling and lease keeper).
 
 The runtime owns the rest: SIGTERM/SIGINT, the ops server (``/healthz`` answers 503 once any loop ended,
 ``/readyz`` pings Postgres; :mod:`shared.ops`), running until stopped, the bounded drain and the closing
@@ -79,7 +79,7 @@ class Duty:
         failed_event: the log event of a failed tick (``SWEEP_FAILED``, ``RECONCILE_FAILED``, …), with
             ``duty`` and ``error`` (the exception's class name) and, with ``log_detail``, ``detail`` (its
             text, 200 characters at most).
-        gate: when given, no tick starts while it is cleared (e.g. the gateway's single-gateway lock).
+        gate: when given, no tick starts while it is cleared (e.g. the gateway replica leading, issue 22).
         wake: when given, a set event starts the next tick at once; it is cleared before each tick.
         repeat_on_progress: a tick that returns ``True`` (it did some work) is followed by the next at
             once, without the interval.
@@ -98,7 +98,7 @@ class Duty:
 @dataclass(frozen=True)
 class LongTask:
     """A task that runs until the stop event: ``run(stop)``. Ending before the stop event stops the
-    service; an ``int`` it returns is the exit code (e.g. 1: the gateway lock was taken by another).
+    service; an ``int`` it returns is the exit code (e.g. 2: a refused configuration).
     ``intake`` tasks take new work from outside (Telegram polling) and are cancelled first at shutdown."""
 
     name: str
@@ -248,10 +248,12 @@ class ServiceRuntime:
         *routes: Route[Any],
         slots: int,
         handler_timeout_s: float | None = HANDLER_TIMEOUT_S,
+        gate: asyncio.Event | None = None,
     ) -> StreamConsumer:
         """A consumer of ``stream`` in the service's group, as this replica, handing each message class to
         its route (:func:`shared.streams.route`), with the settings' lease, delivery cap and block time;
-        ``handler_timeout_s`` as in :class:`StreamConsumer`; dead letters raise an admin alert
+        ``handler_timeout_s`` and ``gate`` (read nothing while it is cleared) as in
+        :class:`StreamConsumer`; dead letters raise an admin alert
         (:func:`dead_letter_alerter`)."""
         return build_consumer(
             self.redis,
@@ -263,6 +265,7 @@ class ServiceRuntime:
             slots=slots,
             handler_timeout_s=handler_timeout_s,
             on_dead=dead_letter_alerter(self.db, self.publisher),
+            gate=gate,
         )
 
     async def run(

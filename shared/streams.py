@@ -209,6 +209,9 @@ class StreamConsumer:
         handler_timeout_s: seconds one handler call may run (:data:`HANDLER_TIMEOUT_S`, 60 s); ``None``:
             no limit, for handlers bounded by their own timeouts (the worker's jobs run minutes).
         on_dead: awaited with ``(stream, entry_id, reason)`` after an entry was dead-lettered (alerts).
+        gate: when given, nothing is read or reclaimed while it is cleared (the telegram-gateway's
+            standby replica, issue 22: it must not take entries only the leader may execute); handlers
+            already running go on.
 
     Raises:
         ValueError: two routes for one message class.
@@ -228,8 +231,10 @@ class StreamConsumer:
         block_ms: int = 2000,
         handler_timeout_s: float | None = HANDLER_TIMEOUT_S,
         on_dead: Callable[[str, str, str], Awaitable[None]] | None = None,
+        gate: asyncio.Event | None = None,
     ) -> None:
         self.redis = redis
+        self.gate = gate
         self.stream = stream
         self.group = group
         self.consumer = consumer
@@ -313,6 +318,9 @@ class StreamConsumer:
         if self._running and now - self._last_refresh >= self.lease_s / 3:
             await self._refresh_leases()
             self._last_refresh = now
+        if self.gate is not None and not self.gate.is_set():
+            await _until_set(self.gate, stop, self.block_ms / 1000)
+            return
         free = self.slots - len(self._running)
         if free <= 0:
             await asyncio.wait(
@@ -439,6 +447,16 @@ class StreamConsumer:
             await self._dead_letter(entry_id, fields, reason)
         except REDIS_ERRORS:
             log.warning("STREAM_DEAD_LETTER_FAILED", stream=self.stream, entry_id=entry_id)
+
+
+async def _until_set(event: asyncio.Event, stop: asyncio.Event, timeout_s: float) -> None:
+    """Until ``event`` or ``stop`` is set, or ``timeout_s`` seconds passed."""
+    waiters = [asyncio.ensure_future(event.wait()), asyncio.ensure_future(stop.wait())]
+    try:
+        await asyncio.wait(waiters, timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for waiter in waiters:
+            waiter.cancel()
 
 
 def _group_lost(exc: redis.exceptions.ResponseError) -> bool:
@@ -615,6 +633,7 @@ def build_consumer(
     slots: int,
     handler_timeout_s: float | None = HANDLER_TIMEOUT_S,
     on_dead: Callable[[str, str, str], Awaitable[None]] | None = None,
+    gate: asyncio.Event | None = None,
 ) -> StreamConsumer:
     """A :class:`StreamConsumer` with the lease, delivery cap and block time from the service's settings."""
     return StreamConsumer(
@@ -629,4 +648,5 @@ def build_consumer(
         block_ms=settings.stream_block_ms,
         handler_timeout_s=handler_timeout_s,
         on_dead=on_dead,
+        gate=gate,
     )

@@ -297,3 +297,15 @@ photo_refusals = sa.Table(
 )
 sa.Index("ix_photo_refusals_at", photo_refusals.c.at)
 sa.Index("ix_photo_refusals_session", photo_refusals.c.session_id)
+
+# migration 0013 (issue 22): the telegram-gateway's leadership lease (shared.repositories.gateway_lease)
+gateway_lease = sa.Table(
+    "gateway_lease",
+    metadata,
+    sa.Column("name", sa.Text, primary_key=True),
+    sa.Column("holder", sa.Text, nullable=False),
+    sa.Column("epoch", sa.BigInteger, nullable=False),
+    sa.Column("expires_at", TZ, nullable=False),
+    sa.Column("taken_at", TZ, nullable=False, server_default=sa.func.now()),
+    sa.CheckConstraint("epoch >= 1", name="ck_gateway_lease_epoch"),
+)

@@ -23,6 +23,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from shared.db.tables import tg_commands
 from shared.domain import CommandStatus, TelegramCommandRecord
+from shared.repositories.gateway_lease import LeaseClaim, lease_is_current
 from shared.subjects import Subject
 
 #: A subject field's wanted value: one value, or any of several (``step=("link", "resend_link")``).
@@ -130,10 +131,15 @@ class TelegramCommandRepository:
         row = (await self.conn.execute(query.with_for_update() if lock else query)).one_or_none()
         return _record(row) if row else None
 
-    async def start_sending(self, command_id: str, *, stale_after: timedelta) -> TelegramCommandRecord | None:
+    async def start_sending(
+        self, command_id: str, *, stale_after: timedelta, lease: LeaseClaim | None = None
+    ) -> TelegramCommandRecord | None:
         """``pending → sending`` (or take over a ``sending`` row older than ``stale_after``). A pending row
         whose ``not_before`` is still ahead is not taken (a redelivered hint must not send early), nor one
-        whose ``expires_at`` has passed (:meth:`cancel_expired`).
+        whose ``expires_at`` has passed (:meth:`cancel_expired`). With ``lease`` (the gateway's
+        leadership, issue 22), only while that ``(holder, epoch)`` still holds the gateway lease, checked
+        in this same statement (:func:`shared.repositories.gateway_lease.lease_is_current`): a replica
+        whose lease lapsed (a partition, a pause) or was taken over claims nothing.
 
         Returns the record when this caller may execute it, ``None`` otherwise.
         """
@@ -155,6 +161,7 @@ class TelegramCommandRepository:
                             tg_commands.c.updated_at <= sa.func.now() - stale_after,
                         ),
                     ),
+                    lease_is_current(lease.holder, lease.epoch) if lease is not None else sa.true(),
                 )
                 .values(status=CommandStatus.SENDING, tries=tg_commands.c.tries + 1, updated_at=sa.func.now())
                 .returning(tg_commands)

@@ -122,6 +122,9 @@ CONTRACT_METRICS = frozenset(
         "stk_provider_budget_wait_seconds",
         "stk_provider_budget_unavailable_total",
         "stk_sticker_likeness",  # the worker: each delivered sticker's face distance to the selfie (issue 20)
+        # the telegram-gateway's lease (telegram_gateway.lease, issue 22): 1 on the replica that leads
+        "stk_gateway_leader",
+        "stk_gateway_lease_epoch",
     }
 )
 

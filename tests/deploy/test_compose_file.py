@@ -94,8 +94,8 @@ def test_compose_app_containers_are_hardened_and_get_their_shutdown_budget() -> 
         assert grace >= (WORKER_GRACE_S if name == "worker" else MIN_GRACE_S), name
 
 
-def test_compose_runs_one_gateway_and_lets_the_worker_scale() -> None:
-    assert compose_service("telegram-gateway")["deploy"]["replicas"] == 1
+def test_compose_runs_a_gateway_and_its_standby_and_lets_the_worker_scale() -> None:
+    assert compose_service("telegram-gateway")["deploy"]["replicas"] == "${GATEWAY_REPLICAS:-2}"
     assert compose_service("worker")["deploy"]["replicas"] == "${WORKER_REPLICAS:-1}"
 
 

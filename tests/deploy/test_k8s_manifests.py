@@ -144,16 +144,26 @@ def test_every_secret_reference_has_a_template_and_reaches_only_its_service(
 
 @needs_kubectl
 @pytest.mark.parametrize("which", RENDERS)
-def test_gateway_runs_exactly_one_replica_with_recreate(which: str, rendered: Callable[[str], Docs]) -> None:
+def test_gateway_runs_a_leader_and_a_standby_that_never_go_down_together(
+    which: str, rendered: Callable[[str], Docs]
+) -> None:
+    """Issue 22: two replicas (one leads through the lease), a rolling update that starts the new pod
+    before stopping an old one, a PDB that keeps one through a drain, and the pods on different nodes."""
     docs = rendered(which)
     gateway = one(docs, "Deployment", "telegram-gateway")
-    assert gateway["spec"]["replicas"] == 1
-    assert gateway["spec"]["strategy"] == {"type": "Recreate"}
+    assert gateway["spec"]["replicas"] == 2
+    assert gateway["spec"]["strategy"] == {
+        "type": "RollingUpdate",
+        "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0},
+    }
+    spread = gateway["spec"]["template"]["spec"]["affinity"]["podAntiAffinity"]
+    (term,) = spread["preferredDuringSchedulingIgnoredDuringExecution"]
+    assert term["podAffinityTerm"]["topologyKey"] == "kubernetes.io/hostname"
     for kind in ("ScaledObject", "HorizontalPodAutoscaler"):
         targets = {d["spec"]["scaleTargetRef"]["name"] for d in find(docs, kind)}
         assert "telegram-gateway" not in targets
     pdb = one(docs, "PodDisruptionBudget", "telegram-gateway")
-    assert "minAvailable" not in pdb["spec"], "minAvailable on a single replica blocks every node drain"
+    assert pdb["spec"]["minAvailable"] == 1 and "maxUnavailable" not in pdb["spec"]
 
 
 @needs_kubectl

@@ -93,3 +93,11 @@ def test_a_one_shot_migrate_that_succeeded_is_no_exit_and_one_that_failed_is() -
     ]
     exits = exits_of(events, "p", Counter())
     assert [(e.service, e.returncode) for e in exits] == [("migrate-1", 1), ("worker-1", 0)]
+
+
+def test_a_summary_reports_the_gateway_failover_and_fails_without_it() -> None:
+    summary = Summary(ledger=Ledger(), gateway_replicas=2, takeover_s=6.4, kill_to_answer_s=7.1)
+    assert "failover_s=7.1 " in summary.text() and "lease taken over after 6.4 s" in summary.text()
+    assert summary.passed
+    summary.problems.append("gateway failover: a guest answered 12.0 s after the leader's kill")
+    assert not summary.passed and "-> FAIL" in summary.text()

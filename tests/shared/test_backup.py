@@ -174,6 +174,10 @@ async def fill_every_table(db: Database) -> None:
             ],
         )
         await conn.execute(
+            sa.insert(t.gateway_lease),
+            [{"name": "telegram-gateway", "holder": "telegram-gateway-a:1f2e", "epoch": 3, "expires_at": now}],
+        )
+        await conn.execute(
             sa.insert(t.tg_updates),
             [
                 {"update_id": 41, "body": {"update_id": 41, "message": {"text": "hi"}}, "handled_at": now},

@@ -25,6 +25,11 @@ anything (:mod:`telegram_gateway.sticker_sets`), so its deferred row resumes the
 A pending row whose ``expires_at`` has passed is finished ``cancelled`` without any call; a ``cancelled``
 row (cancelled by its producer, or expired) is never announced: nobody waits for its outcome.
 
+Only the replica that leads (issue 22, :mod:`telegram_gateway.lease`) executes: while ``held`` is cleared a
+command is refused with :class:`NotLeading` (its stream entry stays pending for the leader; the outbox
+reconciler hints its row again), and the row is claimed ``pending → sending`` only while this replica's
+lease is current, in the claim's own statement, so a replica whose lease lapsed claims nothing.
+
 While a call runs, its ``sending`` row is heart-beaten every ``sending_stale_s / 3`` seconds and the
 command id is held in this process, so a call that waits in the limiter longer than ``SENDING_STALE_SEC``
 is never taken for a dead gateway's call (marked "outcome unknown") and then sent anyway.
@@ -40,7 +45,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import math
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import replace
 from datetime import timedelta
 from typing import Any, assert_never
@@ -83,6 +88,7 @@ from shared.errors import UnavailableError
 from shared.messages import TelegramCommand, TelegramErrorInfo, TelegramResult
 from shared.outbox import stored_result
 from shared.repositories import Database
+from shared.repositories.gateway_lease import LeaseClaim
 from shared.repositories.legacy_subjects import fill_subject
 from shared.streams import Publisher
 from shared.subjects import load_subject
@@ -120,6 +126,10 @@ class TelegramUnreachable(UnavailableError):
     """Telegram could not be reached; the command will be tried again."""
 
 
+class NotLeading(UnavailableError):
+    """This replica does not hold the gateway lease (a standby, or fenced): the leader executes it."""
+
+
 class NothingSent(NetworkError, UnavailableError):
     """A read before a send failed (the send was never made): safe to run the command again."""
 
@@ -127,8 +137,10 @@ class NothingSent(NetworkError, UnavailableError):
 class CommandExecutor:
     """Runs gateway commands with a python-telegram-bot ``Bot`` (whose rate limiter paces every call).
 
-    ``held``: set while this gateway holds the single-gateway lock (:func:`telegram_gateway.lock.keep_lock`);
-    while it is cleared no new command is started. ``media_timeout_s``: ``TELEGRAM_MEDIA_TIMEOUT_SEC``, the
+    ``held``: set while this replica leads (:class:`telegram_gateway.lease.GatewayLease`); while it is
+    cleared no command is started (:class:`NotLeading`). ``lease``: returns the replica's current
+    lease claim (``None`` when it does not lead), required by the ``pending → sending`` claim; without
+    it (tests, tools) claims are not fenced. ``media_timeout_s``: ``TELEGRAM_MEDIA_TIMEOUT_SEC``, the
     read and write timeout of the sticker calls (:func:`telegram_gateway.sticker_sets.media_timeouts`).
     """
 
@@ -141,9 +153,11 @@ class CommandExecutor:
         sending_stale_s: float = 60.0,
         admin_chat_id: int | None = None,
         held: asyncio.Event | None = None,
+        lease: Callable[[], LeaseClaim | None] | None = None,
         media_timeout_s: float = MEDIA_TIMEOUT_S,
     ) -> None:
         self.bot = bot
+        self.lease = lease
         self.media_timeouts = media_timeouts(media_timeout_s)
         self.held = held
         self.admin_chat_id = admin_chat_id
@@ -164,9 +178,14 @@ class CommandExecutor:
         Raises:
             TelegramUnreachable: try again later (the row is ``pending`` again).
             DatabaseUnavailable: Postgres is down; nothing was sent.
+            NotLeading: this replica does not lead (``held`` cleared, or its lease lapsed before the
+                claim); nothing was claimed or sent.
         """
-        if self.held is not None:
-            await self.held.wait()  # another gateway may own Telegram while the lock is not ours
+        if self.held is not None and not self.held.is_set():
+            raise NotLeading("this gateway replica does not hold the lease")
+        lease = None
+        if self.lease is not None and (lease := self.lease()) is None:
+            raise NotLeading("this gateway replica's lease has lapsed")
         if command_id in self._in_flight:
             return  # this process is running it right now (a redelivery or the reconciler's hint)
         async with self.db.transaction() as repos:
@@ -185,9 +204,12 @@ class CommandExecutor:
                 return
             if record.status not in FINAL_COMMAND_STATUSES:
                 claimed = await repos.tg_commands.start_sending(
-                    command_id, stale_after=timedelta(seconds=self.sending_stale_s)
+                    command_id, stale_after=timedelta(seconds=self.sending_stale_s), lease=lease
                 )
         if claimed is None:
+            lapsed = self.lease is not None and lease is not None and self.lease() is None
+            if lapsed and record.status not in FINAL_COMMAND_STATUSES:
+                raise NotLeading("the lease lapsed before the claim")  # the entry stays for the leader
             if record.status in FINAL_COMMAND_STATUSES and record.status != CommandStatus.CANCELLED:
                 await self._publish(record.reply_to, stored_result(record))
             return  # running elsewhere, or deferred (not_before ahead): the reconciler hints it when due

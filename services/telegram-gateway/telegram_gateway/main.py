@@ -1,19 +1,22 @@
 """Composition root of the Telegram gateway: ``python -m telegram_gateway``.
 
-Takes the single-gateway lock (exit 1 if another gateway holds it), checks that the token's bot is
-``BOT_USERNAME`` (exit 2 naming both if not), then hands the updates' intake (long polling, or in
-``TELEGRAM_UPDATES=webhook`` mode the webhook route and the stored updates' handler: :func:`update_tasks`),
-the lock keeper, the command menu (:mod:`telegram_gateway.menu`, set once at start), the
-``tg:outbox`` consumer and the outbox reconciler (:func:`duties`) to
-:class:`shared.runtime.ServiceRuntime` until SIGTERM/SIGINT. A lock lost with
-its connection (Postgres restarted) pauses polling and execution until it is taken again
-(:func:`telegram_gateway.lock.keep_lock`); exit 1 only if another gateway took it meanwhile.
+Checks that the token's bot is ``BOT_USERNAME`` (exit 2 naming both if not), then hands the updates'
+intake (long polling, or in ``TELEGRAM_UPDATES=webhook`` mode the webhook route and the stored updates'
+handler: :func:`update_tasks`), the lease keeper (:mod:`telegram_gateway.lease`), the command menu
+(:mod:`telegram_gateway.menu`, set once at start), the ``tg:outbox`` consumer and the outbox reconciler
+(:func:`duties`) to :class:`shared.runtime.ServiceRuntime` until SIGTERM/SIGINT. Any number of replicas
+run (issue 22): the one holding the gateway lease leads, and polling, the stored updates' handler, the
+webhook registration, the consumer, the menu and the duties wait on its ``held`` event; the others are a
+hot standby (in webhook mode they still accept and store updates) that takes over within ~7 s when the
+leader dies, loses its node or is partitioned from Postgres. Until issue 22 a session-level advisory lock
+made a second gateway exit 1.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
+import secrets
 import sys
 from datetime import timedelta
 from functools import partial
@@ -24,6 +27,7 @@ from telegram.error import InvalidToken
 from telegram.ext import Application, ApplicationBuilder
 
 from shared import streams
+from shared.db import create_engine
 from shared.erasure import set_deletion_duty
 from shared.errors import ConfigError
 from shared.logging import configure_logging
@@ -40,7 +44,7 @@ from telegram_gateway.flood import FloodLimiter
 from telegram_gateway.handlers import GuestHandlers, log_error
 from telegram_gateway.identity import check_bot_identity
 from telegram_gateway.leads_updates import LeadsUpdateRouter
-from telegram_gateway.lock import GatewayLock, keep_lock
+from telegram_gateway.lease import GatewayLease
 from telegram_gateway.maintenance_gate import MaintenanceGate
 from telegram_gateway.menu import CommandMenu
 from telegram_gateway.polling import poll_updates
@@ -111,16 +115,23 @@ def register_handlers(
     application.add_error_handler(log_error)
 
 
-async def reconcile_outbox(db: Database, publisher: Publisher, settings: GatewaySettings) -> None:
+async def reconcile_outbox(
+    db: Database, publisher: Publisher, settings: GatewaySettings, *, takeover: bool = False
+) -> None:
     """Re-publish ``tg_commands`` rows still ``pending`` after the grace period (DESIGN.md §3), and those
     deferred by a flood wait once their ``not_before`` has come (issue 21). First it gives the rows that
     pre-0010 pods wrote without a subject theirs (:mod:`shared.repositories.legacy_subjects`, a rolling
-    deploy's shim)."""
+    deploy's shim). ``takeover``: the first tick of a replica that just took the lease (issue 22) hints
+    every due pending row at once, without grace: the hints the old leader had read sit in its consumer's
+    pending list until the stream lease (60 s) or the republish delay (120 s) would free them, and an
+    extra hint claims nothing twice."""
+    grace = 0.0 if takeover else settings.reconcile_grace_sec
+    republish_after = 0.0 if takeover else settings.republish_after_sec
     async with db.transaction() as repos:
         await fill_missing_subjects(repos.conn)
         due = await repos.tg_commands.due_for_dispatch(
-            grace=timedelta(seconds=settings.reconcile_grace_sec),
-            republish_after=timedelta(seconds=settings.republish_after_sec),
+            grace=timedelta(seconds=grace),
+            republish_after=timedelta(seconds=republish_after),
             limit=200,
             sending_stale=timedelta(seconds=settings.sending_stale_sec),
         )
@@ -136,13 +147,26 @@ async def reconcile_outbox(db: Database, publisher: Publisher, settings: Gateway
 
 
 def duties(
-    db: Database, publisher: Publisher, settings: GatewaySettings, *, held: asyncio.Event
+    db: Database,
+    publisher: Publisher,
+    settings: GatewaySettings,
+    *,
+    held: asyncio.Event,
+    lease: GatewayLease | None = None,
 ) -> list[Duty]:
-    """The gateway's periodic duties, every ``RECONCILE_INTERVAL_SEC`` (2 s) while the single-gateway lock
-    is held (``held``): the ``tg:outbox`` reconciler (which also sends each command deferred by a flood
-    wait on its first tick after ``not_before``), and the erasure follow-up (purge the finished set
-    deletions: :func:`shared.erasure.set_deletion_duty`)."""
-    reconcile = partial(reconcile_outbox, db, publisher, settings)
+    """The gateway's periodic duties, every ``RECONCILE_INTERVAL_SEC`` (2 s) while this replica leads
+    (``held``): the ``tg:outbox`` reconciler (which also sends each command deferred by a flood wait on
+    its first tick after ``not_before``, and hints every pending row on the first tick of a new lease
+    epoch), and the erasure follow-up (purge the finished set deletions:
+    :func:`shared.erasure.set_deletion_duty`)."""
+    reconciled_epoch: list[int | None] = [None]
+
+    async def reconcile() -> None:
+        epoch = lease.claim.epoch if lease is not None and lease.claim is not None else None
+        takeover = epoch is not None and epoch != reconciled_epoch[0]
+        await reconcile_outbox(db, publisher, settings, takeover=takeover)
+        reconciled_epoch[0] = epoch
+
     erasures = partial(set_deletion_duty, db)
     interval = settings.reconcile_interval_sec
     return [
@@ -183,69 +207,76 @@ def update_tasks(
 
 
 async def run(settings: GatewaySettings, **given: Unpack[Given]) -> int:
-    """Run the gateway until SIGTERM/SIGINT (or ``stop``); returns the exit code: 1 when another gateway
-    holds the lock at start or took it meanwhile (DESIGN.md §2); 2 (:data:`CONFIG_EXIT`, logged
+    """Run the gateway until SIGTERM/SIGINT (or ``stop``), leading or standing by (:mod:`.lease`);
+    returns the exit code: 2 (:data:`CONFIG_EXIT`, logged
     ``STARTUP_CANCELLED`` with the cause) when Telegram refuses the token or the token's bot is not
     ``BOT_USERNAME`` (:func:`telegram_gateway.identity.check_bot_identity`); else as
     :meth:`ServiceRuntime.run`."""
-    lock = GatewayLock(settings.database_url)
-    if not await lock.acquire():
-        log.error("STARTUP_CANCELLED", reason="another telegram-gateway holds the lock")
-        return 1
-    try:
-        async with ServiceRuntime(SERVICE, settings, **given) as rt:
-            application = build_application(settings)
-            held = asyncio.Event()
-            held.set()
-            executor = CommandExecutor(
-                bot=application.bot,
-                db=rt.db,
-                publisher=rt.publisher,
-                sending_stale_s=settings.sending_stale_sec,
-                admin_chat_id=settings.admin_chat_id,
-                held=held,
-                media_timeout_s=settings.media_timeout_sec,
-            )
-            register_handlers(
-                application, db=rt.db, publisher=rt.publisher, settings=settings, executor=executor
-            )
-            menu = CommandMenu(application.bot, sorted(settings.admin_ids))
-            menu.register(application)
-            try:
-                await application.initialize()  # getMe: an unaccepted token raises InvalidToken
-                rt.closing(application.shutdown)
-                await check_bot_identity(application.bot, settings.bot_username)
-            except (InvalidToken, ConfigError) as exc:
-                log.error("STARTUP_CANCELLED", reason=str(exc))
-                return CONFIG_EXIT
-            await application.start()
-            rt.closing(application.stop)  # stop, then shutdown, after the drain: finishing commands send
-            return await rt.run(
-                consumers=[
-                    # No time limit: a command waits while another gateway holds Telegram (``held``), a
-                    # sticker set takes one call per sticker (each bounded by TELEGRAM_MEDIA_TIMEOUT_SEC,
-                    # pauses by TELEGRAM_FLOOD_WAIT_MAX_SEC), and a send cancelled mid-call could only be
-                    # failed as unknown on its next run (executor.py); every Bot API call bounds itself.
-                    rt.consumer(
-                        streams.TG_OUTBOX,
-                        route(TelegramCommand, executor.handle),
-                        slots=settings.outbox_slots,
-                        handler_timeout_s=None,
-                    )
-                ],
-                duties=duties(rt.db, rt.publisher, settings, held=held),
-                tasks=[
-                    *update_tasks(application, rt.db, settings, held=held),
-                    LongTask("lock", lambda stop: keep_lock(lock, held=held, stop=stop)),
-                    # the command menu, set once at start (retried; a failure is only logged), and
-                    # for an admin Telegram did not know yet when they first write
-                    LongTask("menu", partial(menu.keep, held=held)),
-                ],
-                drain_timeout_s=SHUTDOWN_GRACE_SEC,
-                startup={"api": settings.telegram_api_base_url, "bot": application.bot.username},
-            )
-    finally:
-        await lock.release()
+    async with ServiceRuntime(SERVICE, settings, **given) as rt:
+        application = build_application(settings)
+        held = asyncio.Event()  # set while this replica leads
+        # its own engine: a renewal never queues behind the gateway's work for a pooled connection
+        lease_db = Database(create_engine(settings.database_url, pool_size=1, connect_timeout_s=2.0))
+        rt.closing(lease_db.engine.dispose)
+        lease = GatewayLease(
+            lease_db,
+            holder=f"{rt.consumer_name}:{secrets.token_hex(4)}",
+            ttl_s=settings.lease_ttl_sec,
+            held=held,
+        )
+        executor = CommandExecutor(
+            bot=application.bot,
+            db=rt.db,
+            publisher=rt.publisher,
+            sending_stale_s=settings.sending_stale_sec,
+            admin_chat_id=settings.admin_chat_id,
+            held=held,
+            lease=lambda: lease.current,
+            media_timeout_s=settings.media_timeout_sec,
+        )
+        register_handlers(application, db=rt.db, publisher=rt.publisher, settings=settings, executor=executor)
+        menu = CommandMenu(application.bot, sorted(settings.admin_ids))
+        menu.register(application)
+        try:
+            await application.initialize()  # getMe: an unaccepted token raises InvalidToken
+            rt.closing(application.shutdown)
+            await check_bot_identity(application.bot, settings.bot_username)
+        except (InvalidToken, ConfigError) as exc:
+            log.error("STARTUP_CANCELLED", reason=str(exc))
+            return CONFIG_EXIT
+        await application.start()
+        rt.closing(application.stop)  # stop, then shutdown, after the drain: finishing commands send
+        return await rt.run(
+            consumers=[
+                # Read only while this replica leads (``gate``). No time limit: a sticker set takes
+                # one call per sticker (each bounded by TELEGRAM_MEDIA_TIMEOUT_SEC, pauses by
+                # TELEGRAM_FLOOD_WAIT_MAX_SEC), and a send cancelled mid-call could only be
+                # failed as unknown on its next run (executor.py); every Bot API call bounds itself.
+                rt.consumer(
+                    streams.TG_OUTBOX,
+                    route(TelegramCommand, executor.handle),
+                    slots=settings.outbox_slots,
+                    handler_timeout_s=None,
+                    gate=held,
+                )
+            ],
+            duties=duties(rt.db, rt.publisher, settings, held=held, lease=lease),
+            tasks=[
+                # stop taking updates first; an unconfirmed batch is delivered again next start
+                *update_tasks(application, rt.db, settings, held=held),
+                # lead or stand by: sets ``held`` while the lease is this replica's (.lease)
+                LongTask("lease", lease.keep),
+                # the command menu, set once at start (retried; a failure is only logged), and
+                # for an admin Telegram did not know yet when they first write
+                LongTask("menu", partial(menu.keep, held=held)),
+            ],
+            drain_timeout_s=SHUTDOWN_GRACE_SEC,
+            startup={
+                "api": settings.telegram_api_base_url,
+                "bot": application.bot.username,
+                "lease_holder": lease.holder,
+            },
+        )
 
 
 def main() -> None:

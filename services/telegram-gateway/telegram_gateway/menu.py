@@ -140,10 +140,10 @@ class CommandMenu:
         self._stop = asyncio.Event()
 
     async def keep(self, stop: asyncio.Event, *, held: asyncio.Event | None = None) -> None:
-        """Once this gateway holds the lock (``held``), set the command menu (:func:`set_command_menu`),
-        log ``COMMAND_MENU_SET`` (``COMMAND_MENU_STOPPED`` when ``stop`` came first), then wait for
-        ``stop``. Never raises (a failure is logged
-        ``COMMAND_MENU_FAILED``): a missing menu must not stop the gateway."""
+        """Once this replica leads (``held``: the gateway lease), set the command menu
+        (:func:`set_command_menu`), log ``COMMAND_MENU_SET`` (``COMMAND_MENU_STOPPED`` when ``stop`` came
+        first), then wait for ``stop``. Never raises (a failure is logged ``COMMAND_MENU_FAILED``): a
+        missing menu must not stop the gateway."""
         self._stop = stop
         try:
             if held is not None:

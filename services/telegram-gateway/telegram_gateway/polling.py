@@ -22,7 +22,8 @@ from __future__ import annotations
 import asyncio
 import functools
 from asyncio import FIRST_COMPLETED
-from collections.abc import Sequence
+from collections.abc import Coroutine, Sequence
+from typing import Any
 
 import structlog
 from telegram import Update
@@ -50,8 +51,9 @@ async def poll_updates(
 ) -> None:
     """Fetch updates with ``getUpdates`` (long polling, ``timeout_s`` seconds) and hand each to the
     application's handlers: each chat's updates in order, different chats at the same time
-    (:class:`ChatLanes`); until ``stop`` is set. While ``held`` (the single-gateway lock,
-    :func:`telegram_gateway.lock.keep_lock`) is cleared, nothing is fetched.
+    (:class:`ChatLanes`); until ``stop`` is set. While ``held`` (this replica leads: it holds the gateway
+    lease, :mod:`telegram_gateway.lease`) is cleared, nothing is fetched, and a long poll in flight when
+    it is cleared is cancelled (its updates unconfirmed, for the new leader).
 
     An update is confirmed (the ``offset`` passes it) only once it and every earlier one were handled.
     While some are still being handled, the next ``getUpdates`` asks from the oldest of them: Telegram
@@ -82,8 +84,13 @@ async def poll_updates(
                 webhook_deleted = await _delete_webhook(application, reason="polling starts")
             busy = lanes.busy
             try:
-                updates = await application.bot.get_updates(
-                    offset=lanes.offset, timeout=0 if busy else timeout_s, allowed_updates=Update.ALL_TYPES
+                fetched = await _while_held(
+                    application.bot.get_updates(
+                        offset=lanes.offset,
+                        timeout=0 if busy else timeout_s,
+                        allowed_updates=Update.ALL_TYPES,
+                    ),
+                    held,
                 )
             except Conflict as exc:
                 if WEBHOOK_ACTIVE in exc.message.lower():
@@ -100,6 +107,9 @@ async def poll_updates(
                 log.warning("POLL_FAILED", error=type(exc).__name__, retry_in_s=round(delay, 1))
                 await sleep_or_stop(stop, delay)
                 continue
+            if fetched is None:
+                continue  # fenced mid-call: nothing fetched is confirmed, so the new leader gets it all
+            updates = fetched
             backoff.reset()
             started = lanes.start(updates)
             if not started and lanes.busy:
@@ -204,6 +214,29 @@ async def _delete_webhook(application: Application, *, reason: str) -> bool:
         return False
     log.info("WEBHOOK_DELETED", reason=reason, mode="polling")
     return True
+
+
+async def _while_held(
+    call: Coroutine[Any, Any, tuple[Update, ...]], held: asyncio.Event | None, check_s: float = 0.25
+) -> tuple[Update, ...] | None:
+    """The answer of the ``getUpdates`` ``call``, or ``None`` when ``held`` was cleared first (this replica
+    fenced itself: :mod:`telegram_gateway.lease`); the call is then cancelled, so a replica that lost the
+    lease stops its long poll at once instead of fetching (and handling) updates for up to
+    ``POLL_TIMEOUT_SEC`` more while the new leader polls."""
+    if held is None:
+        return await call
+    task = asyncio.ensure_future(call)
+    try:
+        while not task.done():
+            if not held.is_set():
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
+                return None
+            await asyncio.wait([task], timeout=check_s)
+    except asyncio.CancelledError:
+        task.cancel()
+        raise
+    return task.result()
 
 
 async def _wait_for(event: asyncio.Event, stop: asyncio.Event) -> None:

@@ -43,6 +43,8 @@ class GatewaySettings(ServiceSettings, AdminUsersSettings, BudgetSettings, BotId
     60 s is the response timeout other Bot API clients default to (telegram-bot-sdk.com/docs/advanced/
     timeouts: "a 60 second timeout for waiting response from Telegram Bot API servers"), and three times
     PTB's upload bound. A call still timing out is reconciled (:mod:`.sticker_sets`), not repeated blindly.
+    ``GATEWAY_LEASE_TTL_SEC`` (6 s): the leadership lease's time to live (:mod:`.lease`): the leader renews
+    every third of it, and a standby replaces a dead leader within about 7/6 of it.
 
     ``TELEGRAM_UPDATES`` (``polling``, the default; or ``webhook``): how updates arrive (:mod:`.webhook`).
     Webhook mode needs ``TELEGRAM_WEBHOOK_URL`` (the public ``https://`` URL Telegram POSTs to, on port 443,
@@ -64,6 +66,7 @@ class GatewaySettings(ServiceSettings, AdminUsersSettings, BudgetSettings, BotId
     leads_enabled: bool = Field(True, validation_alias="LEADS_ENABLED")
     leads_chat_id: int | None = Field(None, validation_alias="LEADS_CHAT_ID")
     media_timeout_sec: float = Field(60.0, gt=0, validation_alias="TELEGRAM_MEDIA_TIMEOUT_SEC")
+    lease_ttl_sec: float = Field(6.0, ge=1.0, le=60.0, validation_alias="GATEWAY_LEASE_TTL_SEC")
 
     telegram_updates: Literal["polling", "webhook"] = Field("polling", validation_alias="TELEGRAM_UPDATES")
     webhook_url: str = Field("", validation_alias="TELEGRAM_WEBHOOK_URL")

@@ -144,7 +144,9 @@ async def serve_webhook(route: WebhookRoute, settings: GatewaySettings, stop: as
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()
     try:
-        site = web.TCPSite(runner, settings.webhook_host, settings.webhook_port)
+        # SO_REUSEPORT: two replicas on one host (the devstack's hot standby) share the port and the
+        # kernel spreads the POSTs over them, as an ingress spreads them over pods.
+        site = web.TCPSite(runner, settings.webhook_host, settings.webhook_port, reuse_port=True)
         await site.start()
         log.info("WEBHOOK_LISTENING", port=settings.webhook_port, path=settings.webhook_path)
         await stop.wait()
