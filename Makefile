@@ -110,8 +110,10 @@ face-eval: install  ## score the face check on the face set: Haar vs dlib, false
 deploy-check: install  ## lint the Dockerfile, validate compose.yaml, render k8s and validate it (CRDs too), monitoring/ and its runbooks
 	$(PY) -m pytest tests/deploy $(PYTEST_ARGS)
 
-compose-check: install  ## docker compose up for real: journeys, --scale worker=3, faults, Prometheus queries; down -v
-	$(PY) -m devstack.compose_check $(COMPOSE_CHECK_ARGS)
+# Once per update mode (issue 22): polling, then webhook; each is a whole check of its own (up, faults, down -v).
+COMPOSE_CHECK_MODES ?= polling webhook
+compose-check: install  ## docker compose up for real, in each update mode: journeys, scale, faults, failover, Prometheus; down -v
+	@status=0; for mode in $(COMPOSE_CHECK_MODES); do $(PY) -m devstack.compose_check --updates $$mode $(COMPOSE_CHECK_ARGS) || status=1; done; exit $$status
 
 clean:  ## remove the venv and local state
 	rm -rf $(VENV) var out

@@ -23,6 +23,12 @@ containers only.
    must parse; each dashboard expression and every selector of every rule must return series);
 6. ``docker compose down -v``, whatever happened.
 
+``--updates webhook`` runs it all with ``TELEGRAM_UPDATES=webhook`` (issue 22): the simulator POSTs every
+update to the gateways' port 8443 (both replicas take them; Docker's DNS spreads them), and the check
+also asks ``getWebhookInfo`` that the leader registered the webhook, and POSTs a forged update (no secret)
+from inside the simulator's container, which must be refused 401 and answered by nobody.
+``make compose-check`` runs the check once per mode.
+
 Prints a summary and exits 0 when everything held, 1 otherwise. Needs a Docker engine with Compose v2
 (``../shared/tools/docker-engine start`` and ``base`` here) and the host ports it picks free.
 """
@@ -110,6 +116,9 @@ class Summary:
     #: The gateway's failover (issue 22): its replicas, and seconds from SIGKILLing the leader to the
     #: standby holding the lease, and to a guest's answer (``None``: not measured).
     gateway_replicas: int = 0
+    #: ``TELEGRAM_UPDATES`` of this run; in webhook mode, what ``getWebhookInfo`` and a forged POST said.
+    updates: str = "polling"
+    webhook: str = "-"
     takeover_s: float | None = None
     kill_to_answer_s: float | None = None
     faults: list[str] = field(default_factory=list)
@@ -158,6 +167,7 @@ class Summary:
             f"gateway failover         {self.gateway_replicas} replicas; leader SIGKILLed: lease taken over "
             f"after {_seconds(self.takeover_s)}, next guest answered {_seconds(self.kill_to_answer_s)} "
             f"after the kill (limit {FAILOVER_LIMIT_S:.0f} s)",
+            f"updates                  {self.updates}; webhook: {self.webhook}",
             f"faults                   {'; '.join(self.faults) or '-'}",
             *(f"restart                  {name}: {what}" for name, what in sorted(self.restarts.items())),
             "restart counts           "
@@ -178,7 +188,8 @@ class Summary:
             *(f"DUPLICATED {x}" for x in duplicated),
             *(f"UNEXPECTED EXIT {x}" for x in exits),
             *(f"PROBLEM {x}" for x in self.problems),
-            f"compose-check: journeys={self.journeys} leads={self.leads} faults={len(self.faults)} "
+            f"compose-check: updates={self.updates} journeys={self.journeys} leads={self.leads} "
+            f"faults={len(self.faults)} "
             f"failover_s={_seconds(self.kill_to_answer_s, unit='')} "
             f"let_down={verdicts[LET_DOWN]} lost={len(lost)} duplicated={len(duplicated)} "
             f"unexpected_exits={len(exits)} problems={len(self.problems)} "
@@ -611,6 +622,41 @@ def processing_owner(stack: ComposeStack) -> str | None:
     return next((r[0] for r in stack.sql("SELECT owner FROM jobs WHERE status = 'processing'") if r[0]), None)
 
 
+#: compose.yaml's default bot token (the simulator's; not valid at Telegram).
+SIM_TOKEN = "123456789:sim-only-token-not-valid-at-telegram"
+#: A forged update POSTed by the check from inside the simulator's container (no secret header).
+_FORGED_POST = """
+import json, urllib.request, urllib.error
+body = json.dumps({"update_id": 987654321, "message": {"message_id": 1, "date": 0,
+    "chat": {"id": 899999, "type": "private"}, "from": {"id": 899999, "is_bot": False, "first_name": "X"},
+    "text": "/start forged"}}).encode()
+request = urllib.request.Request("http://telegram-gateway:8443/telegram/webhook", data=body,
+    headers={"Content-Type": "application/json"})
+try:
+    print(urllib.request.urlopen(request, timeout=10).status)
+except urllib.error.HTTPError as exc:
+    print(exc.code)
+"""
+
+
+def check_webhook(stack: ComposeStack, summary: Summary) -> None:
+    """Webhook mode: the leader registered the webhook (``getWebhookInfo`` has its URL and no last error),
+    and a forged update without the secret is refused 401 and not stored (so nothing handles it)."""
+    token = os.environ.get("TELEGRAM_BOT_TOKEN") or SIM_TOKEN
+    info = httpx.get(f"{stack.sim_url}/bot{token}/getWebhookInfo", timeout=10).json()["result"]
+    if not info.get("url") or info.get("last_error_message"):
+        summary.problems.append(f"webhook: getWebhookInfo says {info}")
+    code, output = stack.exec(stack.one("telegram-sim"), ["python", "-c", _FORGED_POST])
+    status = output.strip().splitlines()[-1] if output.strip() else f"exit {code}"
+    stored = stack.sql("SELECT count(*) FROM tg_updates WHERE update_id = 987654321")
+    count = stored[0][0] if stored else "?"
+    summary.webhook = (
+        f"registered {info.get('url')}, a forged update answered {status} and stored {count} times"
+    )
+    if status != "401" or count != "0":
+        summary.problems.append(f"webhook: a forged update was not refused cleanly ({summary.webhook})")
+
+
 def run(args: argparse.Namespace) -> Summary:
     summary = Summary()
     started = time.monotonic()
@@ -618,6 +664,7 @@ def run(args: argparse.Namespace) -> Summary:
         ["docker", "compose", "version", "--short"], capture_output=True, text=True, check=False
     ).stdout.strip()
     summary.compose_version = version
+    summary.updates = args.updates
     if parse_version(version) < MIN_COMPOSE:
         summary.problems.append(f"Compose {version} is older than {MIN_COMPOSE[0]}.{MIN_COMPOSE[1]}")
         return summary
@@ -627,6 +674,7 @@ def run(args: argparse.Namespace) -> Summary:
         "AI_SIM_PORT": str(free_port()),
         "PROMETHEUS_PORT": str(free_port()),
         "GRAFANA_PORT": str(free_port()),
+        "TELEGRAM_UPDATES": args.updates,
     }
     stack = ComposeStack(ROOT, args.project, env)
     try:
@@ -646,6 +694,8 @@ def run(args: argparse.Namespace) -> Summary:
         summary.journeys, summary.leads = len(guests), len(leads)
         if active := stack.wait_settled(accepted(guests), timeout_s=600):
             print(f"2a: {len(active)} jobs still active after 600 s", flush=True)
+        if args.updates == "webhook":
+            check_webhook(stack, summary)
 
         # 2b: three workers, one burst
         print("== 2b: --scale worker=3 and a burst", flush=True)
@@ -795,6 +845,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--burst", type=int, default=8, help="jobs uploaded at once (scale and fault steps)")
     parser.add_argument("--project", default=PROJECT, help="compose project name")
     parser.add_argument("--keep", action="store_true", help="leave the stack running (no down -v)")
+    parser.add_argument(
+        "--updates", choices=("polling", "webhook"), default="polling", help="the gateways' TELEGRAM_UPDATES"
+    )
     args = parser.parse_args(argv)
     summary = run(args)
     print(summary.text(), flush=True)
