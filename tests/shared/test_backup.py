@@ -175,7 +175,14 @@ async def fill_every_table(db: Database) -> None:
         )
         await conn.execute(
             sa.insert(t.gateway_lease),
-            [{"name": "telegram-gateway", "holder": "telegram-gateway-a:1f2e", "epoch": 3, "expires_at": now}],
+            [
+                {
+                    "name": "telegram-gateway",
+                    "holder": "telegram-gateway-a:1f2e",
+                    "epoch": 3,
+                    "expires_at": now,
+                }
+            ],
         )
         await conn.execute(
             sa.insert(t.tg_updates),
