@@ -324,12 +324,13 @@ def running_stack(
     extra_env: dict[str, str] | None = None,
     updates: str = "polling",
 ) -> Iterator[Stack]:
-    """A whole stack on a fresh ``database`` (on the server of ``postgres_url``) and an empty Redis
-    database, the gateway taking updates by ``updates`` (``polling`` or ``webhook``); stopped and its
-    database dropped afterwards. Logs go to ``var/logs/<database>``."""
-    from devstack.infra import drop_database, recreate_database
+    """A whole stack on a fresh ``database`` at the schema's head (on the server of ``postgres_url``; a copy
+    of the migrated template, :func:`devstack.infra.migrated_database`) and an empty Redis database, the
+    gateway taking updates by ``updates`` (``polling`` or ``webhook``); stopped and its database dropped
+    afterwards. Logs go to ``var/logs/<database>``."""
+    from devstack.infra import drop_database, migrated_database
 
-    db_url = recreate_database(postgres_url, database)
+    db_url = migrated_database(postgres_url, database)
     redis_lib.Redis.from_url(redis_url).flushdb()
     stack = Stack(
         StackConfig(
@@ -340,7 +341,6 @@ def running_stack(
             updates=updates,
         )
     )
-    stack.migrate()
     stack.start_all()
     try:
         yield stack

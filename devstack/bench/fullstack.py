@@ -20,7 +20,7 @@ from typing import Any
 
 import asyncpg
 
-from devstack.infra import drop_database, free_port, recreate_database, start_redis_server
+from devstack.infra import drop_database, free_port, migrated_database, start_redis_server
 from devstack.processes import REPO, Stack, StackConfig
 from shared.db import plain_url
 
@@ -45,7 +45,7 @@ def journey_stack(name: str, workdir: Path, *, extra_env: dict[str, str] | None 
         raise RuntimeError("the journey benchmarks need redis-server (Redis 7) on PATH")
     server = os.environ.get("DATABASE_URL", DEFAULT_DB)
     database = f"sb_bench_{name}_{os.getpid()}"
-    db_url = recreate_database(server, database)
+    db_url = migrated_database(server, database)
     redis_port = free_port()
     redis = start_redis_server(redis_port, workdir / "redis", executable=executable)
     stack = Stack(
@@ -59,7 +59,6 @@ def journey_stack(name: str, workdir: Path, *, extra_env: dict[str, str] | None 
         )
     )
     try:
-        stack.migrate()
         stack.start_all()
         yield stack
     finally:

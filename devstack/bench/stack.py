@@ -14,7 +14,7 @@ import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from devstack.infra import drop_database, recreate_database
+from devstack.infra import drop_database, migrated_database
 from devstack.processes import FAST_TIMINGS, Stack, StackConfig
 from devstack.servers import RedisServer
 
@@ -43,7 +43,7 @@ def bench_stack(
     database = f"sb_bench_{name}_{os.getpid()}"
     redis = RedisServer(workdir / "redis")
     redis.start()
-    db_url = recreate_database(postgres_url, database)
+    db_url = migrated_database(postgres_url, database)
     stack = Stack(
         StackConfig(
             database_url=db_url,
@@ -54,7 +54,6 @@ def bench_stack(
         )
     )
     try:
-        stack.migrate()
         stack.start("telegram-sim")
         stack.wait_http(f"{stack.sim_url}/healthz", "telegram-sim")
         for service in services:
