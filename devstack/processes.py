@@ -280,25 +280,32 @@ class Stack:
 
     def stop(self, name: str, timeout_s: float = 30.0) -> int:
         """SIGTERM ``name`` and wait for its graceful exit (SIGKILL after ``timeout_s``); returns its code."""
-        proc = self.procs.pop(name)
-        if proc.poll() is not None:
-            self.exits.append(ProcessExit(name, proc.returncode, caused=False))
-            return int(proc.returncode)
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
-        self.exits.append(ProcessExit(name, proc.returncode, caused=True))
-        return int(proc.returncode)
+        return self.stop_together([name], timeout_s)[name]
+
+    def stop_together(self, names: list[str], timeout_s: float = 30.0) -> dict[str, int]:
+        """SIGTERM every one of ``names`` at once, then wait for their graceful exits (SIGKILL to those still
+        running ``timeout_s`` after the signal); returns each one's exit code. The exits are recorded in the
+        order of ``names``; one that had ended by itself is recorded as not ``caused``."""
+        procs = {name: self.procs.pop(name) for name in names}
+        ended_before = {name for name, proc in procs.items() if proc.poll() is not None}
+        for name, proc in procs.items():
+            if name not in ended_before:
+                proc.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + timeout_s
+        for name, proc in procs.items():
+            try:
+                proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=10)
+            self.exits.append(ProcessExit(name, proc.returncode, caused=name not in ended_before))
+        return {name: int(proc.returncode) for name, proc in procs.items()}
 
     def stop_all(self) -> None:
-        for name in [n for n in reversed(list(self.procs)) if n not in SIMULATORS]:
-            self.stop(name)
-        for name in SIMULATORS:
-            if name in self.procs:
-                self.stop(name)
+        """Stop the services together (:meth:`stop_together`, newest first in the exit records), then the
+        simulators together, so no service meets a simulator that is already gone."""
+        self.stop_together([n for n in reversed(list(self.procs)) if n not in SIMULATORS])
+        self.stop_together([n for n in SIMULATORS if n in self.procs])
 
 
 #: Short leases, grace periods and polls for test stacks: faults heal in seconds instead of minutes.

@@ -61,6 +61,48 @@ def test_kills_and_stops_are_caused_and_a_crash_is_not(
     ]
 
 
+#: A "service" that, on SIGTERM, marks itself stopping and exits (0) only once every one of ``sys.argv[2]``
+#: services is stopping too: stopped one after another, the first would wait for the rest forever.
+WAITS_FOR_THE_OTHERS = """
+import pathlib, signal, sys, time
+marks, count, name = pathlib.Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+def stopping(*_):
+    (marks / f"stopping-{name}").touch()
+    while len(list(marks.glob("stopping-*"))) < count:
+        time.sleep(0.02)
+    raise SystemExit(0)
+signal.signal(signal.SIGTERM, stopping)
+(marks / f"ready-{name}").touch()
+time.sleep(120)
+"""
+
+
+def test_stop_all_signals_every_service_before_waiting_for_any(tmp_path: Path) -> None:
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    names = ["ingest", "worker", "delivery"]
+
+    class WaitingStack(Stack):
+        def command(self, name: str) -> list[str]:
+            return [sys.executable, "-c", WAITS_FOR_THE_OTHERS, str(marks), str(len(names)), name]
+
+    s = WaitingStack(StackConfig(database_url="postgresql://x/y", redis_url="redis://x", log_dir=tmp_path))
+    for name in names:
+        s.start(name)
+    deadline = time.monotonic() + 30
+    while len(list(marks.glob("ready-*"))) < len(names):
+        assert time.monotonic() < deadline, "the services did not start"
+        time.sleep(0.05)
+    s.stop_all()
+    # all three exited by themselves after the SIGTERM (none was SIGKILLed), newest recorded first
+    assert [(e.service, e.returncode, e.caused) for e in s.exits] == [
+        ("delivery", 0, True),
+        ("worker", 0, True),
+        ("ingest", 0, True),
+    ]
+    assert s.procs == {}
+
+
 @pytest.mark.parametrize(
     ("ai_sim", "environ", "chain"),
     [
