@@ -76,7 +76,7 @@ test-e2e: install  ## the services as processes: journeys, leads, preflight, the
 	$(PY) -m pytest -m "$(E2E_MARKS)" $(E2E_XDIST) $(PYTEST_ARGS)
 
 test-chaos: install  ## the short chaos run: journeys and leads under SIGKILLs and restarts, 0 let down (~6 min)
-	$(PY) -m pytest -m "$(CHAOS_MARKS)" $(PYTEST_ARGS)
+	$(PY) -m pytest -m "$(CHAOS_MARKS)" tests/chaos $(PYTEST_ARGS)
 
 test-browser: install  ## the kiosk and admin pages in Debian's Chromium (installed by apt when missing)
 	@test -x /usr/bin/chromium || { $(SUDO) apt-get update && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y chromium; }

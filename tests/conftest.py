@@ -46,8 +46,8 @@ os.environ.setdefault("PTB_TIMEDELTA", "1")
 
 
 #: Fixtures that reach the real Postgres or Redis: a test using one (directly or through another fixture)
-#: is marked ``integration``.
-STORE_FIXTURES = frozenset({"db", "redis", "database_url", "redis_url"})
+#: is marked ``integration`` (``infra``: e.g. a scratch database of its own, as the migration tests make).
+STORE_FIXTURES = frozenset({"db", "redis", "database_url", "redis_url", "infra", "namespace"})
 #: Fixtures that run the whole stack as processes (``Namespace.running_stack``): a test using one is ``e2e``.
 STACK_FIXTURES = frozenset({"stack"})
 #: Tests without servers that still take seconds, by node id prefix (a parametrized test by its name, a

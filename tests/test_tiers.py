@@ -97,6 +97,9 @@ def test_the_chaos_run_and_stacks_are_e2e_and_listed_heavy_tests_are_not_fast(
 ) -> None:
     tier = {nodeid: t for t, expression in tiers().items() for nodeid in selected(expression, markers)}
     assert tier["tests/chaos/test_chaos.py::test_every_guest_is_accounted_for_under_faults"] == "CHAOS"
+    # `make test-chaos` collects tests/chaos only
+    chaos = {n for n in markers if "chaos" in markers[n]}
+    assert chaos == {n for n in markers if n.startswith("tests/chaos/")}
     assert {tier[n] for n in markers if n.startswith("tests/e2e/")} == {"E2E"}
     for prefix in HEAVY:
         named = [n for n in markers if n == prefix or n.startswith((prefix + "[", prefix + "::"))]
