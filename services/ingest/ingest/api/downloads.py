@@ -1,6 +1,7 @@
 """The download page of a guest's pack (issue 23 item 3): ``GET /d/<token>`` on the guest's phone.
 
-- ``GET /d/<token>``: a small HTML page (no script) with the 12 stickers, each linked as PNG and WebP,
+- ``GET /d/<token>``: a small HTML page (no script), in the phone's language (``Accept-Language``), with
+  the 12 stickers, each linked as PNG and WebP,
   one link to a zip of all of them, and how to add them to Telegram or WhatsApp later. Built for a phone
   on a slow network: about 3 KB of HTML and CSS inline, images lazy-loaded at their display size.
 - ``GET /d/<token>/<position>.png``: the sticker as stored (PNG with transparency, 512 px on its longer
@@ -26,6 +27,8 @@ import asyncio
 import io
 import re
 import zipfile
+from functools import partial
+from html import escape
 from typing import Annotated
 from uuid import UUID
 
@@ -36,6 +39,7 @@ from ingest.api.errors import ApiError
 from ingest.context import Ctx, IngestContext
 from shared.domain import Blob, JobStatus
 from shared.downloads import download_key, job_of_token
+from shared.texts import SOURCE_LANGUAGE, download_text, language_of
 
 router = APIRouter()
 #: The statuses in which a job's stored stickers are final (stored after the pack QA, never redrawn unless
@@ -149,10 +153,24 @@ async def download_sticker(ctx: Ctx, token: Token, name: StickerFile) -> Respons
 
 
 @router.get("/d/{token}")
-async def download_page(ctx: Ctx, token: str, accept: Annotated[str, Header()] = "") -> Response:
+async def download_page(
+    ctx: Ctx,
+    token: str,
+    accept: Annotated[str, Header()] = "",
+    accept_language: Annotated[str, Header()] = "",
+) -> Response:
     """The page of the pack: 200, or 404 ``not_found`` (no such pack) / 410 ``expired`` (deleted after
-    retention): as an HTML page for a browser (``Accept`` names ``text/html``), else the JSON error body."""
-    headers = {**_HEADERS, "Cache-Control": "private, no-cache", "Content-Security-Policy": _PAGE_CSP}
+    retention): as an HTML page for a browser (``Accept`` names ``text/html``), else the JSON error body.
+    Its words are the catalogues' (``msgctxt "download"``, :func:`shared.texts.download_text`) in the
+    phone's language (the first tag of ``Accept-Language`` that has a catalogue, else English)."""
+    headers = {
+        **_HEADERS,
+        "Cache-Control": "private, no-cache",
+        "Content-Security-Policy": _PAGE_CSP,
+        "Vary": "Accept, Accept-Language",
+    }
+    lang = page_language(accept_language)
+    words = partial(download_text, language_code=lang)
     try:
         if not _TOKEN.fullmatch(token):
             raise _Gone(404)
@@ -160,28 +178,48 @@ async def download_page(ctx: Ctx, token: str, accept: Annotated[str, Header()] =
     except _Gone as gone:
         if "text/html" not in accept:
             raise _api_error(gone) from None
-        if gone.status == 410:
-            title, text, code = "These stickers have expired", _EXPIRED_TEXT, "expired"
-        else:
-            title, text, code = "Nothing here", _NOT_FOUND_TEXT, "not_found"
-        body = _html(title, f"<h1>{title}</h1><p>{text}</p>", error=code)
+        code = "expired" if gone.status == 410 else "not_found"
+        title = escape(words(f"{code}_title"))
+        body = _html(lang, title, f"<h1>{title}</h1><p>{escape(words(f'{code}_text'))}</p>", error=code)
         return Response(body, status_code=gone.status, media_type="text/html; charset=utf-8", headers=headers)
     base = f"/d/{token}"  # the route's pattern allows only [A-Za-z0-9_-]
     items = "".join(
-        f'<li><img src="{base}/{b.position}.webp" width="512" height="512" loading="lazy" alt="sticker {n}">'
+        f'<li><img src="{base}/{b.position}.webp" width="512" height="512" loading="lazy" '
+        f'alt="{escape(words("sticker_alt", count=str(n)))}">'
         f'<a href="{base}/{b.position}.png" download>PNG</a> · '
         f'<a href="{base}/{b.position}.webp" download>WebP</a></li>'
         for n, b in enumerate(stickers, start=1)
     )
     content = (
-        f"<h1>Your {len(stickers)} stickers</h1>"
-        f'<a class="zip" href="{base}/stickers.zip" download>Download all (zip)</a><ul>{items}</ul>{_HOW_TO}'
+        f"<h1>{escape(words('heading', count=str(len(stickers))))}</h1>"
+        f'<a class="zip" href="{base}/stickers.zip" download>{escape(words("zip"))}</a><ul>{items}</ul>'
+        f"<h2>{escape(words('telegram_title'))}</h2><p>{escape(words('telegram_how'))}</p>"
+        f"<h2>{escape(words('whatsapp_title'))}</h2><p>{escape(words('whatsapp_how'))}</p>"
     )
-    return Response(_html("Your stickers", content), media_type="text/html; charset=utf-8", headers=headers)
+    page = _html(lang, escape(words("page_title")), content)
+    return Response(page, media_type="text/html; charset=utf-8", headers=headers)
 
 
-_EXPIRED_TEXT = "Stickers are kept for a limited time after the event, and these have been deleted."
-_NOT_FOUND_TEXT = "This link does not lead to any stickers. Check that it was copied whole."
+def page_language(accept_language: str) -> str:
+    """The catalogue language for an ``Accept-Language`` header (RFC 9110 §12.5.4): its tags by weight
+    (``q``, 1 when absent; ``q=0`` excluded), the first one with a catalogue of its own language
+    (:func:`shared.texts.language_of`); English when none has."""
+    tags: list[tuple[float, int, str]] = []
+    for n, part in enumerate(accept_language.split(",")):
+        tag, _, params = part.strip().partition(";")
+        weight = 1.0
+        if params.strip().startswith("q="):
+            try:
+                weight = float(params.strip()[2:])
+            except ValueError:
+                continue
+        if tag and tag != "*" and weight > 0:
+            tags.append((-weight, n, tag))
+    for _, _, tag in sorted(tags):
+        language = language_of(tag)
+        if language.split("_")[0] == tag.split("-")[0].lower():
+            return language
+    return SOURCE_LANGUAGE
 
 
 _STYLE = (
@@ -196,21 +234,13 @@ _STYLE = (
 )
 
 
-def _html(title: str, content: str, *, error: str | None = None) -> str:
-    """A whole page: ``title`` and ``content`` (HTML, escaped by the caller); ``error`` marks an error page
-    with its machine-readable code (``data-error`` on ``<body>``)."""
+def _html(lang: str, title: str, content: str, *, error: str | None = None) -> str:
+    """A whole page in ``lang``: ``title`` and ``content`` (HTML, escaped by the caller); ``error`` marks
+    an error page with its machine-readable code (``data-error`` on ``<body>``)."""
     marker = f' data-error="{error}"' if error else ""
     return (
-        '<!doctype html><html lang="en"><head><meta charset="utf-8">'
+        f'<!doctype html><html lang="{lang.replace("_", "-")}"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width,initial-scale=1">'
         f'<meta name="robots" content="noindex"><title>{title}</title><style>{_STYLE}</style></head>'
         f"<body{marker}>{content}</body></html>"
     )
-
-
-_HOW_TO = (
-    "<h2>Add them to Telegram later</h2><p>Open @Stickers in Telegram, send /newpack and a name for the "
-    "pack, then send each PNG file from the zip as a file followed by an emoji, and finish with /publish.</p>"
-    "<h2>Add them to WhatsApp</h2><p>Save the WebP files and import them with a sticker maker app "
-    "(a WhatsApp pack holds 3 to 30 stickers of 512 × 512 px).</p>"
-)
