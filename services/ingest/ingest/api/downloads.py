@@ -30,7 +30,6 @@ import zipfile
 from functools import partial
 from html import escape
 from typing import Annotated
-from uuid import UUID
 
 from fastapi import APIRouter, Header, Path, Response
 from PIL import Image
@@ -69,42 +68,37 @@ _PAGE_CSP = "; ".join(
 )
 
 
-class _Gone(Exception):
-    """The token names nothing (``status`` 404) or a pack whose stickers are gone (410)."""
-
-    def __init__(self, status: int) -> None:
-        self.status = status
+#: Why a token opens no page: it names nothing (404) or a pack whose stickers are gone (410).
+NOT_FOUND, EXPIRED = 404, 410
 
 
-async def _stickers(ctx: IngestContext, token: str) -> tuple[UUID, list[Blob]]:
-    """The job ``token`` names and its stickers by position.
-
-    Raises:
-        _Gone: 404 for a malformed or foreign token, an erased job or one not delivered; 410 when the
-            job was delivered but its stickers were deleted (retention).
-    """
+async def _stickers(ctx: IngestContext, token: str) -> list[Blob] | int:
+    """The stickers (by position) of the job ``token`` names, or why there are none: :data:`NOT_FOUND`
+    for a malformed or foreign token, an erased job or one whose stickers are not final;
+    :data:`EXPIRED` when its stickers were deleted (retention)."""
+    if not _TOKEN.fullmatch(token):
+        return NOT_FOUND
     async with ctx.db.transaction() as repos:
         job_id = job_of_token(await download_key(repos), token)
         job = await repos.jobs.get(job_id) if job_id else None
         if job is None or job.status not in FINAL_STICKERS:
-            raise _Gone(404)
+            return NOT_FOUND
         stickers = [b for b in await repos.blobs.for_job(job.id, "sticker") if b.position is not None]
-    if not stickers:
-        raise _Gone(410)
-    return job.id, stickers
+    return stickers or EXPIRED
 
 
-def _api_error(gone: _Gone) -> ApiError:
-    if gone.status == 410:
+def _api_error(status: int) -> ApiError:
+    if status == EXPIRED:
         return ApiError(410, "expired", "these stickers were deleted after the retention period")
     return ApiError(404, "not_found", "no stickers at this link")
 
 
 async def _stickers_or_error(ctx: IngestContext, token: str) -> list[Blob]:
-    try:
-        return (await _stickers(ctx, token))[1]
-    except _Gone as gone:
-        raise _api_error(gone) from None
+    """The stickers of ``token``'s pack. Raises: ApiError 404 ``not_found`` / 410 ``expired``."""
+    found = await _stickers(ctx, token)
+    if isinstance(found, int):
+        raise _api_error(found)
+    return found
 
 
 def webp_of(png: bytes) -> bytes:
@@ -171,17 +165,14 @@ async def download_page(
     }
     lang = page_language(accept_language)
     words = partial(download_text, language_code=lang)
-    try:
-        if not _TOKEN.fullmatch(token):
-            raise _Gone(404)
-        _, stickers = await _stickers(ctx, token)
-    except _Gone as gone:
+    stickers = await _stickers(ctx, token)
+    if isinstance(stickers, int):
         if "text/html" not in accept:
-            raise _api_error(gone) from None
-        code = "expired" if gone.status == 410 else "not_found"
+            raise _api_error(stickers)
+        code = "expired" if stickers == EXPIRED else "not_found"
         title = escape(words(f"{code}_title"))
         body = _html(lang, title, f"<h1>{title}</h1><p>{escape(words(f'{code}_text'))}</p>", error=code)
-        return Response(body, status_code=gone.status, media_type="text/html; charset=utf-8", headers=headers)
+        return Response(body, status_code=stickers, media_type="text/html; charset=utf-8", headers=headers)
     base = f"/d/{token}"  # the route's pattern allows only [A-Za-z0-9_-]
     items = "".join(
         f'<li><img src="{base}/{b.position}.webp" width="512" height="512" loading="lazy" '
