@@ -15,6 +15,8 @@ tell "retry later" from "permanent" without knowing which library failed.
     │   │                            nothing was sent: the command may run again; a PTB ``NetworkError``
     │   ├── SetNotReadable           (telegram_gateway.sticker_sets) a set's name is taken but the set
     │   │                            does not read yet; also a PTB ``NetworkError``, so PTB retries it
+    │   ├── NotLeading               (telegram_gateway.executor) this replica does not hold the gateway
+    │   │                            lease (a standby, or fenced): the entry stays for the leader
     │   ├── PhotoCheckUnavailable    (ingest.photo_pool) a photo-check process died during the upload:
     │   │                            HTTP 503, the pool is replaced, the kiosk sends the photo again
     │   └── ScorerUnavailable        (worker.likeness) the likeness scoring process died or did not

@@ -19,6 +19,7 @@ holds the source texts; ``msgctxt`` says where a text is shown:
 ``provider``   each AI provider's name as the consent screen says it (:data:`shared.ai_providers.PROVIDERS`)
 ``kiosk``      the kiosk page's own words (``GET /kiosk/words.js``; ``outfit_<id>``: an outfit's title in
                a language other than English, whose title is the outfit's own)
+``download``   the download page ``/d/<token>`` (:func:`download_text`; placeholder ``{count}``)
 ============== =============================================================================================
 
 A text a catalogue lacks (or marks fuzzy) is the English one; :func:`catalogue_problems` names each such
@@ -47,7 +48,7 @@ DOMAIN: Final = "guest"
 #: The language every other falls back to, and the source of the keys.
 SOURCE_LANGUAGE: Final = "en"
 #: The ``msgctxt`` of each kind of text (module docstring).
-CONTEXTS: Final = ("bot", "set_title", "menu", "admin_menu", "consent", "provider", "kiosk")
+CONTEXTS: Final = ("bot", "set_title", "menu", "admin_menu", "consent", "provider", "kiosk", "download")
 
 Table = Mapping[str, Mapping[str, str]]
 """key → language → text."""
@@ -262,6 +263,15 @@ def language_of(language_code: str | None) -> str:
     """The guest's text language for a Telegram ``language_code``: :meth:`Catalogues.language_of` of the
     shipped catalogues. Never raises."""
     return CATALOGUES.language_of(language_code)
+
+
+def download_text(key: str, language_code: str | None, **values: str) -> str:
+    """The download page's text ``key`` (``msgctxt "download"``) in ``language_code``'s language.
+
+    Raises:
+        KeyError: unknown ``key``.
+    """
+    return CATALOGUES.text("download", key, language_code, **values)
 
 
 def text(key: str, language_code: str | None, **values: str) -> str:

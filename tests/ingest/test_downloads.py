@@ -15,6 +15,7 @@ import redis.asyncio as aioredis
 import sqlalchemy as sa
 from PIL import Image, ImageDraw
 
+from ingest.api.downloads import page_language
 from ingest.main import create_app
 from shared.db.tables import jobs
 from shared.domain import JobStatus
@@ -183,3 +184,28 @@ async def test_the_page_expires_with_the_stickers_retention(db: Database, client
     assert page.status_code == 410
     assert 'data-error="expired"' in page.text
     assert (await client.get(f"/d/{token}/stickers.zip")).json()["error"]["code"] == "expired"
+
+
+async def test_the_page_speaks_the_phones_language(db: Database, client: httpx.AsyncClient) -> None:
+    job_id = await delivered_job(db)
+    token = await token_of(db, job_id)
+    german = await client.get(
+        f"/d/{token}", headers={**BROWSER, "Accept-Language": "de-AT,de;q=0.9,en;q=0.5"}
+    )
+    assert '<html lang="de">' in german.text and "Deine 12 Sticker" in german.text
+    assert "Alle herunterladen (ZIP)" in german.text and 'alt="Sticker 3"' in german.text
+    assert german.headers["vary"] == "Accept, Accept-Language"
+    french = await client.get(f"/d/{token}", headers={**BROWSER, "Accept-Language": "fr-FR,fr;q=0.9"})
+    assert '<html lang="en">' in french.text and "Your 12 stickers" in french.text  # no French catalogue
+    async with db.transaction() as repos:
+        await repos.erasure.erase_jobs([job_id])
+    spanish = await client.get(f"/d/{token}", headers={**BROWSER, "Accept-Language": "fr;q=0.9,es;q=0.8"})
+    assert spanish.status_code == 404 and "Aquí no hay nada" in spanish.text
+
+
+@pytest.mark.parametrize(
+    ("header", "language"),
+    [("", "en"), ("ru", "ru"), ("en;q=0.5,es", "es"), ("de;q=0,es", "es"), ("*", "en"), ("fr,de;q=x", "en")],
+)
+def test_the_page_language_follows_accept_language_weights(header: str, language: str) -> None:
+    assert page_language(header) == language

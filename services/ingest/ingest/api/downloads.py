@@ -1,6 +1,7 @@
 """The download page of a guest's pack (issue 23 item 3): ``GET /d/<token>`` on the guest's phone.
 
-- ``GET /d/<token>``: a small HTML page (no script) with the 12 stickers, each linked as PNG and WebP,
+- ``GET /d/<token>``: a small HTML page (no script), in the phone's language (``Accept-Language``), with
+  the 12 stickers, each linked as PNG and WebP,
   one link to a zip of all of them, and how to add them to Telegram or WhatsApp later. Built for a phone
   on a slow network: about 3 KB of HTML and CSS inline, images lazy-loaded at their display size.
 - ``GET /d/<token>/<position>.png``: the sticker as stored (PNG with transparency, 512 px on its longer
@@ -26,8 +27,9 @@ import asyncio
 import io
 import re
 import zipfile
+from functools import partial
+from html import escape
 from typing import Annotated
-from uuid import UUID
 
 from fastapi import APIRouter, Header, Path, Response
 from PIL import Image
@@ -36,6 +38,7 @@ from ingest.api.errors import ApiError
 from ingest.context import Ctx, IngestContext
 from shared.domain import Blob, JobStatus
 from shared.downloads import download_key, job_of_token
+from shared.texts import SOURCE_LANGUAGE, download_text, language_of
 
 router = APIRouter()
 #: The statuses in which a job's stored stickers are final (stored after the pack QA, never redrawn unless
@@ -65,42 +68,37 @@ _PAGE_CSP = "; ".join(
 )
 
 
-class _Gone(Exception):
-    """The token names nothing (``status`` 404) or a pack whose stickers are gone (410)."""
-
-    def __init__(self, status: int) -> None:
-        self.status = status
+#: Why a token opens no page: it names nothing (404) or a pack whose stickers are gone (410).
+NOT_FOUND, EXPIRED = 404, 410
 
 
-async def _stickers(ctx: IngestContext, token: str) -> tuple[UUID, list[Blob]]:
-    """The job ``token`` names and its stickers by position.
-
-    Raises:
-        _Gone: 404 for a malformed or foreign token, an erased job or one not delivered; 410 when the
-            job was delivered but its stickers were deleted (retention).
-    """
+async def _stickers(ctx: IngestContext, token: str) -> list[Blob] | int:
+    """The stickers (by position) of the job ``token`` names, or why there are none: :data:`NOT_FOUND`
+    for a malformed or foreign token, an erased job or one whose stickers are not final;
+    :data:`EXPIRED` when its stickers were deleted (retention)."""
+    if not _TOKEN.fullmatch(token):
+        return NOT_FOUND
     async with ctx.db.transaction() as repos:
         job_id = job_of_token(await download_key(repos), token)
         job = await repos.jobs.get(job_id) if job_id else None
         if job is None or job.status not in FINAL_STICKERS:
-            raise _Gone(404)
+            return NOT_FOUND
         stickers = [b for b in await repos.blobs.for_job(job.id, "sticker") if b.position is not None]
-    if not stickers:
-        raise _Gone(410)
-    return job.id, stickers
+    return stickers or EXPIRED
 
 
-def _api_error(gone: _Gone) -> ApiError:
-    if gone.status == 410:
+def _api_error(status: int) -> ApiError:
+    if status == EXPIRED:
         return ApiError(410, "expired", "these stickers were deleted after the retention period")
     return ApiError(404, "not_found", "no stickers at this link")
 
 
 async def _stickers_or_error(ctx: IngestContext, token: str) -> list[Blob]:
-    try:
-        return (await _stickers(ctx, token))[1]
-    except _Gone as gone:
-        raise _api_error(gone) from None
+    """The stickers of ``token``'s pack. Raises: ApiError 404 ``not_found`` / 410 ``expired``."""
+    found = await _stickers(ctx, token)
+    if isinstance(found, int):
+        raise _api_error(found)
+    return found
 
 
 def webp_of(png: bytes) -> bytes:
@@ -149,39 +147,70 @@ async def download_sticker(ctx: Ctx, token: Token, name: StickerFile) -> Respons
 
 
 @router.get("/d/{token}")
-async def download_page(ctx: Ctx, token: str, accept: Annotated[str, Header()] = "") -> Response:
+async def download_page(
+    ctx: Ctx,
+    token: str,
+    accept: Annotated[str, Header()] = "",
+    accept_language: Annotated[str, Header()] = "",
+) -> Response:
     """The page of the pack: 200, or 404 ``not_found`` (no such pack) / 410 ``expired`` (deleted after
-    retention): as an HTML page for a browser (``Accept`` names ``text/html``), else the JSON error body."""
-    headers = {**_HEADERS, "Cache-Control": "private, no-cache", "Content-Security-Policy": _PAGE_CSP}
-    try:
-        if not _TOKEN.fullmatch(token):
-            raise _Gone(404)
-        _, stickers = await _stickers(ctx, token)
-    except _Gone as gone:
+    retention): as an HTML page for a browser (``Accept`` names ``text/html``), else the JSON error body.
+    Its words are the catalogues' (``msgctxt "download"``, :func:`shared.texts.download_text`) in the
+    phone's language (the first tag of ``Accept-Language`` that has a catalogue, else English)."""
+    headers = {
+        **_HEADERS,
+        "Cache-Control": "private, no-cache",
+        "Content-Security-Policy": _PAGE_CSP,
+        "Vary": "Accept, Accept-Language",
+    }
+    lang = page_language(accept_language)
+    words = partial(download_text, language_code=lang)
+    stickers = await _stickers(ctx, token)
+    if isinstance(stickers, int):
         if "text/html" not in accept:
-            raise _api_error(gone) from None
-        if gone.status == 410:
-            title, text, code = "These stickers have expired", _EXPIRED_TEXT, "expired"
-        else:
-            title, text, code = "Nothing here", _NOT_FOUND_TEXT, "not_found"
-        body = _html(title, f"<h1>{title}</h1><p>{text}</p>", error=code)
-        return Response(body, status_code=gone.status, media_type="text/html; charset=utf-8", headers=headers)
+            raise _api_error(stickers)
+        code = "expired" if stickers == EXPIRED else "not_found"
+        title = escape(words(f"{code}_title"))
+        body = _html(lang, title, f"<h1>{title}</h1><p>{escape(words(f'{code}_text'))}</p>", error=code)
+        return Response(body, status_code=stickers, media_type="text/html; charset=utf-8", headers=headers)
     base = f"/d/{token}"  # the route's pattern allows only [A-Za-z0-9_-]
     items = "".join(
-        f'<li><img src="{base}/{b.position}.webp" width="512" height="512" loading="lazy" alt="sticker {n}">'
+        f'<li><img src="{base}/{b.position}.webp" width="512" height="512" loading="lazy" '
+        f'alt="{escape(words("sticker_alt", count=str(n)))}">'
         f'<a href="{base}/{b.position}.png" download>PNG</a> · '
         f'<a href="{base}/{b.position}.webp" download>WebP</a></li>'
         for n, b in enumerate(stickers, start=1)
     )
     content = (
-        f"<h1>Your {len(stickers)} stickers</h1>"
-        f'<a class="zip" href="{base}/stickers.zip" download>Download all (zip)</a><ul>{items}</ul>{_HOW_TO}'
+        f"<h1>{escape(words('heading', count=str(len(stickers))))}</h1>"
+        f'<a class="zip" href="{base}/stickers.zip" download>{escape(words("zip"))}</a><ul>{items}</ul>'
+        f"<h2>{escape(words('telegram_title'))}</h2><p>{escape(words('telegram_how'))}</p>"
+        f"<h2>{escape(words('whatsapp_title'))}</h2><p>{escape(words('whatsapp_how'))}</p>"
     )
-    return Response(_html("Your stickers", content), media_type="text/html; charset=utf-8", headers=headers)
+    page = _html(lang, escape(words("page_title")), content)
+    return Response(page, media_type="text/html; charset=utf-8", headers=headers)
 
 
-_EXPIRED_TEXT = "Stickers are kept for a limited time after the event, and these have been deleted."
-_NOT_FOUND_TEXT = "This link does not lead to any stickers. Check that it was copied whole."
+def page_language(accept_language: str) -> str:
+    """The catalogue language for an ``Accept-Language`` header (RFC 9110 §12.5.4): its tags by weight
+    (``q``, 1 when absent; ``q=0`` excluded), the first one with a catalogue of its own language
+    (:func:`shared.texts.language_of`); English when none has."""
+    tags: list[tuple[float, int, str]] = []
+    for n, part in enumerate(accept_language.split(",")):
+        tag, _, params = part.strip().partition(";")
+        weight = 1.0
+        if params.strip().startswith("q="):
+            try:
+                weight = float(params.strip()[2:])
+            except ValueError:
+                continue
+        if tag and tag != "*" and weight > 0:
+            tags.append((-weight, n, tag))
+    for _, _, tag in sorted(tags):
+        language = language_of(tag)
+        if language.split("_")[0] == tag.split("-")[0].lower():
+            return language
+    return SOURCE_LANGUAGE
 
 
 _STYLE = (
@@ -196,21 +225,13 @@ _STYLE = (
 )
 
 
-def _html(title: str, content: str, *, error: str | None = None) -> str:
-    """A whole page: ``title`` and ``content`` (HTML, escaped by the caller); ``error`` marks an error page
-    with its machine-readable code (``data-error`` on ``<body>``)."""
+def _html(lang: str, title: str, content: str, *, error: str | None = None) -> str:
+    """A whole page in ``lang``: ``title`` and ``content`` (HTML, escaped by the caller); ``error`` marks
+    an error page with its machine-readable code (``data-error`` on ``<body>``)."""
     marker = f' data-error="{error}"' if error else ""
     return (
-        '<!doctype html><html lang="en"><head><meta charset="utf-8">'
+        f'<!doctype html><html lang="{lang.replace("_", "-")}"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width,initial-scale=1">'
         f'<meta name="robots" content="noindex"><title>{title}</title><style>{_STYLE}</style></head>'
         f"<body{marker}>{content}</body></html>"
     )
-
-
-_HOW_TO = (
-    "<h2>Add them to Telegram later</h2><p>Open @Stickers in Telegram, send /newpack and a name for the "
-    "pack, then send each PNG file from the zip as a file followed by an emoji, and finish with /publish.</p>"
-    "<h2>Add them to WhatsApp</h2><p>Save the WebP files and import them with a sticker maker app "
-    "(a WhatsApp pack holds 3 to 30 stickers of 512 × 512 px).</p>"
-)
