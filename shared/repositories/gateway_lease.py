@@ -38,18 +38,23 @@ class LeaseClaim:
     expires_at: datetime
 
 
+def _held_now(holder: str, epoch: int, name: str) -> tuple[sa.ColumnElement[bool], ...]:
+    """The conditions "lease ``name`` is ``(holder, epoch)``'s and has not expired" (Postgres's clock)."""
+    return (
+        gateway_lease.c.name == name,
+        gateway_lease.c.holder == holder,
+        gateway_lease.c.epoch == epoch,
+        gateway_lease.c.expires_at > sa.func.clock_timestamp(),
+    )
+
+
 def lease_is_current(holder: str, epoch: int, name: str = GATEWAY_LEASE) -> sa.ColumnElement[bool]:
     """SQL: ``(holder, epoch)`` holds lease ``name`` right now (not expired), the row read ``FOR SHARE``
     (a takeover waits for the statement's transaction; see the module docstring)."""
     current = (
         sa.select(sa.literal(1))
         .select_from(gateway_lease)
-        .where(
-            gateway_lease.c.name == name,
-            gateway_lease.c.holder == holder,
-            gateway_lease.c.epoch == epoch,
-            gateway_lease.c.expires_at > sa.func.clock_timestamp(),
-        )
+        .where(*_held_now(holder, epoch, name))
         .with_for_update(read=True)
     )
     return sa.exists(current)
@@ -90,12 +95,7 @@ class GatewayLeaseRepository:
         row = (
             await self.conn.execute(
                 sa.update(gateway_lease)
-                .where(
-                    gateway_lease.c.name == name,
-                    gateway_lease.c.holder == holder,
-                    gateway_lease.c.epoch == epoch,
-                    gateway_lease.c.expires_at > sa.func.clock_timestamp(),
-                )
+                .where(*_held_now(holder, epoch, name))
                 .values(expires_at=sa.func.clock_timestamp() + ttl)
                 .returning(gateway_lease.c.holder, gateway_lease.c.epoch, gateway_lease.c.expires_at)
             )
@@ -107,12 +107,7 @@ class GatewayLeaseRepository:
         instead of after the TTL. ``False`` when it was not theirs."""
         result = await self.conn.execute(
             sa.update(gateway_lease)
-            .where(
-                gateway_lease.c.name == name,
-                gateway_lease.c.holder == holder,
-                gateway_lease.c.epoch == epoch,
-                gateway_lease.c.expires_at > sa.func.clock_timestamp(),
-            )
+            .where(*_held_now(holder, epoch, name))
             .values(expires_at=sa.func.clock_timestamp())
         )
         return bool(result.rowcount)
