@@ -36,11 +36,15 @@ _TOKEN_CHARS = 43  # base64url of 32 bytes without its "=" padding
 async def download_key(repos: Repositories) -> bytes:
     """The deployment's MAC key for download tokens (32 bytes); created on first use.
 
-    Concurrent first calls agree: the insert does nothing when another replica's key is already there,
-    and the stored key is what every caller returns.
+    One read when the key exists (every page and file request after the first); only the first call
+    writes. Concurrent first calls agree: the insert does nothing when another replica's key is already
+    there, and the stored key is what every caller returns.
     """
-    await repos.settings.put_if_absent(KEY_SETTING, secrets.token_bytes(32).hex())
-    return bytes.fromhex(await repos.settings.get(KEY_SETTING))
+    stored = await repos.settings.get(KEY_SETTING)
+    if stored is None:
+        await repos.settings.put_if_absent(KEY_SETTING, secrets.token_bytes(32).hex())
+        stored = await repos.settings.get(KEY_SETTING)
+    return bytes.fromhex(stored)
 
 
 def _tag(key: bytes, job_id: UUID) -> bytes:
