@@ -109,40 +109,55 @@ class PackDelivery:
         it again, a failed one stays failed: the job has failed with it). The job's commands are found by
         subject (step ``create_set``): a job that pre-0010 code flood-retried has a later attempt
         ``job:<id>:create_set:<n>``, put back ``pending`` by migration 0010, which is the one hinted."""
-        command_id = command_ids.create_set(job_id)
+        downloaded, command_id = False, None
         async with self.db.transaction() as repos:
             ctx = await repos.jobs.get_context(job_id)
-            if ctx is not None and ctx.delivery == "download" and ctx.tg_user_id is None:
-                delivered = await repos.jobs.deliver_download(job_id, at=datetime.now(UTC))
-                if delivered is not None:  # erase the guest's photo and what was derived from it (§12)
-                    for kind in PERSONAL_BLOBS:
-                        await repos.blobs.delete_for_job(job_id, kind)
+            if ctx is None or ctx.job.status != JobStatus.RENDERED:
+                return
+            if ctx.tg_user_id is None:
+                downloaded = ctx.delivery == "download" and await self._deliver_download(repos, job_id)
             else:
-                delivered = None
-            if ctx is None or ctx.job.status != JobStatus.RENDERED or ctx.tg_user_id is None:
-                if delivered is not None:
-                    metrics.JOBS.labels(outcome="delivered", error_class="").inc()
-                    log.info("PACK_DELIVERED", job_id=str(job_id), delivered_as="download_page")
-                return
-            earlier = await repos.tg_commands.for_subject("job", job_id, step="create_set")
-            live = [r for r in earlier if r.status not in (CommandStatus.FAILED, CommandStatus.CANCELLED)]
-            if live:
-                command_id = live[-1].command_id  # hinted again: a sent one's result is announced again
-            elif any(r.status == CommandStatus.FAILED for r in earlier):
-                return
-            elif not earlier:
-                blobs = await repos.blobs.for_job(job_id, "sticker")
-                lang = language_of(ctx.language)
-                create = CreateStickerSet(
-                    user_id=ctx.tg_user_id,
-                    name=sticker_set_name(job_id, self.settings.bot_username),
-                    title=PACK_TITLE[lang],
-                    stickers=tuple(StickerRef(blob_id=b.id, emoji=b.meta.get("emoji", "🙂")) for b in blobs),
-                )
-                subject = JobStep(id=job_id, step="create_set")
-                await add_command(repos, command_id, create, subject=subject, reply_to=SERVICE)
-            await repos.jobs.mark_dispatched([job_id], JobStatus.RENDERED)
-        await dispatch_commands(self.db, self.publisher, [command_id])
+                command_id = await self._queue_create_set(repos, ctx)
+        if downloaded:
+            metrics.JOBS.labels(outcome="delivered", error_class="").inc()
+            log.info("PACK_DELIVERED", job_id=str(job_id), delivered_as="download_page")
+        if command_id is not None:
+            await dispatch_commands(self.db, self.publisher, [command_id])
+
+    async def _deliver_download(self, repos: Repositories, job_id: UUID) -> bool:
+        """``rendered → delivered`` as the download page, erasing the guest's photo and what was derived
+        from it (DESIGN.md §12), in the open transaction; ``False`` when the job was no longer rendered."""
+        if await repos.jobs.deliver_download(job_id, at=datetime.now(UTC)) is None:
+            return False
+        for kind in PERSONAL_BLOBS:
+            await repos.blobs.delete_for_job(job_id, kind)
+        return True
+
+    async def _queue_create_set(self, repos: Repositories, ctx: JobContext) -> str | None:
+        """The ``create_sticker_set`` command of ``ctx``'s job to dispatch after the commit (recorded now
+        unless one was before), or ``None`` when an earlier one failed (the job failed with it)."""
+        job_id = ctx.job.id
+        command_id = command_ids.create_set(job_id)
+        earlier = await repos.tg_commands.for_subject("job", job_id, step="create_set")
+        live = [r for r in earlier if r.status not in (CommandStatus.FAILED, CommandStatus.CANCELLED)]
+        if live:
+            command_id = live[-1].command_id  # hinted again: a sent one's result is announced again
+        elif any(r.status == CommandStatus.FAILED for r in earlier):
+            return None
+        elif not earlier:
+            assert ctx.tg_user_id is not None  # the caller's branch
+            blobs = await repos.blobs.for_job(job_id, "sticker")
+            lang = language_of(ctx.language)
+            create = CreateStickerSet(
+                user_id=ctx.tg_user_id,
+                name=sticker_set_name(job_id, self.settings.bot_username),
+                title=PACK_TITLE[lang],
+                stickers=tuple(StickerRef(blob_id=b.id, emoji=b.meta.get("emoji", "🙂")) for b in blobs),
+            )
+            subject = JobStep(id=job_id, step="create_set")
+            await add_command(repos, command_id, create, subject=subject, reply_to=SERVICE)
+        await repos.jobs.mark_dispatched([job_id], JobStatus.RENDERED)
+        return command_id
 
     async def on_set_created(self, job_id: UUID, result: TelegramResult) -> None:
         """``rendered → delivering``, erase the selfie and queue the first readiness check at once (the
