@@ -24,12 +24,14 @@ being drawn or after it failed (404), and the job's stickers are gone after ``ST
 from __future__ import annotations
 
 import asyncio
+import functools
 import io
 import re
 import zipfile
 from functools import partial
 from html import escape
 from typing import Annotated
+from uuid import UUID
 
 from fastapi import APIRouter, Header, Path, Response
 from PIL import Image
@@ -45,11 +47,15 @@ router = APIRouter()
 #: the job fails and an admin retries it, and a failed job has no page).
 FINAL_STICKERS = frozenset({JobStatus.RENDERED, JobStatus.DELIVERING, JobStatus.DELIVERED})
 
-_TOKEN = re.compile(r"[A-Za-z0-9_-]{43}")
-Token = Annotated[str, Path(pattern=r"^[A-Za-z0-9_-]{43}$")]
+_TOKEN_PATTERN = r"[A-Za-z0-9_-]{43}"  # shared.downloads.download_token's alphabet and length
+_TOKEN = re.compile(_TOKEN_PATTERN)
+Token = Annotated[str, Path(pattern=f"^{_TOKEN_PATTERN}$")]
 StickerFile = Annotated[str, Path(pattern=r"^[0-9]{1,2}\.(png|webp)$")]
 WEBP_SIDE_PX = 512
 WEBP_QUALITY = 80
+#: WebP files kept per ingest process (~30-60 KB each: ~10 MB for 256, the packs of ~20 recent guests).
+#: A sticker deleted by erasure or retention is never served from it: every request checks the job first.
+WEBP_CACHE_SIZE = 256
 _HEADERS = {
     "Cache-Control": "private, max-age=3600",
     "Referrer-Policy": "no-referrer",
@@ -113,13 +119,20 @@ def webp_of(png: bytes) -> bytes:
     return out.getvalue()
 
 
+@functools.lru_cache(maxsize=WEBP_CACHE_SIZE)
+def _webp_of_blob(blob_id: UUID, png: bytes) -> bytes:
+    """:func:`webp_of` once per stored sticker (blob ``blob_id``) per process: a page view asks for 12
+    WebP files (tens of ms of CPU each) and the zip for the same 12 again."""
+    return webp_of(png)
+
+
 def zip_of(stickers: list[Blob]) -> bytes:
     """A zip of ``stickers`` as ``sticker-NN.png`` and ``sticker-NN.webp`` (NN = 01 …, in position order)."""
     out = io.BytesIO()
     with zipfile.ZipFile(out, "w", compression=zipfile.ZIP_STORED) as archive:  # PNG/WebP do not deflate
         for n, blob in enumerate(stickers, start=1):
             archive.writestr(f"sticker-{n:02d}.png", blob.data)
-            archive.writestr(f"sticker-{n:02d}.webp", webp_of(blob.data))
+            archive.writestr(f"sticker-{n:02d}.webp", _webp_of_blob(blob.id, blob.data))
     return out.getvalue()
 
 
@@ -143,7 +156,8 @@ async def download_sticker(ctx: Ctx, token: Token, name: StickerFile) -> Respons
         raise ApiError(404, "not_found", f"no sticker {position} at this link")
     if fmt == "png":
         return Response(blob.data, media_type=blob.content_type, headers=_HEADERS)
-    return Response(await asyncio.to_thread(webp_of, blob.data), media_type="image/webp", headers=_HEADERS)
+    webp = await asyncio.to_thread(_webp_of_blob, blob.id, blob.data)
+    return Response(webp, media_type="image/webp", headers=_HEADERS)
 
 
 @router.get("/d/{token}")
