@@ -125,9 +125,11 @@ class DownloadSettings(BaseSettings):
 
     ``PUBLIC_BASE_URL`` (unset by default): the origin of ingest as a phone on the internet reaches it,
     ``https://booth.example.com`` (an ``http://`` URL is taken for a LAN or a demo; no path, query or
-    trailing slash). Unset, no download link is offered: neither in the bot's link message nor as a QR
-    code on the kiosk's done screen, since the kiosk's own address (often a venue LAN address) would not
-    open on a guest's phone.
+    trailing slash). The host must have a dot: Telegram refuses a URL button to a host without one
+    (``http://localhost:8080/…``: 400 ``BUTTON_URL_INVALID``, rubenlagus/TelegramBots#302), which would fail
+    every link message that carries the download button. Unset, no download link is offered: neither in
+    the bot's link message nor as a QR code on the kiosk's done screen, since the kiosk's own address
+    (often a venue LAN address) would not open on a guest's phone.
     """
 
     model_config = SettingsConfigDict(env_file=None, extra="ignore", case_sensitive=False)
@@ -139,9 +141,10 @@ class DownloadSettings(BaseSettings):
     def _an_origin(cls, value: str | None) -> str | None:
         if not value:
             return None
-        if not re.fullmatch(r"https?://[A-Za-z0-9.-]+(:[0-9]{1,5})?", value):
+        if not re.fullmatch(r"https?://[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)+(:[0-9]{1,5})?", value):
             raise ValueError(
-                "PUBLIC_BASE_URL must be an origin: http(s)://host[:port], no path or trailing slash"
+                "PUBLIC_BASE_URL must be an origin: http(s)://host[:port] with a dot in the host, no path or "
+                "trailing slash"
             )
         return value
 

@@ -356,7 +356,8 @@ async def test_the_done_screen_offers_the_download_page_only_with_a_public_base_
         assert body["download_qr_svg"].startswith("data:image/svg+xml")
         page = await public.get(body["download_url"].removeprefix("https://booth.example.com"))
     assert page.status_code == 200 and page.text.count('loading="lazy"') == 12
-    for bad in ("booth.example.com", "https://booth.example.com/", "https://booth.example.com/x", "ftp://a"):
+    bad_urls = ("booth.example.com", "https://booth.example.com/", "https://booth.example.com/x", "ftp://a.b")
+    for bad in (*bad_urls, "http://localhost:8000", "http://booth-laptop"):  # Telegram refuses dotless hosts
         with pytest.raises(ValidationError, match="PUBLIC_BASE_URL"):
             ingest_settings(database_url, redis_url, PUBLIC_BASE_URL=bad)
 
