@@ -6,6 +6,8 @@ standby's ``tg:outbox`` consumer reads nothing; polling waits while the replica 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from collections.abc import AsyncIterator
 from datetime import timedelta
 
 import pytest
@@ -24,7 +26,7 @@ from shared.streams import Publisher, StreamConsumer, route
 from telegram_gateway.executor import CommandExecutor, NotLeading
 from telegram_gateway.lease import GatewayLease
 from telegram_gateway.polling import poll_updates
-from tests.simulators.tgsim_helpers import TOKEN, serve, sim_config
+from tests.simulators.tgsim_helpers import TOKEN, RunningSim, serve, sim_config
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]  # the first waits for a free test slot
 TTL = timedelta(seconds=30)
@@ -226,7 +228,12 @@ async def test_the_standbys_outbox_consumer_reads_nothing_until_it_leads(redis: 
         await consumer.drain(5)
 
 
-async def test_polling_waits_while_the_replica_does_not_lead() -> None:
+@contextlib.asynccontextmanager
+async def polling_recorder(
+    held: asyncio.Event, *, timeout_s: float
+) -> AsyncIterator[tuple[RunningSim, list[int]]]:
+    """``poll_updates`` gated on ``held`` against a fresh Telegram simulator; yields the simulator and the
+    ids of the updates handled so far."""
     runner, running = await serve(sim_config())
     application = ApplicationBuilder().token(TOKEN).base_url(f"{running.url}/bot").updater(None).build()
     seen: list[int] = []
@@ -236,9 +243,21 @@ async def test_polling_waits_while_the_replica_does_not_lead() -> None:
 
     application.add_handler(TypeHandler(object, record))
     await application.initialize()
-    held, stop = asyncio.Event(), asyncio.Event()
-    poller = asyncio.create_task(poll_updates(application, stop, timeout_s=0, held=held))
+    stop = asyncio.Event()
+    poller = asyncio.create_task(poll_updates(application, stop, timeout_s=timeout_s, held=held))
     try:
+        yield running, seen
+    finally:
+        stop.set()
+        await poller
+        await application.shutdown()
+        await running.http.close()
+        await runner.cleanup()
+
+
+async def test_polling_waits_while_the_replica_does_not_lead() -> None:
+    held = asyncio.Event()
+    async with polling_recorder(held, timeout_s=0) as (running, seen):
         await running.say(5001, "/start", first_name="Ann")
         await asyncio.sleep(1)
         assert await running.get("/sim/calls?method=getUpdates") == [] and seen == []
@@ -247,12 +266,6 @@ async def test_polling_waits_while_the_replica_does_not_lead() -> None:
             while not seen:
                 await asyncio.sleep(0.05)
         assert await running.get("/sim/calls?method=getUpdates") != []
-    finally:
-        stop.set()
-        await poller
-        await application.shutdown()
-        await running.http.close()
-        await runner.cleanup()
 
 
 async def test_a_new_leaders_first_reconcile_hints_every_pending_row_at_once(
@@ -284,19 +297,9 @@ async def test_a_new_leaders_first_reconcile_hints_every_pending_row_at_once(
 async def test_a_long_poll_in_flight_stops_when_the_replica_stops_leading() -> None:
     """Fenced mid-``getUpdates`` (a 30 s long poll): the call is cancelled, so a guest's message that comes
     after the fence is not fetched by this replica (its long poll would have returned it at once)."""
-    runner, running = await serve(sim_config())
-    application = ApplicationBuilder().token(TOKEN).base_url(f"{running.url}/bot").updater(None).build()
-    seen: list[int] = []
-
-    async def record(update: object, _context: object) -> None:
-        seen.append(update.update_id)  # type: ignore[attr-defined]
-
-    application.add_handler(TypeHandler(object, record))
-    await application.initialize()
-    held, stop = asyncio.Event(), asyncio.Event()
+    held = asyncio.Event()
     held.set()
-    poller = asyncio.create_task(poll_updates(application, stop, timeout_s=30, held=held))
-    try:
+    async with polling_recorder(held, timeout_s=30) as (running, seen):
         await running.say(5002, "/start", first_name="Ann")
         async with asyncio.timeout(10):
             while not seen:
@@ -311,9 +314,3 @@ async def test_a_long_poll_in_flight_stops_when_the_replica_stops_leading() -> N
         async with asyncio.timeout(10):
             while len(seen) < 2:
                 await asyncio.sleep(0.05)
-    finally:
-        stop.set()
-        await poller
-        await application.shutdown()
-        await running.http.close()
-        await runner.cleanup()
