@@ -230,7 +230,7 @@ async def test_the_standbys_outbox_consumer_reads_nothing_until_it_leads(redis: 
 
 @contextlib.asynccontextmanager
 async def polling_recorder(
-    held: asyncio.Event, *, timeout_s: float
+    held: asyncio.Event, *, timeout_s: int
 ) -> AsyncIterator[tuple[RunningSim, list[int]]]:
     """``poll_updates`` gated on ``held`` against a fresh Telegram simulator; yields the simulator and the
     ids of the updates handled so far."""
