@@ -27,6 +27,53 @@ LEAD_NOTICE_STATES = tuple(s.value for s in PostState)  # ck_lead_repeats_post_s
 LEAD_CARD_STATES = tuple(s for s in LEAD_NOTICE_STATES if s != PostState.FAILED)  # ck_leads_post_state
 TZ = sa.DateTime(timezone=True)
 
+# migration 0014: events (shared.events, issue 23): what a deployment serves, one after another or at once
+events = sa.Table(
+    "events",
+    metadata,
+    sa.Column("id", sa.Text, primary_key=True),
+    sa.Column("name", sa.Text, nullable=False),
+    sa.Column("venue", sa.Text, nullable=False, server_default=""),
+    sa.Column("time_zone", sa.Text, nullable=False, server_default="UTC"),
+    sa.Column("starts_at", TZ),
+    sa.Column("ends_at", TZ),
+    sa.Column("outfits", JSONB, nullable=False, server_default=sa.text("'[]'::jsonb")),
+    sa.Column("branding", JSONB, nullable=False, server_default=sa.text("'{}'::jsonb")),
+    sa.Column("set_title", JSONB, nullable=False, server_default=sa.text("'{}'::jsonb")),
+    sa.Column("texts", JSONB, nullable=False, server_default=sa.text("'{}'::jsonb")),
+    sa.Column("languages", JSONB, nullable=False, server_default=sa.text("'[]'::jsonb")),
+    sa.Column("daily_budget_usd", sa.Numeric(12, 2)),
+    sa.Column("total_budget_usd", sa.Numeric(12, 2)),
+    sa.Column("created_at", TZ, nullable=False, server_default=sa.func.now()),
+    sa.Column("updated_at", TZ, nullable=False, server_default=sa.func.now()),
+    sa.CheckConstraint("id ~ '^[a-z0-9][a-z0-9-]{0,39}$'", name="ck_events_id"),
+    sa.CheckConstraint("starts_at IS NULL OR ends_at IS NULL OR starts_at < ends_at", name="ck_events_times"),
+    sa.CheckConstraint("daily_budget_usd IS NULL OR daily_budget_usd > 0", name="ck_events_daily_budget"),
+    sa.CheckConstraint("total_budget_usd IS NULL OR total_budget_usd > 0", name="ck_events_total_budget"),
+)
+
+event_stations = sa.Table(
+    "event_stations",
+    metadata,
+    sa.Column("event_id", sa.Text, sa.ForeignKey("events.id", ondelete="CASCADE"), primary_key=True),
+    sa.Column("station", sa.Text, primary_key=True),
+)
+sa.Index("ix_event_stations_station", event_stations.c.station)
+
+event_outfits = sa.Table(
+    "event_outfits",
+    metadata,
+    sa.Column("id", sa.Text, primary_key=True),
+    sa.Column("event_id", sa.Text, sa.ForeignKey("events.id", ondelete="CASCADE"), nullable=False),
+    sa.Column("title", sa.Text, nullable=False),
+    sa.Column("prompt", sa.Text, nullable=False),
+    sa.Column("based_on", sa.Text, nullable=False),
+    sa.Column("thumbnail", sa.LargeBinary),
+    sa.Column("created_at", TZ, nullable=False, server_default=sa.func.now()),
+    sa.CheckConstraint("id ~ '^[a-z][a-z0-9_]{1,31}$'", name="ck_event_outfits_id"),
+)
+sa.Index("ix_event_outfits_event", event_outfits.c.event_id)
+
 sessions = sa.Table(
     "sessions",
     metadata,
@@ -50,7 +97,10 @@ sessions = sa.Table(
     # migration 0012: "telegram", or "download" for a guest without Telegram (shared.downloads)
     sa.Column("delivery", sa.Text, nullable=False, server_default="telegram"),
     sa.CheckConstraint("delivery IN ('telegram', 'download')", name="ck_sessions_delivery"),
+    # migration 0014: the event the session belongs to (shared.events)
+    sa.Column("event_id", sa.Text, sa.ForeignKey("events.id"), nullable=False, server_default="default"),
 )
+sa.Index("ix_sessions_event", sessions.c.event_id, sessions.c.created_at)
 
 jobs = sa.Table(
     "jobs",
@@ -199,6 +249,8 @@ leads = sa.Table(
     sa.Column("taken_by_id", sa.BigInteger),
     sa.Column("taken_by_name", sa.Text),
     sa.Column("consented_at", TZ),
+    # migration 0014: the event the lead came from (NULL: none named; shared.events)
+    sa.Column("event_id", sa.Text, sa.ForeignKey("events.id", ondelete="SET NULL")),
     sa.CheckConstraint(f"status IN {LEAD_STATUSES!r}", name="ck_leads_status"),
     sa.CheckConstraint(f"post_state IN {LEAD_CARD_STATES!r}", name="ck_leads_post_state"),
 )
@@ -278,7 +330,11 @@ api_usage = sa.Table(
     sa.Column("output_image_tokens", sa.Integer),
     sa.Column("reasoning_tokens", sa.Integer),
     sa.CheckConstraint("call_type IN ('image', 'vision')", name="ck_api_usage_call_type"),
+    # migration 0014: the event the call counts towards (its budgets and report); no foreign key, so the
+    # cost stays the event's after the job is erased
+    sa.Column("event_id", sa.Text, nullable=False, server_default="default"),
 )
+sa.Index("ix_api_usage_event", api_usage.c.event_id, api_usage.c.created_at)
 sa.Index("ix_api_usage_job", api_usage.c.job_id, api_usage.c.created_at)
 sa.Index("ix_api_usage_created", api_usage.c.created_at)
 

@@ -21,6 +21,7 @@ from shared.db import transaction
 from shared.repositories.alerts import AlertRepository
 from shared.repositories.blobs import BlobRepository
 from shared.repositories.erasure import ErasureRepository
+from shared.repositories.events import EventRepository
 from shared.repositories.gateway_lease import GatewayLeaseRepository
 from shared.repositories.job_search import JobSearchRepository
 from shared.repositories.jobs import JobRepository
@@ -61,6 +62,7 @@ class Repositories:
         self.refusals = PhotoRefusalRepository(conn)
         self.preflight = PreflightRepository(conn)
         self.gateway_lease = GatewayLeaseRepository(conn)
+        self.events = EventRepository(conn)
 
 
 class Database:
