@@ -200,11 +200,12 @@ def redis_url(namespace: Namespace) -> str:
 
 @pytest.fixture
 async def db(database_url: str) -> AsyncIterator[Database]:
-    """A Database on empty tables."""
+    """A Database on empty tables, but for the default event every migrated database has (migration 0014)."""
     database = Database(create_engine(database_url, pool_size=3))
     async with database.engine.begin() as conn:
         names = ", ".join(t.name for t in metadata.sorted_tables)
         await conn.execute(sa.text(f"TRUNCATE {names} RESTART IDENTITY CASCADE"))
+        await conn.execute(sa.text("INSERT INTO events (id, name) VALUES ('default', 'Sticker Booth')"))
     yield database
     await database.dispose()
 

@@ -1,0 +1,141 @@
+"""Events (shared.events, migration 0014): the station rule, the event's local day, the repository on real
+Postgres with the real migrations (the default event a migrated database starts with)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+import sqlalchemy as sa
+
+from shared.events import DEFAULT_EVENT, Event, EventOutfit, day_start, station_event, zone
+from shared.repositories import Database
+
+T0 = datetime(2026, 12, 5, 18, 0, tzinfo=UTC)
+
+
+def test_day_start_is_local_midnight_in_utc() -> None:
+    # 18:00 UTC on 5 Dec is 10:00 in Los Angeles (UTC-8) and 03:00 on 6 Dec in Tokyo (UTC+9)
+    assert day_start(T0, "America/Los_Angeles") == datetime(2026, 12, 5, 8, 0, tzinfo=UTC)
+    assert day_start(T0, "Asia/Tokyo") == datetime(2026, 12, 5, 15, 0, tzinfo=UTC)
+    assert day_start(T0, "UTC") == datetime(2026, 12, 5, tzinfo=UTC)
+
+
+def test_day_start_follows_daylight_saving() -> None:
+    # Berlin: UTC+2 in summer, UTC+1 in winter; the day of the change (25 Oct 2026) began at UTC+2
+    assert day_start(datetime(2026, 7, 1, 12, tzinfo=UTC), "Europe/Berlin") == datetime(
+        2026, 6, 30, 22, tzinfo=UTC
+    )
+    assert day_start(datetime(2026, 10, 25, 12, tzinfo=UTC), "Europe/Berlin") == datetime(
+        2026, 10, 24, 22, tzinfo=UTC
+    )
+    # Havana skips 00:00-01:00 on 8 Mar 2026: that day begins at 01:00 local (05:00 UTC)
+    assert day_start(datetime(2026, 3, 8, 12, tzinfo=UTC), "America/Havana") == datetime(
+        2026, 3, 8, 5, tzinfo=UTC
+    )
+
+
+def test_an_unknown_zone_is_a_value_error() -> None:
+    with pytest.raises(ValueError, match="unknown time zone"):
+        zone("Mars/Olympus_Mons")
+    with pytest.raises(ValueError):
+        zone("../etc/passwd")
+
+
+def _event(eid: str, start: datetime | None, end: datetime | None) -> Event:
+    return Event(id=eid, name=eid, starts_at=start, ends_at=end, stations=("s1",))
+
+
+def test_station_rule() -> None:
+    default = Event(id=DEFAULT_EVENT, name="Sticker Booth")
+    past = _event("past", T0 - timedelta(days=2), T0 - timedelta(days=1))
+    now = _event("now", T0 - timedelta(hours=1), T0 + timedelta(hours=3))
+    later = _event("later", T0 + timedelta(days=1), T0 + timedelta(days=2))
+    # a running event that lists the station serves it
+    assert station_event("s1", T0, [past, now, later], default).event == now
+    # the end is exclusive, the start inclusive
+    assert station_event("s1", now.ends_at or T0, [now], default).event is None
+    assert station_event("s1", now.starts_at or T0, [now], default).event == now
+    # a listed station between its events is closed, and says what comes next
+    closed = station_event("s1", T0, [past, later], default)
+    assert closed.event is None and closed.next == later
+    assert station_event("s1", T0, [past], default).next is None
+    # a station no event lists is the default event's; without a default event it is closed
+    assert station_event("s1", T0, [], default).event == default
+    assert station_event("s1", T0, [], None).event is None
+    # of two running events (an open one and a later one), the one that started last
+    open_ended = _event("open", None, None)
+    assert station_event("s1", T0, [open_ended, now], default).event == now
+
+
+@pytest.mark.integration
+async def test_sessions_belong_to_the_default_event_unless_a_station_is_listed(db: Database) -> None:
+    """(The migration's default event itself: tests/shared/test_migration_0014.py.)"""
+    async with db.transaction() as repos:
+        default = await repos.events.get(DEFAULT_EVENT)
+        session = await repos.sessions.create(station="anywhere", token="tok-default")
+        served = await repos.events.for_station("anywhere", T0)
+    assert default is not None and default.time_zone == "UTC" and default.runs_at(T0)
+    assert default.outfits == () and default.branding == {} and default.daily_budget_usd is None
+    assert served.event == default
+    async with db.engine.connect() as conn:
+        stored = (
+            await conn.execute(sa.text("SELECT event_id FROM sessions WHERE id = :id"), {"id": session.id})
+        ).scalar()
+    assert stored == DEFAULT_EVENT
+
+
+@pytest.mark.integration
+async def test_events_round_trip_and_stations_pick_their_event(db: Database) -> None:
+    gala = Event(
+        id="gala-la",
+        name="Gala",
+        venue="Hall A",
+        time_zone="America/Los_Angeles",
+        starts_at=T0 - timedelta(hours=2),
+        ends_at=T0 + timedelta(hours=4),
+        stations=("la-2", "la-1"),
+        outfits=("pirate", "gala_robe"),
+        branding={"title": "Gala", "accent_color": "#112233"},
+        set_title={"en": "Gala stickers"},
+        texts={"de": {"linked": "Verbunden!"}},
+        languages=("en", "de"),
+        daily_budget_usd=12.5,
+        total_budget_usd=40.0,
+    )
+    async with db.transaction() as repos:
+        saved = await repos.events.save(gala)
+        await repos.events.save_outfit(
+            EventOutfit(
+                id="gala_robe",
+                event_id="gala-la",
+                title="Gala robe",
+                prompt="a long velvet gala robe, gold trim",
+                based_on="wizard",
+            ),
+            thumbnail=b"\x89PNG",
+        )
+    assert saved.stations == ("la-1", "la-2")
+    assert (saved.outfits, saved.languages, saved.daily_budget_usd) == (
+        ("pirate", "gala_robe"),
+        ("en", "de"),
+        12.5,
+    )
+    assert saved.texts == {"de": {"linked": "Verbunden!"}} and saved.set_title == {"en": "Gala stickers"}
+    async with db.transaction() as repos:
+        assert (await repos.events.for_station("la-1", T0)).event == saved
+        assert (await repos.events.for_station("la-1", T0 + timedelta(hours=5))).event is None
+        assert (await repos.events.for_station("elsewhere", T0)).event.id == DEFAULT_EVENT  # type: ignore[union-attr]
+        robe = await repos.events.outfit("gala_robe")
+        assert robe is not None and robe.has_thumbnail and robe.based_on == "wizard"
+        assert await repos.events.outfit_thumbnail("gala_robe") == b"\x89PNG"
+        # saving again replaces the station list and keeps the uploaded outfits
+        again = await repos.events.save(
+            Event(id="gala-la", name="Gala", time_zone="America/Los_Angeles", stations=("la-3",))
+        )
+        assert again.stations == ("la-3",)
+        assert [o.id for o in await repos.events.outfits("gala-la")] == ["gala_robe"]
+        assert [e.id for e in await repos.events.all()] == [DEFAULT_EVENT, "gala-la"]
+        assert await repos.events.delete("gala-la")
+        assert await repos.events.outfit("gala_robe") is None
+        assert not await repos.events.delete("gala-la")
