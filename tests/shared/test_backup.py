@@ -98,12 +98,25 @@ BLOBS = [
 
 
 async def fill_every_table(db: Database) -> None:
-    """A few rows in every table of tables.py: sessions, jobs and their events, blobs (bytea), settings,
-    Telegram commands, leads with a repeat, lead chats, alerts, refused kiosk uploads and AI usage rows."""
+    """A few rows in every table of tables.py: an event with a station and an uploaded outfit (bytea),
+    sessions, jobs and their events, blobs (bytea), settings, Telegram commands, leads with a repeat, lead
+    chats, alerts, refused kiosk uploads and AI usage rows."""
     now = datetime.now(UTC)
     sessions = [uuid.uuid4() for _ in range(3)]
     jobs = [uuid.uuid4() for _ in range(3)]
     async with db.engine.begin() as conn:
+        await conn.execute(sa.insert(t.events).values(id="gala", name="Gala", time_zone="Asia/Tokyo"))
+        await conn.execute(sa.insert(t.event_stations).values(event_id="gala", station="st-2"))
+        await conn.execute(
+            sa.insert(t.event_outfits).values(
+                id="gala_robe",
+                event_id="gala",
+                title="Gala robe",
+                prompt="a long velvet robe with gold trim",
+                based_on="wizard",
+                thumbnail=bytes(range(256)),
+            )
+        )
         await conn.execute(
             sa.insert(t.sessions),
             [
