@@ -19,18 +19,28 @@ midnight, and its "today" counts from there.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import re
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, time
 from functools import cache
+from typing import Annotated
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from shared.branding import check_logo_url
 
 __all__ = [
     "DEFAULT_EVENT",
+    "EVENT_ID",
     "Event",
+    "EventBranding",
     "EventOutfit",
+    "EventSpec",
     "StationEvent",
     "day_start",
+    "overlaps",
     "station_event",
     "zone",
 ]
@@ -162,3 +172,183 @@ def station_event(
         later = [e for e in listing if e.starts_at is not None and e.starts_at > at]
         return StationEvent(None, min(later, key=lambda e: e.starts_at or at) if later else None)
     return StationEvent(default)
+
+
+_STATION = r"^[A-Za-z0-9_.-]+$"
+_HEX_COLOR = re.compile(r"^#(?:[0-9a-fA-F]{3}|[0-9a-fA-F]{6})$")
+
+
+def _one_line(value: str, what: str) -> str:
+    if any(c in value for c in "\r\n\u2028\u2029") or any(ord(c) < 0x20 for c in value):
+        raise ValueError(f"{what} must be one line without control characters")
+    return value
+
+
+class EventBranding(BaseModel):
+    """An event's kiosk branding; an unset field falls back to ingest's ``KIOSK_*`` setting."""
+
+    model_config = ConfigDict(extra="forbid")
+    title: str | None = Field(None, max_length=80)
+    accent_color: str | None = None
+    logo_url: str | None = None
+
+    @field_validator("title")
+    @classmethod
+    def _title(cls, v: str | None) -> str | None:
+        return None if v is None else _one_line(v, "branding.title")
+
+    @field_validator("accent_color")
+    @classmethod
+    def _accent(cls, v: str | None) -> str | None:
+        if v is not None and not _HEX_COLOR.match(v):
+            raise ValueError("branding.accent_color must be #rgb or #rrggbb")
+        return v
+
+    @field_validator("logo_url")
+    @classmethod
+    def _logo(cls, v: str | None) -> str | None:
+        return None if v is None else check_logo_url(v)
+
+
+class EventSpec(BaseModel):
+    """The body of ``PUT /admin/events/{id}``: an event as an operator writes it (see :class:`Event` for
+    the meaning of each field). Validation is complete here, so a saved event never breaks a CHECK of
+    migration 0014. Which outfit ids are allowed depends on the event's uploaded outfits:
+    :meth:`check_outfits`.
+
+    Raises (``model_validate``):
+        pydantic.ValidationError: a field out of its range (ids, lengths, an unknown time zone or language,
+            ``starts_at >= ends_at``, naive datetimes, a text key not in the catalogue or with other
+            placeholders than the English text, a budget ``<= 0``).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+    name: str = Field(min_length=1, max_length=80)
+    venue: str = Field("", max_length=120)
+    time_zone: str = "UTC"
+    starts_at: AwareDatetime | None = None
+    ends_at: AwareDatetime | None = None
+    stations: list[Annotated[str, Field(min_length=1, max_length=64, pattern=_STATION)]] = Field(
+        default_factory=list, max_length=200
+    )
+    outfits: list[Annotated[str, Field(min_length=1, max_length=64)]] = Field(
+        default_factory=list, max_length=200
+    )
+    branding: EventBranding = Field(default_factory=EventBranding)
+    set_title: dict[str, Annotated[str, Field(min_length=1, max_length=64)]] = Field(default_factory=dict)
+    texts: dict[str, dict[str, str]] = Field(default_factory=dict)
+    languages: list[str] = Field(default_factory=list)
+    daily_budget_usd: Annotated[float, Field(gt=0, lt=1e10)] | None = None
+    total_budget_usd: Annotated[float, Field(gt=0, lt=1e10)] | None = None
+
+    @field_validator("name", "venue")
+    @classmethod
+    def _single_line(cls, v: str) -> str:
+        return _one_line(v, "name and venue")
+
+    @field_validator("time_zone")
+    @classmethod
+    def _zone(cls, v: str) -> str:
+        zone(v)
+        return v
+
+    @field_validator("set_title")
+    @classmethod
+    def _set_title(cls, v: dict[str, str]) -> dict[str, str]:
+        for language, title in v.items():
+            _language(language)
+            _one_line(title, "set_title")
+        return v
+
+    @field_validator("languages")
+    @classmethod
+    def _languages(cls, v: list[str]) -> list[str]:
+        for language in v:
+            _language(language)
+        if len(set(v)) != len(v):
+            raise ValueError("languages must not repeat")
+        return v
+
+    @field_validator("texts")
+    @classmethod
+    def _texts(cls, v: dict[str, dict[str, str]]) -> dict[str, dict[str, str]]:
+        from shared.texts import SOURCE_LANGUAGE, TEXTS, placeholders
+
+        for language, table in v.items():
+            _language(language)
+            for key, text in table.items():
+                if key not in TEXTS:
+                    raise ValueError(f"texts.{language}: {key!r} is not a bot text key")
+                if not text or len(text) > 4096:
+                    raise ValueError(f"texts.{language}.{key}: 1-4096 characters")
+                english = TEXTS[key][SOURCE_LANGUAGE]
+                try:
+                    same = placeholders(text) == placeholders(english)
+                except ValueError as exc:
+                    raise ValueError(f"texts.{language}.{key}: {exc}") from None
+                if not same:
+                    raise ValueError(
+                        f"texts.{language}.{key}: placeholders must be {placeholders(english)} as in English"
+                    )
+        return v
+
+    @field_validator("stations", "outfits")
+    @classmethod
+    def _unique(cls, v: list[str]) -> list[str]:
+        if len(set(v)) != len(v):
+            raise ValueError("ids must not repeat")
+        return v
+
+    @model_validator(mode="after")
+    def _times(self) -> EventSpec:
+        if self.starts_at is not None and self.ends_at is not None and self.starts_at >= self.ends_at:
+            raise ValueError("starts_at must be before ends_at")
+        return self
+
+    def unknown_outfits(self, uploaded: Iterable[str]) -> list[str]:
+        """The ids of :attr:`outfits` that are neither catalogue outfits nor in ``uploaded`` (the
+        event's own uploaded ids); empty when all are known."""
+        from shared.outfits import load_catalog
+
+        known = set(load_catalog()) | set(uploaded)
+        return [o for o in self.outfits if o not in known]
+
+    def to_event(self, event_id: str) -> Event:
+        """The :class:`Event` with id ``event_id`` (times in UTC)."""
+        branding = {k: v for k, v in self.branding.model_dump().items() if v is not None}
+        return Event(
+            id=event_id,
+            name=self.name,
+            venue=self.venue,
+            time_zone=self.time_zone,
+            starts_at=None if self.starts_at is None else self.starts_at.astimezone(UTC),
+            ends_at=None if self.ends_at is None else self.ends_at.astimezone(UTC),
+            stations=tuple(self.stations),
+            outfits=tuple(self.outfits),
+            branding=branding,
+            set_title=dict(self.set_title),
+            texts={lang: dict(t) for lang, t in self.texts.items()},
+            languages=tuple(self.languages),
+            daily_budget_usd=self.daily_budget_usd,
+            total_budget_usd=self.total_budget_usd,
+        )
+
+
+#: An event id (``events.id`` CHECK of migration 0014).
+EVENT_ID = re.compile(r"^[a-z0-9][a-z0-9-]{0,39}$")
+
+
+def _language(language: str) -> None:
+    from shared.texts import LANGUAGES
+
+    if language not in LANGUAGES:
+        raise ValueError(f"{language!r} is not a catalogue language")
+
+
+def overlaps(a: Event, b: Event) -> bool:
+    """Whether the two events' times overlap (an open end reaching forever)."""
+    a_start = a.starts_at or datetime.min.replace(tzinfo=UTC)
+    b_start = b.starts_at or datetime.min.replace(tzinfo=UTC)
+    a_end = a.ends_at or datetime.max.replace(tzinfo=UTC)
+    b_end = b.ends_at or datetime.max.replace(tzinfo=UTC)
+    return a_start < b_end and b_start < a_end

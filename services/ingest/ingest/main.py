@@ -15,6 +15,7 @@ from fastapi.middleware.cors import CORSMiddleware
 
 from ingest.api import (
     admin_erasure,
+    admin_events,
     admin_jobs,
     admin_leads,
     admin_preflight,
@@ -122,6 +123,7 @@ def create_app(
         ops.router,
         kiosk.router,
         admin_leads.router,
+        admin_events.router,
         admin_jobs.router,
         admin_erasure.router,
         admin_preflight.router,
