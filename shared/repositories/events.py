@@ -10,7 +10,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from shared.db.tables import event_outfits, event_stations, events
+from shared.db.tables import event_outfits, event_stations, events, sessions
 from shared.events import DEFAULT_EVENT, Event, EventOutfit, StationEvent, station_event
 
 __all__ = ["EventRepository"]
@@ -60,9 +60,24 @@ _OUTFIT_COLUMNS = (
 )
 
 
+#: The advisory lock key every admin write of events holds for its transaction (:meth:`lock_for_write`).
+EVENTS_LOCK = 0x5E7E_0023
+
+
 class EventRepository:
     def __init__(self, conn: AsyncConnection) -> None:
         self.conn = conn
+
+    async def lock_for_write(self) -> None:
+        """Take the events' transaction-scoped advisory lock (``pg_advisory_xact_lock``): writers that
+        check the station rule before saving take it first, so two concurrent writes cannot together
+        give a station two overlapping events. Released at commit or rollback."""
+        await self.conn.execute(sa.select(sa.func.pg_advisory_xact_lock(EVENTS_LOCK)))
+
+    async def has_sessions(self, event_id: str) -> bool:
+        """Whether any guest session belongs to the event (``sessions.event_id``)."""
+        found = await self.conn.execute(sa.select(sa.exists().where(sessions.c.event_id == event_id)))
+        return bool(found.scalar())
 
     async def _with_stations(self, rows: Sequence[Any]) -> list[Event]:
         ids = [row.id for row in rows]

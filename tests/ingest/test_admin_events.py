@@ -133,7 +133,9 @@ async def test_a_text_with_other_placeholders_than_english_is_refused(
     assert good.status_code == 200, good.text
 
 
-async def test_a_bad_id_and_an_unknown_outfit_are_refused(admin_client: httpx.AsyncClient, db: Database) -> None:
+async def test_a_bad_id_and_an_unknown_outfit_are_refused(
+    admin_client: httpx.AsyncClient, db: Database
+) -> None:
     bad_id = await admin_client.put("/admin/events/Not_An_Id", json=spec(), headers=AUTH)
     assert bad_id.status_code == 422 and await code(bad_id) == "invalid_event_id"
     unknown = await admin_client.put("/admin/events/e1", json=spec(outfits=["nope"]), headers=AUTH)

@@ -13,9 +13,10 @@
   event's outfit), 422 ``invalid_thumbnail``, 422 ``unknown_outfit`` (``based_on``).
 - ``DELETE /admin/events/{id}/outfits/{outfit_id}``: 204; 404 ``outfit_not_found``.
 
-Every write runs in one transaction behind ``pg_advisory_xact_lock`` on :data:`EVENTS_LOCK`, so two
-concurrent writes cannot together break the station rule; nothing is cached, so a change takes effect at
-once. Same auth as the other admin routes (:func:`ingest.api.admin_leads.admin_required`).
+Every write runs in one transaction behind the events' advisory lock
+(:meth:`shared.repositories.events.EventRepository.lock_for_write`), so two concurrent writes cannot
+together break the station rule; nothing is cached, so a change takes effect at once. Same auth as the
+other admin routes (:func:`ingest.api.admin_leads.admin_required`).
 """
 
 from __future__ import annotations
@@ -26,7 +27,6 @@ import io
 import re
 from typing import Annotated, Any
 
-import sqlalchemy as sa
 from fastapi import APIRouter, Depends, Path, Response
 from PIL import Image, UnidentifiedImageError
 from pydantic import BaseModel, ConfigDict, Field
@@ -34,15 +34,11 @@ from pydantic import BaseModel, ConfigDict, Field
 from ingest.api.admin_leads import admin_required
 from ingest.api.errors import ApiError
 from ingest.context import Ctx
-from shared.db.tables import sessions
 from shared.events import DEFAULT_EVENT, EVENT_ID, Event, EventOutfit, EventSpec, overlaps
 from shared.outfits import load_catalog
-from shared.repositories import Repositories
 
 router = APIRouter(dependencies=[Depends(admin_required)])
 
-#: The advisory lock key every event write holds for its transaction.
-EVENTS_LOCK = 0x5E7E_0023
 #: An uploaded thumbnail's limits: bytes of PNG, pixels per side.
 THUMBNAIL_MAX_BYTES = 512 * 1024
 THUMBNAIL_MAX_SIDE = 1024
@@ -76,15 +72,16 @@ def _event_json(event: Event, outfits: list[EventOutfit] | None = None) -> dict[
     }
     if outfits is not None:
         body["uploaded_outfits"] = [
-            {"id": o.id, "title": o.title, "prompt": o.prompt, "based_on": o.based_on,
-             "has_thumbnail": o.has_thumbnail}
+            {
+                "id": o.id,
+                "title": o.title,
+                "prompt": o.prompt,
+                "based_on": o.based_on,
+                "has_thumbnail": o.has_thumbnail,
+            }
             for o in outfits
         ]
     return body
-
-
-async def _lock(repos: Repositories) -> None:
-    await repos.conn.execute(sa.select(sa.func.pg_advisory_xact_lock(EVENTS_LOCK)))
 
 
 @router.get("/admin/events")
@@ -112,7 +109,7 @@ async def put_event(ctx: Ctx, event_id: EventId, spec: EventSpec) -> dict[str, A
     _check_id(event_id)
     event = spec.to_event(event_id)
     async with ctx.db.transaction() as repos:
-        await _lock(repos)
+        await repos.events.lock_for_write()
         uploaded = [o.id for o in await repos.events.outfits(event_id)]
         unknown = spec.unknown_outfits(uploaded)
         if unknown:
@@ -139,13 +136,10 @@ async def delete_event(ctx: Ctx, event_id: EventId) -> Response:
     if event_id == DEFAULT_EVENT:
         raise ApiError(409, "event_default", "The default event cannot be deleted.")
     async with ctx.db.transaction() as repos:
-        await _lock(repos)
+        await repos.events.lock_for_write()
         if await repos.events.get(event_id) is None:
             raise ApiError(404, "event_not_found", f"No event {event_id!r}.")
-        guests = await repos.conn.execute(
-            sa.select(sa.exists().where(sessions.c.event_id == event_id))
-        )
-        if guests.scalar():
+        if await repos.events.has_sessions(event_id):
             raise ApiError(409, "event_has_guests", "Guests' sessions belong to this event; keep it.")
         await repos.events.delete(event_id)
     return Response(status_code=204)
@@ -201,7 +195,7 @@ async def put_outfit(
         raise ApiError(422, "unknown_outfit", f"based_on {body.based_on!r} is not a catalogue outfit.")
     thumbnail = None if body.thumbnail_png_base64 is None else check_thumbnail(body.thumbnail_png_base64)
     async with ctx.db.transaction() as repos:
-        await _lock(repos)
+        await repos.events.lock_for_write()
         if await repos.events.get(event_id) is None:
             raise ApiError(404, "event_not_found", f"No event {event_id!r}.")
         existing = await repos.events.outfit(outfit_id)
@@ -209,13 +203,22 @@ async def put_outfit(
             raise ApiError(409, "outfit_id_taken", f"{outfit_id!r} belongs to event {existing.event_id!r}.")
         saved = await repos.events.save_outfit(
             EventOutfit(
-                id=outfit_id, event_id=event_id, title=body.title, prompt=body.prompt,
+                id=outfit_id,
+                event_id=event_id,
+                title=body.title,
+                prompt=body.prompt,
                 based_on=body.based_on,
             ),
             thumbnail,
         )
-    return {"id": saved.id, "event_id": saved.event_id, "title": saved.title, "prompt": saved.prompt,
-            "based_on": saved.based_on, "has_thumbnail": saved.has_thumbnail}
+    return {
+        "id": saved.id,
+        "event_id": saved.event_id,
+        "title": saved.title,
+        "prompt": saved.prompt,
+        "based_on": saved.based_on,
+        "has_thumbnail": saved.has_thumbnail,
+    }
 
 
 @router.delete("/admin/events/{event_id}/outfits/{outfit_id}", status_code=204)
@@ -225,10 +228,12 @@ async def delete_outfit(
     """Delete an uploaded outfit of the event; 404 ``outfit_not_found``; 409 ``outfit_in_use`` while the
     event's outfit list names it."""
     async with ctx.db.transaction() as repos:
-        await _lock(repos)
+        await repos.events.lock_for_write()
         existing = await repos.events.outfit(outfit_id)
         if existing is None or existing.event_id != event_id:
-            raise ApiError(404, "outfit_not_found", f"Event {event_id!r} has no uploaded outfit {outfit_id!r}.")
+            raise ApiError(
+                404, "outfit_not_found", f"Event {event_id!r} has no uploaded outfit {outfit_id!r}."
+            )
         event = await repos.events.get(event_id)
         if event is not None and outfit_id in event.outfits:
             raise ApiError(409, "outfit_in_use", "The event's outfit list names it; remove it there first.")
