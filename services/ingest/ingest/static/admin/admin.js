@@ -1,7 +1,8 @@
 /* Sticker Booth admin page over the /admin/* JSON API (services/ingest/ingest/api/admin_jobs.py,
  * admin_leads.py): the evening's overview row (shared/overview.py), the queue with Pause/Resume, the job
  * list with search and keyset paging, a job page (#/jobs/<id>) with its timeline, stickers, contact sheet,
- * provider calls, Retry and Resend link, and the leads with a CSV export. Each sticker shows its likeness
+ * provider calls, Retry and Resend link, the leads with a CSV export, and the events (admin_events.py) with
+ * a form to create or edit one and a link to each event's report. Each sticker shows its likeness
  * to the guest (issue 20: the face-descriptor distance, or why there is none), marked when it is over the
  * answer's likeness_bound or its face is missing.
  * The token is asked for once and kept in sessionStorage (this tab only). Every value from the server is
@@ -32,10 +33,13 @@
     }
   }
 
-  async function request(method, path) {
+  async function request(method, path, body) {
     let response;
+    const headers = { Authorization: `Bearer ${token}` };
+    if (body !== undefined) headers["Content-Type"] = "application/json";
+    const payload = body === undefined ? undefined : JSON.stringify(body);
     try {
-      response = await fetch(path, { method, cache: "no-store", headers: { Authorization: `Bearer ${token}` } });
+      response = await fetch(path, { method, cache: "no-store", headers, body: payload });
     } catch (err) {
       $("offline").hidden = false;
       throw err;
@@ -49,7 +53,7 @@
     return response;
   }
 
-  const api = async (method, path) => (await request(method, path)).json();
+  const api = async (method, path, body) => (await request(method, path, body)).json();
   const blobUrl = async (path) => URL.createObjectURL(await (await request("GET", path)).blob());
 
   function accessProblem(err) {
@@ -116,7 +120,7 @@
     $("job-detail").hidden = !jobId;
     try {
       const overview = api("GET", "/admin/overview");
-      const work = jobId ? [showJob(jobId)] : [loadJobs(), loadLeads(), loadPreflight()];
+      const work = jobId ? [showJob(jobId)] : [loadJobs(), loadLeads(), loadPreflight(), loadEvents()];
       renderOverview(await overview);
       await Promise.all(work);
       $("updated").textContent = `updated ${new Date().toLocaleTimeString()}`;
@@ -654,6 +658,155 @@
     }
   }
 
+  /* ---- Events (GET/PUT /admin/events, api/admin_events.py): the list, a form to create or edit one. ---- */
+
+  // The offset (ms) of time zone `zone` at the instant `utcMs`.
+  function zoneOffset(zone, utcMs) {
+    const parts = Object.fromEntries(
+      new Intl.DateTimeFormat("en-US", {
+        timeZone: zone, hourCycle: "h23", year: "numeric", month: "2-digit", day: "2-digit",
+        hour: "2-digit", minute: "2-digit", second: "2-digit",
+      }).formatToParts(new Date(utcMs)).map((p) => [p.type, p.value]),
+    );
+    const wall = Date.UTC(+parts.year, +parts.month - 1, +parts.day, +parts.hour, +parts.minute, +parts.second);
+    return wall - Math.floor(utcMs / 1000) * 1000;
+  }
+
+  // "2026-07-01T09:00" on the wall clock of `zone` → an ISO instant with offset ("…Z"); "" → null.
+  function wallToIso(value, zone) {
+    if (!value) return null;
+    const wall = Date.parse(`${value}:00Z`);
+    const first = wall - zoneOffset(zone, wall);
+    return new Date(wall - zoneOffset(zone, first)).toISOString();
+  }
+
+  // An ISO instant → the wall clock of `zone` as a datetime-local value; null → "".
+  function isoToWall(iso, zone) {
+    if (!iso) return "";
+    const ms = Date.parse(iso);
+    return new Date(ms + zoneOffset(zone, ms)).toISOString().slice(0, 16);
+  }
+
+  function inZone(iso, zone) {
+    if (!iso) return "open";
+    try {
+      return new Date(iso).toLocaleString(undefined, { timeZone: zone, dateStyle: "medium", timeStyle: "short" });
+    } catch {
+      return iso;
+    }
+  }
+
+  async function loadEvents() {
+    renderEvents((await api("GET", "/admin/events")).events);
+  }
+
+  function renderEvents(events) {
+    const rows = events.map((event) => {
+      const tr = el("tr");
+      const actions = cell("");
+      const edit = el("button", "Edit", "btn small");
+      edit.type = "button";
+      edit.addEventListener("click", () => openEventForm(event));
+      const report = el("a", "Report (CSV)");
+      report.href = `/admin/events/${encodeURIComponent(event.id)}/report.csv`;
+      report.addEventListener("click", (click) => {
+        click.preventDefault();
+        download(report.href, `${event.id}-report.csv`);
+      });
+      actions.append(edit, " ", report);
+      tr.append(
+        cell(event.id, "mono"), cell(event.name), cell(event.venue || null), cell(event.time_zone),
+        cell(inZone(event.starts_at, event.time_zone)), cell(inZone(event.ends_at, event.time_zone)),
+        cell(event.stations.join(", ") || (event.is_default ? "(every unlisted station)" : null)),
+        cell(event.outfits.join(", ") || "whole catalogue"), actions,
+      );
+      return tr;
+    });
+    $("events").tBodies[0].replaceChildren(...rows);
+  }
+
+  function openEventForm(event) {
+    const editing = Boolean(event);
+    const zone = event ? event.time_zone : "UTC";
+    $("event-id").value = event ? event.id : "";
+    $("event-id").readOnly = editing;
+    $("event-name").value = event ? event.name : "";
+    $("event-venue").value = event ? event.venue : "";
+    $("event-zone").value = zone;
+    $("event-starts").value = event ? isoToWall(event.starts_at, zone) : "";
+    $("event-ends").value = event ? isoToWall(event.ends_at, zone) : "";
+    $("event-stations").value = event ? event.stations.join(", ") : "";
+    $("event-outfits").value = event ? event.outfits.join(", ") : "";
+    const extra = {};
+    if (event) {
+      for (const key of ["branding", "set_title", "texts", "languages", "daily_budget_usd", "total_budget_usd"]) {
+        extra[key] = event[key];
+      }
+    }
+    $("event-extra").value = JSON.stringify(extra, null, 2);
+    $("event-error").textContent = "";
+    $("event-form").hidden = false;
+    $("event-name").focus();
+  }
+
+  const listOf = (text) => text.split(",").map((s) => s.trim()).filter(Boolean);
+
+  async function saveEvent(submit) {
+    submit.preventDefault();
+    $("event-error").textContent = "";
+    let extra;
+    try {
+      extra = JSON.parse($("event-extra").value || "{}");
+    } catch (err) {
+      $("event-error").textContent = `More fields: not JSON (${err.message})`;
+      return;
+    }
+    const zone = $("event-zone").value.trim();
+    let starts, ends;
+    try {
+      starts = wallToIso($("event-starts").value, zone);
+      ends = wallToIso($("event-ends").value, zone);
+    } catch {
+      $("event-error").textContent = `Unknown time zone ${zone} (an IANA name such as Europe/Berlin).`;
+      return;
+    }
+    const body = {
+      ...extra,
+      name: $("event-name").value, venue: $("event-venue").value, time_zone: zone,
+      starts_at: starts, ends_at: ends,
+      stations: listOf($("event-stations").value), outfits: listOf($("event-outfits").value),
+    };
+    try {
+      await api("PUT", `/admin/events/${encodeURIComponent($("event-id").value)}`, body);
+      $("event-form").hidden = true;
+      await loadEvents();
+    } catch (err) {
+      const problem = accessProblem(err);
+      if (problem) return signOut(problem);
+      $("event-error").textContent = err.code ? `${err.code}: ${err.message}` : err.message || String(err);
+    }
+  }
+
+  async function download(path, fallbackName) {
+    $("action-error").textContent = "";
+    try {
+      const response = await request("GET", path);
+      const name = /filename="([^"]+)"/.exec(response.headers.get("Content-Disposition") || "");
+      const url = URL.createObjectURL(await response.blob());
+      const link = el("a");
+      link.href = url;
+      link.download = name ? name[1] : fallbackName;
+      document.body.append(link);
+      link.click();
+      link.remove();
+      setTimeout(() => URL.revokeObjectURL(url), 10_000);
+    } catch (err) {
+      const problem = accessProblem(err);
+      if (problem) return signOut(problem);
+      $("action-error").textContent = err.message || String(err);
+    }
+  }
+
   /* ---- Wiring. ---- */
 
   $("login").addEventListener("submit", signIn);
@@ -669,6 +822,9 @@
   });
   $("page-newer").addEventListener("click", () => { list.page = Math.max(0, list.page - 1); refresh(); });
   $("leads-export").addEventListener("click", exportLeads);
+  $("event-new").addEventListener("click", () => openEventForm(null));
+  $("event-cancel").addEventListener("click", () => { $("event-form").hidden = true; });
+  $("event-form").addEventListener("submit", saveEvent);
   $("detail-sheet").addEventListener("click", (event) => openSheet(event).catch(() => {}));
   $("detail-retry").addEventListener("click", () => {
     const id = $("detail-retry").dataset.jobId;
