@@ -139,3 +139,38 @@ async def test_events_round_trip_and_stations_pick_their_event(db: Database) -> 
         assert await repos.events.delete("gala-la")
         assert await repos.events.outfit("gala_robe") is None
         assert not await repos.events.delete("gala-la")
+
+
+def test_overlaps_counts_open_ends_as_forever_and_touching_ends_as_apart() -> None:
+    from shared.events import overlaps
+
+    def ev(start: int | None, end: int | None) -> Event:
+        at = lambda h: None if h is None else datetime(2026, 7, 1, tzinfo=UTC) + timedelta(hours=h)  # noqa: E731
+        return Event(id="e", name="e", starts_at=at(start), ends_at=at(end))
+
+    assert overlaps(ev(0, 10), ev(5, 15))
+    assert not overlaps(ev(0, 10), ev(10, 20))
+    assert overlaps(ev(None, None), ev(100, 101))
+    assert overlaps(ev(0, None), ev(50, 60))
+    assert not overlaps(ev(None, 5), ev(5, None))
+
+
+def test_event_spec_keeps_a_good_event_and_converts_times_to_utc() -> None:
+    from shared.events import EventSpec
+
+    spec = EventSpec.model_validate(
+        {
+            "name": "Fair",
+            "time_zone": "Europe/Berlin",
+            "starts_at": "2026-07-01T09:00:00+02:00",
+            "branding": {"title": "Fair", "accent_color": "#abc", "logo_url": "/logo.png"},
+            "set_title": {"en": "Fair stickers"},
+        }
+    )
+    event = spec.to_event("fair")
+    assert event.starts_at == datetime(2026, 7, 1, 7, tzinfo=UTC)
+    assert event.branding == {"title": "Fair", "accent_color": "#abc", "logo_url": "/logo.png"}
+    assert (
+        spec.unknown_outfits([]) == [] and EventSpec(name="x", outfits=["zzz"]).unknown_outfits(["zzz"]) == []
+    )
+    assert EventSpec(name="x", outfits=["zzz"]).unknown_outfits([]) == ["zzz"]
