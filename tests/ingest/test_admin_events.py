@@ -237,3 +237,17 @@ async def test_uploaded_outfits(admin_client: httpx.AsyncClient, db: Database) -
     assert (await admin_client.delete("/admin/events/e1/outfits/keeper", headers=AUTH)).status_code == 204
     missing = await admin_client.delete("/admin/events/e1/outfits/keeper", headers=AUTH)
     assert missing.status_code == 404 and await code(missing) == "outfit_not_found"
+
+
+async def test_two_concurrent_writes_cannot_both_take_a_station(
+    admin_client: httpx.AsyncClient, db: Database
+) -> None:
+    """The check and the save run under one advisory lock: of two simultaneous PUTs that would give
+    ``hall3-a`` two overlapping events, one is refused."""
+    import asyncio
+
+    answers = await asyncio.gather(
+        *(admin_client.put(f"/admin/events/race-{i}", json=spec(), headers=AUTH) for i in range(4))
+    )
+    assert sorted(a.status_code for a in answers) == [200, 409, 409, 409], [a.text for a in answers]
+    assert len(await event_ids(db)) == 2
