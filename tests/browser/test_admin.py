@@ -1,4 +1,4 @@
-"""The admin page in Chromium against the running stack (issue 13 items 3 and 5): sign in, pause/resume,
+"""The admin page in Chromium against the running stack (issue 13 items 3 and 5; events, issue 23): sign in, pause/resume,
 the overview row, finding a named guest's failed job and retrying it, no Retry for a no-face photo, a
 delivered job's page with its stickers (each with its likeness, issue 20 item 5), contact sheet and calls
 and "Resend link" reaching the guest's chat, paging, and the leads CSV export."""
@@ -11,6 +11,7 @@ import io
 import time
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 from uuid import UUID
@@ -370,3 +371,47 @@ def test_queued_again_shows_while_the_job_waits_and_becomes_retried_once_it_is_d
         expect(row).not_to_contain_text("queued again")
     finally:
         in_db(stack, resume)
+
+
+def test_an_operator_creates_an_event_in_its_own_time_zone_and_a_bad_one_is_refused(
+    page: Page, stack: Stack
+) -> None:
+    """Issue 23 item 1: the Events section's form writes the start and end in the event's zone (Tokyo,
+    UTC+9, no daylight time), the list shows them back in that zone, and a station already at a running
+    event is refused with its code on the page."""
+    sign_in(page, stack)
+    page.click("#event-new")
+    page.fill("#event-id", "gala-tokyo")
+    page.fill("#event-name", "Gala Tokyo")
+    page.fill("#event-venue", "Hall B")
+    page.fill("#event-zone", "Asia/Tokyo")
+    page.fill("#event-starts", "2026-12-24T18:00")
+    page.fill("#event-ends", "2026-12-25T02:00")
+    page.fill("#event-stations", "tokyo-1, tokyo-2")
+    page.fill("#event-outfits", "pirate, chef")
+    page.fill(
+        "#event-extra", '{"branding": {"title": "Gala", "accent_color": "#112233"}, "daily_budget_usd": 20}'
+    )
+    page.click("#event-form button[type=submit]")
+    expect(page.locator("#event-form")).to_be_hidden()
+    row = page.locator("#events tbody tr", has_text="gala-tokyo")
+    expect(row).to_contain_text("Asia/Tokyo")
+    expect(row).to_contain_text("Dec 24, 2026, 6:00 PM")  # the page's locale is Chromium's en-US
+    expect(row).to_contain_text("Dec 25, 2026, 2:00 AM")
+    stored = httpx.get(f"{stack.ingest_url}/admin/events/gala-tokyo", headers=ADMIN, timeout=10).json()
+    starts, ends = (datetime.fromisoformat(stored[k]) for k in ("starts_at", "ends_at"))
+    assert (starts, ends) == (datetime(2026, 12, 24, 9, tzinfo=UTC), datetime(2026, 12, 24, 17, tzinfo=UTC))
+    assert stored["stations"] == ["tokyo-1", "tokyo-2"] and stored["daily_budget_usd"] == 20
+    assert stored["branding"]["accent_color"] == "#112233"
+
+    page.click("#event-new")  # the same station at an overlapping event
+    page.fill("#event-id", "gala-tokyo-2")
+    page.fill("#event-name", "Gala Tokyo again")
+    page.fill("#event-zone", "Asia/Tokyo")
+    page.fill("#event-starts", "2026-12-24T20:00")
+    page.fill("#event-ends", "2026-12-24T23:00")
+    page.fill("#event-stations", "tokyo-2")
+    page.click("#event-form button[type=submit]")
+    expect(page.locator("#event-error")).to_contain_text("station_overlap")
+    gone = httpx.get(f"{stack.ingest_url}/admin/events/gala-tokyo-2", headers=ADMIN, timeout=10)
+    assert gone.status_code == 404
