@@ -13,6 +13,7 @@ from shared.commands import SendAdminMessage
 from shared.domain import JobStatus
 from shared.outbox import add_command, dispatch_commands
 from shared.repositories import Database, Repositories
+from shared.repositories.event_report import event_report
 from shared.streams import Publisher
 from shared.subjects import AdminText
 
@@ -42,7 +43,26 @@ async def digest_text(repos: Repositories, day: date) -> str:
             "Failures: " + ", ".join(f"{k or 'unknown'} {v}" for k, v in sorted(failures.items(), key=str))
         )
     lines.append(f"Leads: {lead_count}")
+    lines.extend(await event_lines(repos, day - timedelta(days=1)))
     return "\n".join(lines)
+
+
+async def event_lines(repos: Repositories, local_day: date) -> list[str]:
+    """One line per event (not the default one) that had guests, calls or leads on its own local calendar
+    day ``local_day`` (its time zone): photos, delivered, failed, cost USD, leads. None without events."""
+    lines = []
+    for event in await repos.events.all():
+        if event.is_default:
+            continue
+        row = next((r for r in await event_report(repos.conn, event) if r.day == local_day), None)
+        if row is None:
+            continue
+        lines.append(
+            f"Event {event.name} ({local_day.isoformat()}, {event.time_zone}): photos {row.photos}, "
+            f"delivered {row.packs_delivered}, failed {sum(row.failures.values())}, "
+            f"${row.cost_usd:.2f}, leads {row.leads}"
+        )
+    return lines
 
 
 async def send_digest_if_due(db: Database, publisher: Publisher, *, now: datetime, hour_utc: int) -> bool:

@@ -19,7 +19,7 @@ Redis down is a figure too (``streams_error``), never an error: the rest comes f
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -29,9 +29,10 @@ from shared import maintenance
 from shared.days import pacific_day_start, utc_day_start
 from shared.domain import JobStatus
 from shared.errors import RedisUnavailable
+from shared.events import Event
 from shared.maintenance import Pause
 from shared.repositories import Database
-from shared.repositories.overview import LinkTimes, ProviderHealth
+from shared.repositories.overview import EventDay, LinkTimes, ProviderHealth
 from shared.settings import BudgetSettings
 from shared.streams import StreamHealth, consumed_streams, stream_health
 
@@ -61,6 +62,9 @@ class Overview:
     streams: list[StreamHealth] | None
     streams_error: str | None
     pause: Pause | None
+    #: the events running at ``at`` (the default event always), each with its figures since its local
+    #: midnight: (event, its day's start in UTC, :class:`EventDay`, its daily budget in USD or ``None``)
+    events: list[tuple[Event, datetime, EventDay, float | None]] = field(default_factory=list)
 
     @property
     def queued(self) -> int:
@@ -129,6 +133,23 @@ class Overview:
             ],
             "streams_error": self.streams_error,
             "pause": self.pause.to_json() if self.pause else None,
+            "events": [
+                {
+                    "id": event.id,
+                    "name": event.name,
+                    "time_zone": event.time_zone,
+                    "day_start": day_start.isoformat(),
+                    "today": {
+                        "packs_delivered": today.packs_delivered,
+                        "failures": sum(today.failures.values()),
+                        "failures_by_class": dict(sorted(today.failures.items())),
+                        "cost_usd": round(today.cost_usd, 4),
+                        "leads": today.leads,
+                    },
+                    "budget": {"daily_usd": daily, "total_usd": event.total_budget_usd},
+                }
+                for event, day_start, today, daily in self.events
+            ],
         }
 
 
@@ -162,6 +183,15 @@ async def gather_overview(
         providers = await repos.overview.provider_health_since(at - PROVIDER_WINDOW)
         counts = await repos.jobs.count_by_status()
         pause = await maintenance.current_pause(repos, env_on=env_maintenance)
+        events = []
+        for event in await repos.events.all():
+            if not (event.is_default or event.runs_at(at)):
+                continue
+            start = event.day_start(at)
+            daily = event.daily_budget_usd
+            if daily is None and event.is_default:
+                daily = budget.daily_budget_usd
+            events.append((event, start, await repos.overview.event_day_since(event.id, start), daily))
     streams: list[StreamHealth] | None = None
     streams_error = "not checked" if redis is None else None
     if redis is not None:
@@ -184,4 +214,5 @@ async def gather_overview(
         streams=streams,
         streams_error=streams_error,
         pause=pause,
+        events=events,
     )

@@ -59,6 +59,7 @@ class LeadRepository:
         source_page: str | None,
         utm: dict[str, str],
         consented_at: datetime | None = None,
+        event_id: str | None = None,
     ) -> LeadSubmission:
         """Store one landing submission; safe to call twice, or at the same moment, with one ``request_id``.
 
@@ -67,7 +68,8 @@ class LeadRepository:
         submits resolve through the unique indexes (``request_id`` on both tables, ``contact_key`` on
         leads) with ``ON CONFLICT DO NOTHING`` followed by a read of the winner, never an error.
         ``consented_at``: when the visitor consented to the use of their contact data (the landing form's
-        consent line), stored on the lead or the repeat.
+        consent line), stored on the lead or the repeat. ``event_id``: the event whose landing page sent it
+        (a known event id, or ``None``), stored on a new lead (``leads.event_id``).
         """
         fields = {
             "name": name,
@@ -92,6 +94,7 @@ class LeadRepository:
                             request_id=request_id,
                             contact_kind=contact_kind,
                             contact_key=contact_key,
+                            event_id=event_id,
                             **fields,
                         )
                         .on_conflict_do_nothing()

@@ -13,7 +13,7 @@ from datetime import datetime
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from shared.db.tables import api_usage, jobs, sessions
+from shared.db.tables import api_usage, jobs, leads, sessions
 from shared.domain import JobStatus
 from shared.errors import ErrorClass
 from shared.repositories.jobs import accepted_at_sql
@@ -70,6 +70,18 @@ class ProviderHealth:
     @property
     def error_share(self) -> float:
         return (self.calls - self.ok) / self.calls if self.calls else 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class EventDay:
+    """One event's figures since a moment (its local midnight): ``packs_delivered`` (links sent),
+    ``failures`` (:func:`failure_label` → jobs failed and still failed), ``cost_usd`` (USD of the calls
+    counted towards it), ``leads`` (leads that named it)."""
+
+    packs_delivered: int = 0
+    failures: dict[str, int] = field(default_factory=dict)
+    cost_usd: float = 0.0
+    leads: int = 0
 
 
 class OverviewRepository:
@@ -158,3 +170,40 @@ class OverviewRepository:
             )
             for name, outcomes in sorted(calls.items())
         ]
+
+    async def event_day_since(self, event_id: str, since: datetime) -> EventDay:
+        """Event ``event_id``'s figures since ``since`` (:class:`EventDay`): only its guests
+        (``sessions.event_id``), its calls (``api_usage.event_id``) and its leads (``leads.event_id``)."""
+        of_event = jobs.join(sessions, sessions.c.id == jobs.c.session_id)
+        delivered = await self.conn.scalar(
+            sa.select(sa.func.count())
+            .select_from(of_event)
+            .where(sessions.c.event_id == event_id, jobs.c.link_sent_at >= since)
+        )
+        label = _label_sql()
+        failures = await self.conn.execute(
+            sa.select(label, sa.func.count())
+            .select_from(of_event)
+            .where(
+                sessions.c.event_id == event_id,
+                jobs.c.status == JobStatus.FAILED.value,
+                jobs.c.updated_at >= since,
+            )
+            .group_by(label)
+        )
+        cost = await self.conn.scalar(
+            sa.select(sa.func.coalesce(sa.func.sum(api_usage.c.cost_usd), 0)).where(
+                api_usage.c.event_id == event_id, api_usage.c.created_at >= since
+            )
+        )
+        lead_count = await self.conn.scalar(
+            sa.select(sa.func.count())
+            .select_from(leads)
+            .where(leads.c.event_id == event_id, leads.c.created_at >= since)
+        )
+        return EventDay(
+            packs_delivered=int(delivered or 0),
+            failures={str(r[0]): int(r[1]) for r in failures},
+            cost_usd=float(cost or 0),
+            leads=int(lead_count or 0),
+        )

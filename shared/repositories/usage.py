@@ -11,7 +11,8 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from shared.ai_models import TokenUsage
-from shared.db.tables import api_usage, jobs
+from shared.db.tables import api_usage, jobs, sessions
+from shared.events import DEFAULT_EVENT
 
 __all__ = ["ApiCall", "UsageRepository"]
 
@@ -34,6 +35,8 @@ class ApiCall:
         job_id: the job the call was made for (``None`` outside a job, e.g. the CLI).
         usage: the tokens the provider's answer reported (``None``: it reported none, or there was no
             answer; the cost is then the estimate, or 0 for a failure).
+        event_id: the event the call counts towards (its budgets and report); ``None``: the event of the
+            job's session, or :data:`shared.events.DEFAULT_EVENT` outside a job.
     """
 
     provider: str
@@ -47,6 +50,7 @@ class ApiCall:
     error: str | None = None
     job_id: UUID | None = None
     usage: TokenUsage | None = None
+    event_id: str | None = None
 
 
 _TOKEN_COLUMNS = (
@@ -74,13 +78,24 @@ class UsageRepository:
 
     async def record(self, call: ApiCall) -> None:
         """Insert one call. A call for a job that no longer exists (erased while it rendered, issue 11)
-        is kept for the cost, without a ``job_id``."""
-        job_id = None
+        is kept for the cost, without a ``job_id``. Its ``event_id`` is ``call.event_id``, else the job's
+        session's event, else the default event."""
+        job_id: object = None
+        event_id: object = call.event_id or DEFAULT_EVENT
         if call.job_id is not None:
             job_id = sa.select(jobs.c.id).where(jobs.c.id == call.job_id).scalar_subquery()
+            if call.event_id is None:
+                event_id = sa.func.coalesce(
+                    sa.select(sessions.c.event_id)
+                    .select_from(jobs.join(sessions, sessions.c.id == jobs.c.session_id))
+                    .where(jobs.c.id == call.job_id)
+                    .scalar_subquery(),
+                    DEFAULT_EVENT,
+                )
         await self.conn.execute(
             sa.insert(api_usage).values(
                 job_id=job_id,
+                event_id=event_id,
                 provider=call.provider,
                 model=call.model,
                 kind=call.kind,
@@ -111,6 +126,15 @@ class UsageRepository:
             )
         )
         return float(total or 0)
+
+    async def event_spend_since(self, event_id: str, since: datetime | None) -> float:
+        """USD the calls counted towards event ``event_id`` cost since ``since`` (``None``: ever)."""
+        query = sa.select(sa.func.coalesce(sa.func.sum(api_usage.c.cost_usd), 0)).where(
+            api_usage.c.event_id == event_id
+        )
+        if since is not None:
+            query = query.where(api_usage.c.created_at >= since)
+        return float(await self.conn.scalar(query) or 0)
 
     async def image_requests_since(self, provider: str, since: datetime) -> int:
         """Image requests sent to ``provider`` since ``since``, whatever their outcome (RPD counts them)."""
@@ -143,6 +167,7 @@ class UsageRepository:
                 error=m["error"],
                 job_id=m["job_id"],
                 usage=_usage(dict(m)),
+                event_id=m["event_id"],
             )
             for m in (row._mapping for row in rows)
         ]

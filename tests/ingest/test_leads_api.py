@@ -12,10 +12,13 @@ from typing import Any
 import httpx
 import pytest
 import redis.asyncio as aioredis
+import sqlalchemy as sa
 from fastapi import FastAPI
 
 from ingest.main import create_app
 from shared import streams
+from shared.db.tables import leads
+from shared.events import Event
 from shared.messages import LeadCreated, LeadRepeated, decode
 from shared.repositories import Database
 from shared.streams import Publisher
@@ -334,3 +337,27 @@ def _now() -> Any:
     from datetime import UTC, datetime
 
     return datetime.now(UTC)
+
+
+async def test_a_lead_names_its_event_and_an_unknown_event_is_stored_as_none(
+    api: httpx.AsyncClient, db: Database
+) -> None:
+    async with db.transaction() as repos:
+        await repos.events.save(Event(id="tokyo", name="Tokyo fair", time_zone="Asia/Tokyo"))
+    bodies = [
+        lead("req-event-001", contact="a@example.com", event="tokyo"),
+        lead("req-event-002", contact="b@example.com", event="gone-event"),  # a stale landing page
+        lead("req-event-003", contact="c@example.com", event=42),
+        lead("req-event-004", contact="d@example.com"),
+    ]
+    for body in bodies:
+        answer = await api.post("/leads", json=body)
+        assert answer.status_code == 201, answer.text
+    async with db.transaction() as repos:
+        stored = dict((await repos.conn.execute(sa.select(leads.c.request_id, leads.c.event_id))).all())
+    assert stored == {
+        "req-event-001": "tokyo",
+        "req-event-002": None,
+        "req-event-003": None,
+        "req-event-004": None,
+    }

@@ -9,8 +9,9 @@ import pytest
 import redis.asyncio as aioredis
 import sqlalchemy as sa
 
-from shared.db.tables import jobs
-from shared.digest import send_digest_if_due
+from shared.db.tables import jobs, sessions
+from shared.digest import digest_text, send_digest_if_due
+from shared.events import Event
 from shared.repositories import Database
 from shared.streams import Publisher
 
@@ -50,4 +51,27 @@ async def test_the_digest_is_sent_once_per_day_by_one_of_many_replicas(
 async def test_no_digest_before_its_hour(db: Database, redis: aioredis.Redis) -> None:
     assert not await send_digest_if_due(
         db, Publisher(redis), now=datetime(2026, 12, 1, 8, 59, tzinfo=UTC), hour_utc=9
+    )
+
+
+async def test_the_digest_has_a_line_per_event_for_its_own_local_yesterday(db: Database) -> None:
+    async with db.transaction() as repos:
+        assert "Event " not in await digest_text(repos, datetime(2026, 3, 11, tzinfo=UTC).date())
+        await repos.events.save(Event(id="tokyo", name="Tokyo fair", time_zone="Asia/Tokyo"))
+        # 10 March 16:00 UTC is 11 March 01:00 in Tokyo: not its 10 March
+        for token, at in (
+            ("a", datetime(2026, 3, 10, 14, tzinfo=UTC)),
+            ("b", datetime(2026, 3, 10, 16, tzinfo=UTC)),
+        ):
+            session = await repos.sessions.create(station="s", token=token)
+            await repos.conn.execute(
+                sa.update(sessions).where(sessions.c.id == session.id).values(event_id="tokyo", created_at=at)
+            )
+            job = await repos.jobs.insert_queued(session_id=session.id, capture_id="c", outfit_id="chef")
+            await repos.conn.execute(
+                sa.update(jobs).where(jobs.c.id == job.id).values(status="delivered", created_at=at)
+            )
+        text = await digest_text(repos, datetime(2026, 3, 11, tzinfo=UTC).date())
+    assert (
+        "Event Tokyo fair (2026-03-10, Asia/Tokyo): photos 1, delivered 1, failed 0, $0.00, leads 0" in text
     )

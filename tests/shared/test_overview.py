@@ -13,8 +13,9 @@ import sqlalchemy as sa
 
 from shared import maintenance, streams
 from shared.days import utc_day_start
-from shared.db.tables import api_usage, job_events, jobs
+from shared.db.tables import api_usage, job_events, jobs, sessions
 from shared.domain import JobStatus
+from shared.events import Event
 from shared.overview import gather_overview
 from shared.repositories import Database
 from shared.repositories.usage import ApiCall
@@ -218,3 +219,53 @@ async def test_the_oldest_pending_entry_is_aged_from_its_id(redis: aioredis.Redi
     assert health.groups[0].oldest_pending_s == 5.0
     [missing] = await streams.stream_health(redis, (streams.LEADS,))
     assert (missing.length, missing.groups, missing.dead_letters) == (0, [], 0)
+
+
+async def test_each_running_event_counts_its_today_from_its_own_local_midnight(db: Database) -> None:
+    """At 20:00 UTC on 1 December: Los Angeles' day began at 08:00 UTC that day, Tokyo's at 15:00 UTC."""
+    la = Event(id="la", name="LA", time_zone="America/Los_Angeles", daily_budget_usd=3.0)
+    tokyo = Event(id="tokyo", name="Tokyo", time_zone="Asia/Tokyo", total_budget_usd=50.0)
+    ended = Event(id="old", name="Old", ends_at=NOW - timedelta(days=1))
+    async with db.transaction() as repos:
+        for event in (la, tokyo, ended):
+            await repos.events.save(event)
+        for event_id, hours_ago, cost in (
+            ("la", 11, 1.0),  # 09:00 UTC: LA's today
+            ("la", 13, 2.0),  # 07:00 UTC: LA's yesterday
+            ("tokyo", 4, 0.5),  # 16:00 UTC: Tokyo's today
+            ("tokyo", 6, 4.0),  # 14:00 UTC: Tokyo's yesterday
+        ):
+            session = await repos.sessions.create(station="s", token=f"t-{event_id}-{hours_ago}")
+            await repos.conn.execute(
+                sa.update(sessions).where(sessions.c.id == session.id).values(event_id=event_id)
+            )
+            job = await repos.jobs.insert_queued(session_id=session.id, capture_id="c", outfit_id="chef")
+            await repos.conn.execute(
+                sa.update(jobs)
+                .where(jobs.c.id == job.id)
+                .values(status="delivered", link_sent_at=NOW - timedelta(hours=hours_ago))
+            )
+            await repos.conn.execute(
+                sa.insert(api_usage).values(
+                    event_id=event_id,
+                    provider="gemini",
+                    model="m",
+                    kind="sheet",
+                    call_type="image",
+                    outcome="ok",
+                    cost_usd=cost,
+                    created_at=NOW - timedelta(hours=hours_ago),
+                )
+            )
+    view = (await gather_overview(db, None, budget=BUDGET, env_maintenance=False, now=NOW)).to_json()
+    by_id = {e["id"]: e for e in view["events"]}
+    assert set(by_id) == {"default", "la", "tokyo"}  # an ended event is not in today's overview
+    assert by_id["la"]["day_start"] == "2026-12-01T08:00:00+00:00"
+    assert by_id["la"]["today"]["packs_delivered"] == 1 and by_id["la"]["today"]["cost_usd"] == 1.0
+    assert by_id["la"]["budget"] == {"daily_usd": 3.0, "total_usd": None}
+    assert by_id["tokyo"]["day_start"] == "2026-12-01T15:00:00+00:00"
+    assert by_id["tokyo"]["today"]["packs_delivered"] == 1 and by_id["tokyo"]["today"]["cost_usd"] == 0.5
+    assert by_id["tokyo"]["budget"] == {"daily_usd": None, "total_usd": 50.0}
+    assert by_id["default"]["today"]["cost_usd"] == 0.0
+    assert by_id["default"]["budget"]["daily_usd"] == 5.0  # DAILY_BUDGET_USD
+    assert view["spend_today"]["usd"] == 7.5  # the deployment-wide UTC day (all four calls) is unchanged

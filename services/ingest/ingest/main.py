@@ -15,6 +15,7 @@ from fastapi.middleware.cors import CORSMiddleware
 
 from ingest.api import (
     admin_erasure,
+    admin_event_report,
     admin_events,
     admin_jobs,
     admin_leads,
@@ -127,6 +128,7 @@ def create_app(
         admin_jobs.router,
         admin_erasure.router,
         admin_preflight.router,
+        admin_event_report.router,
         pages.router,
         downloads.router,
     ]

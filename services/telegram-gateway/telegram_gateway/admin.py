@@ -183,4 +183,20 @@ def status_text(view: Overview) -> str:
         ]
         if trouble:
             lines.append("Streams: " + ", ".join(trouble) + ".")
+    lines.extend(event_lines(view))
     return "\n".join(lines)
+
+
+def event_lines(view: Overview) -> list[str]:
+    """One line per event running now, its day counted from its local midnight; none while the default
+    event is the only one (an operator who never created an event sees ``/status`` as before)."""
+    if len(view.events) <= 1:
+        return []
+    lines = []
+    for event, _start, today, daily in view.events:
+        cost = f"${today.cost_usd:.2f}" + (f" of ${daily:.2f}" if daily else "")
+        lines.append(
+            f"Event {event.name} ({event.time_zone}) today: {today.packs_delivered} delivered, "
+            f"{sum(today.failures.values())} failed, {cost}, {today.leads} leads."
+        )
+    return lines

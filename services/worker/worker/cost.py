@@ -21,6 +21,7 @@ import structlog
 from shared import metrics
 from shared.days import pacific_day_start
 from shared.errors import ErrorClass, JobCostExceeded, ProviderUnavailable
+from shared.events import DEFAULT_EVENT, Event
 from shared.repositories import Database, Repositories
 from shared.repositories.usage import ApiCall
 from worker.store_outage import DEFAULT_PATIENCE_S, patiently
@@ -55,6 +56,10 @@ class UsageStore(Protocol):
 
     async def spend_since(self, since: datetime) -> float:
         """USD of every call since ``since``."""
+        ...
+
+    async def event_spend_since(self, event_id: str, since: datetime | None) -> float:
+        """USD of the calls counted towards event ``event_id`` since ``since`` (``None``: ever)."""
         ...
 
     async def image_requests_since(self, provider: str, since: datetime) -> int:
@@ -96,6 +101,11 @@ class DbUsageStore:
     async def spend_since(self, since: datetime) -> float:
         return await self._patiently("api_usage", lambda repos: repos.usage.spend_since(since))
 
+    async def event_spend_since(self, event_id: str, since: datetime | None) -> float:
+        return await self._patiently(
+            "api_usage", lambda repos: repos.usage.event_spend_since(event_id, since)
+        )
+
     async def image_requests_since(self, provider: str, since: datetime) -> int:
         return await self._patiently(
             "api_usage", lambda repos: repos.usage.image_requests_since(provider, since)
@@ -122,6 +132,13 @@ class MemoryUsageStore:
     async def spend_since(self, since: datetime) -> float:
         return sum(c.cost_usd for at, c in self.calls if at >= since)
 
+    async def event_spend_since(self, event_id: str, since: datetime | None) -> float:
+        return sum(
+            c.cost_usd
+            for at, c in self.calls
+            if (c.event_id or DEFAULT_EVENT) == event_id and (since is None or at >= since)
+        )
+
     async def image_requests_since(self, provider: str, since: datetime) -> int:
         return sum(
             1 for at, c in self.calls if c.provider == provider and c.call_type == "image" and at >= since
@@ -139,7 +156,11 @@ class CostLedger:
         job_id: the job (``None`` outside a job: no ceiling history).
         created_at: the job's ``created_at`` (the ceiling counts from it).
         max_cost_usd: ``JOB_MAX_COST_USD``.
-        daily_budget_usd: ``DAILY_BUDGET_USD`` or ``None``.
+        daily_budget_usd: ``DAILY_BUDGET_USD`` or ``None``: the budget per UTC day of every call when
+            ``event`` is ``None``, and the default event's per its local day when it has none of its own.
+        event: the job's event (``None``: no event, as before events): its calls are recorded as its, and
+            its ``daily_budget_usd`` (since its local midnight) and ``total_budget_usd`` (since its start,
+            or ever) are checked before every call.
         clock: UTC now.
     """
 
@@ -151,8 +172,10 @@ class CostLedger:
         created_at: datetime,
         max_cost_usd: float,
         daily_budget_usd: float | None = None,
+        event: Event | None = None,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:
+        self.event = event
         self.store = store
         self.job_id = job_id
         self.created_at = created_at
@@ -202,7 +225,10 @@ class CostLedger:
         Raises:
             JobCostExceeded: the job spent ``JOB_MAX_COST_USD`` or more, or the call's estimate would take it
                 past that (logged ``JOB_COST_LIMIT``).
-            ProviderUnavailable: (``budget``) the UTC day's spend reached ``DAILY_BUDGET_USD``.
+            ProviderUnavailable: (``budget``) the day's spend reached the daily budget (the event's local
+                day and its ``daily_budget_usd``, the default event's falling back to
+                ``DAILY_BUDGET_USD``; with no event, the UTC day of every call), or the event's spend
+                since its start reached its ``total_budget_usd``.
         """
         spent = await self.spent()
         if spent >= self.max_cost_usd or spent + estimate_usd > self.max_cost_usd:
@@ -217,19 +243,46 @@ class CostLedger:
                 f"the job spent {spent:.2f} USD of {self.max_cost_usd:.2f}"
                 + (f"; the next call (about {estimate_usd:.3f} USD) would pass it" if estimate_usd else "")
             )
-        if self.daily_budget_usd is not None and provider != "local":
+        if provider == "local":
+            return  # the offline renderer costs nothing
+        if self.event is not None:
+            await self._check_event_budgets(self.event)
+        elif self.daily_budget_usd is not None:
             now = self.clock()
             day = await self.store.spend_since(datetime.combine(now.date(), datetime.min.time(), UTC))
-            if day >= self.daily_budget_usd:
-                log.error("DAILY_BUDGET_REACHED", spent_usd=round(day, 4), budget=self.daily_budget_usd)
-                raise ProviderUnavailable(
-                    f"daily budget reached: {day:.2f} of {self.daily_budget_usd:.2f} USD",
-                    error_class=ErrorClass.BUDGET,
-                )
+            self._refuse_if_reached(day, self.daily_budget_usd, "daily budget")
+
+    async def _check_event_budgets(self, event: Event) -> None:
+        daily = event.daily_budget_usd
+        if daily is None and event.is_default:
+            daily = self.daily_budget_usd
+        if daily is not None:
+            day = await self.store.event_spend_since(event.id, event.day_start(self.clock()))
+            self._refuse_if_reached(day, daily, "daily budget", event.id)
+        if event.total_budget_usd is not None:
+            total = await self.store.event_spend_since(event.id, event.starts_at)
+            self._refuse_if_reached(total, event.total_budget_usd, "event budget", event.id)
+
+    @staticmethod
+    def _refuse_if_reached(spent: float, budget: float, what: str, event_id: str | None = None) -> None:
+        if spent < budget:
+            return
+        log.error(
+            "DAILY_BUDGET_REACHED" if what == "daily budget" else "EVENT_BUDGET_REACHED",
+            spent_usd=round(spent, 4),
+            budget=budget,
+            event_id=event_id,
+        )
+        raise ProviderUnavailable(
+            f"{what} reached: {spent:.2f} of {budget:.2f} USD" + (f" (event {event_id})" if event_id else ""),
+            error_class=ErrorClass.BUDGET,
+        )
 
     async def record(self, call: ApiCall) -> None:
         """Record one finished call (in ``api_usage`` and the metrics) as it happens."""
-        call = dataclasses.replace(call, job_id=self.job_id)
+        call = dataclasses.replace(
+            call, job_id=self.job_id, event_id=self.event.id if self.event else call.event_id
+        )
         self.calls.append(call)
         await self.store.record(call)
         metrics.PROVIDER_CALLS.labels(provider=call.provider, model=call.model, outcome=call.outcome).inc()

@@ -24,6 +24,7 @@ import structlog
 
 from shared.domain import Blob, Job
 from shared.errors import ErrorClass, RetryableJobError
+from shared.events import Event
 from shared.outfits import Outfit
 from shared.repositories import Database
 from worker.context import DbArtefacts, NoValidSheet, RenderContext
@@ -36,7 +37,7 @@ from worker.steps.inputs import face_crop, prepare_inputs
 from worker.steps.likeness import attach_likeness
 from worker.steps.passport import appearance_passport
 from worker.steps.slots import stickers_of
-from worker.store_outage import DEFAULT_PATIENCE_S
+from worker.store_outage import DEFAULT_PATIENCE_S, patiently
 from worker.variants import VARIANTS, resolve_variant
 
 __all__ = ["Pack", "PipelineRenderer", "render_job", "resolve_mode", "startup_fields"]
@@ -176,6 +177,15 @@ class PipelineRenderer:
         self.clock = clock
         self.likeness = likeness
 
+    async def _event_of(self, job: Job) -> Event | None:
+        """The event of the job's session (its budgets; ``None``: the session is gone)."""
+
+        async def once() -> Event | None:
+            async with self.db.transaction() as repos:
+                return await repos.events.of_session(job.session_id)
+
+        return await patiently(once, patience_s=self.store_patience_s, what="events")
+
     async def __call__(self, job: Job, selfie: Blob, outfit: Outfit) -> Pack:
         """Render ``job`` from its stored selfie blob (see :func:`render_job` for what is raised)."""
         ledger = CostLedger(
@@ -184,6 +194,7 @@ class PipelineRenderer:
             created_at=job.created_at,
             max_cost_usd=self.settings.job_max_cost_usd,
             daily_budget_usd=self.settings.daily_budget_usd,
+            event=await self._event_of(job),
             clock=self.clock,
         )
         ctx = RenderContext(

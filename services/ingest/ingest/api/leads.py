@@ -50,7 +50,8 @@ class Utm(BaseModel):
 class LeadIn(BaseModel):
     """Body of ``POST /leads``. ``requestId``: the visitor's idempotency key (8-64 of ``A-Z a-z 0-9 _ -``,
     e.g. a UUID); ``contact``: a phone number, an e-mail address or a Telegram ``@username``;
-    ``consent``: ``true`` when the visitor ticked the consent line (anything else is refused)."""
+    ``consent``: ``true`` when the visitor ticked the consent line (anything else is refused); ``event``:
+    optional, the id of the event whose landing page sent it (unknown: stored without an event)."""
 
     request_id: SingleLine = Field(
         alias="requestId", min_length=8, max_length=64, pattern=r"^[A-Za-z0-9_-]+$"
@@ -61,6 +62,9 @@ class LeadIn(BaseModel):
     source_page: TrimmedLine | None = Field(None, alias="sourcePage", max_length=500)
     utm: Utm = Field(default_factory=Utm)
     consent: StrictBool = False  # JSON true only: "yes" or 1 is no tick of the consent line
+    # the event whose landing page sent it (an event id); anything else, or an unknown id, is stored as no
+    # event, never refused: a stale landing page loses no lead
+    event: Any = None
 
     @field_validator("contact")
     @classmethod
@@ -110,7 +114,11 @@ async def create_lead(
             raise
     if known is None:
         async with ctx.db.transaction() as repos:
+            event = None
+            if isinstance(body.event, str) and 0 < len(body.event) <= 100:
+                event = await repos.events.get(body.event)
             known = await repos.leads.submit(
+                event_id=event.id if event else None,
                 request_id=body.request_id,
                 name=body.name,
                 contact=body.contact,
