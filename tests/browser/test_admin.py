@@ -1,7 +1,8 @@
-"""The admin page in Chromium against the running stack (issue 13 items 3 and 5; events, issue 23): sign in, pause/resume,
+"""The admin page in Chromium against the running stack (issue 13 items 3 and 5): sign in, pause/resume,
 the overview row, finding a named guest's failed job and retrying it, no Retry for a no-face photo, a
 delivered job's page with its stickers (each with its likeness, issue 20 item 5), contact sheet and calls
-and "Resend link" reaching the guest's chat, paging, and the leads CSV export."""
+and "Resend link" reaching the guest's chat, paging, the leads CSV export, and an event made on the page
+(issue 23)."""
 
 from __future__ import annotations
 
