@@ -13,6 +13,7 @@ import asyncio
 import hmac
 import secrets
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from uuid import UUID
 
 import structlog
@@ -22,6 +23,7 @@ from ingest.context import IngestContext
 from shared import command_ids, metrics, streams
 from shared.domain import Blob, Job, JobStatus, KioskSession
 from shared.downloads import download_url
+from shared.events import Event, StationEvent
 from shared.errors import Conflict, DatabaseUnavailable, NotFound
 from shared.maintenance import current_pause
 from shared.messages import JobQueued
@@ -42,9 +44,40 @@ def new_token() -> str:
     return secrets.token_urlsafe(16)
 
 
-async def open_session(ctx: IngestContext, station: str) -> KioskSession:
+def next_event_body(event: Event | None) -> dict[str, str] | None:
+    """``{"name", "starts_at" (ISO 8601, UTC), "time_zone"}`` of a closed station's next event, or ``None``."""
+    if event is None:
+        return None
+    return {
+        "name": event.name,
+        "starts_at": event.starts_at.astimezone(UTC).isoformat() if event.starts_at else "",
+        "time_zone": event.time_zone,
+    }
+
+
+async def station_now(ctx: IngestContext, station: str) -> StationEvent:
+    """The event ``station`` serves now (``event`` ``None``: closed, ``next``: the next one listing it)."""
     async with ctx.db.transaction() as repos:
-        return await repos.sessions.create(station=station, token=new_token())
+        return await repos.events.for_station(station, datetime.now(UTC))
+
+
+async def open_session(ctx: IngestContext, station: str) -> KioskSession:
+    """Open a session at ``station`` for the event it serves now (:func:`shared.events.station_event`),
+    recorded as the session's ``event_id``.
+
+    Raises:
+        Conflict: ``station_closed`` (``next``: :func:`next_event_body`) when an event lists the station
+            and none of them runs now; nothing is written.
+    """
+    async with ctx.db.transaction() as repos:
+        served = await repos.events.for_station(station, datetime.now(UTC))
+        if served.event is None:
+            raise Conflict(
+                "station_closed",
+                f"Station {station!r} is closed: no event it belongs to runs now.",
+                {"next": next_event_body(served.next)},
+            )
+        return await repos.sessions.create(station=station, token=new_token(), event_id=served.event.id)
 
 
 async def get_session(ctx: IngestContext, session_id: UUID) -> tuple[KioskSession, list[Job]]:
@@ -72,12 +105,19 @@ async def choose_outfit(ctx: IngestContext, session_id: UUID, outfit_id: str) ->
     """Record the session's outfit.
 
     Raises:
-        Conflict: ``unknown_outfit`` when ``outfit_id`` is not in the catalog.
+        Conflict: ``unknown_outfit`` when ``outfit_id`` is not in the catalog, or the session's event
+            lists its outfits and this is not one of them.
         NotFound: no such session.
     """
     if outfit_id not in ctx.catalog:
         raise Conflict("unknown_outfit", f"outfit {outfit_id!r} is not in the catalog")
     async with ctx.db.transaction() as repos:
+        current = await repos.sessions.get(session_id, for_update=True)
+        if current is None:
+            raise NotFound(f"session {session_id} does not exist")
+        event = await repos.events.get(current.event_id)
+        if event is not None and event.outfits and outfit_id not in event.outfits:
+            raise Conflict("unknown_outfit", f"outfit {outfit_id!r} is not offered at this event")
         session = await repos.sessions.set_outfit(session_id, outfit_id)
     if session is None:
         raise NotFound(f"session {session_id} does not exist")

@@ -147,9 +147,22 @@ def _session_body(
     }
 
 
+#: ``?station=`` of ``/outfits`` and ``/kiosk/config``: the kiosk station the page serves (as ``POST /sessions``).
+StationQuery = Annotated[
+    SingleLine | None, Query(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_.-]+$")
+]
+
+
 @router.get("/outfits")
-async def list_outfits(ctx: Ctx) -> list[dict[str, Any]]:
-    """The outfit catalog (id, title, thumbnail URL, prompt, body template)."""
+async def list_outfits(ctx: Ctx, station: StationQuery = None) -> list[dict[str, Any]]:
+    """The outfit catalog (id, title, thumbnail URL, prompt, body template); with ``?station=``, the
+    outfits of the event the station serves now, in its order (the whole catalog when the event lists
+    none, or the station is closed)."""
+    event = (await kiosk.station_now(ctx, station)).event if station else None
+    if event is not None and event.outfits:
+        chosen = [ctx.catalog[i] for i in event.outfits if i in ctx.catalog]
+    else:
+        chosen = list(ctx.catalog.values())
     return [
         {
             "id": o.id,
@@ -158,7 +171,7 @@ async def list_outfits(ctx: Ctx) -> list[dict[str, Any]]:
             "prompt": o.prompt,
             "body_template": o.body_template,
         }
-        for o in ctx.catalog.values()
+        for o in chosen
     ]
 
 
@@ -569,21 +582,34 @@ async def delivered_sticker(
 
 
 @router.get("/kiosk/config")
-async def kiosk_config(ctx: Ctx) -> dict[str, Any]:
+async def kiosk_config(ctx: Ctx, station: StationQuery = None) -> dict[str, Any]:
     """What the kiosk page needs besides the outfits and the consent text: the venue's branding
     (``KIOSK_EVENT_TITLE``, ``KIOSK_LOGO_URL``, ``KIOSK_ACCENT_COLOR`` with the text colour on it,
     :mod:`ingest.branding`), the photo limit, and the bot's texts for the failures the kiosk shows
     too (``guest_texts[key][language]``, every catalogue language of :mod:`shared.texts`), so booth and
     bot say the same thing;
     ``photo_max_side_px``: the longest side the pipeline uses of a photo (:data:`PHOTO_MAX_SIDE_PX`).
-    ``download_offered``: whether the kiosk offers "no Telegram? get them here" (``PUBLIC_BASE_URL`` set)."""
+    ``download_offered``: whether the kiosk offers "no Telegram? get them here" (``PUBLIC_BASE_URL`` set).
+
+    With ``?station=``: the branding of the event the station serves now (``title``, ``accent_color``,
+    ``logo_url``; each key the event does not set is the ``KIOSK_*`` setting), ``event_id``,
+    ``languages`` (the event's, empty: every kiosk language), ``closed`` (an event lists the station
+    and none runs now: the kiosk shows its closed screen) and ``next`` (the next event's ``name``,
+    ``starts_at`` ISO 8601 UTC and ``time_zone``, or ``null``)."""
     settings = ctx.settings
-    accent = normalize_hex(settings.kiosk_accent_color)
+    served = await kiosk.station_now(ctx, station) if station else None
+    event = served.event if served else None
+    branding = dict(event.branding) if event else {}
+    accent = normalize_hex(branding.get("accent_color") or settings.kiosk_accent_color)
     return {
-        "event_title": settings.kiosk_event_title or None,
-        "logo_url": settings.kiosk_logo_url or None,
+        "event_title": branding.get("title") or settings.kiosk_event_title or None,
+        "logo_url": branding.get("logo_url") or settings.kiosk_logo_url or None,
         "accent_color": accent,
         "accent_ink": ink_on(accent),
+        "event_id": event.id if event else None,
+        "languages": list(event.languages) if event else [],
+        "closed": served is not None and event is None,
+        "next": kiosk.next_event_body(served.next) if served and event is None else None,
         "max_captures_per_session": settings.max_captures_per_session,
         "photo_max_side_px": PHOTO_MAX_SIDE_PX,
         # "No Telegram? Get them here" is offered only where phones can open the download page
