@@ -5,6 +5,7 @@ event, as before events existed."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 
@@ -15,7 +16,8 @@ import sqlalchemy as sa
 
 from ingest.branding import ink_on
 from ingest.main import create_app
-from shared.events import DEFAULT_EVENT, Event
+from shared.events import DEFAULT_EVENT, Event, EventOutfit
+from shared.outfits import load_catalog, thumbnail_png
 from shared.repositories import Database
 from shared.streams import Publisher
 from tests.ingest.ingest_helpers import app_client, ingest_settings
@@ -216,3 +218,56 @@ async def test_a_session_refuses_an_outfit_its_event_does_not_offer(
 
     tokyo = (await client.post("/sessions", json={"station": "tokyo-1"})).json()["id"]
     assert (await client.put(f"/sessions/{tokyo}/outfit", json={"outfit_id": "astronaut"})).status_code == 200
+
+
+@pytest.fixture
+async def uploads(db: Database, events: None) -> None:
+    """Berlin also offers its own ``bear`` (with a thumbnail, listed); Tokyo its ``fox`` (none uploaded,
+    Tokyo lists no outfits so it comes after the catalogue)."""
+    async with db.transaction() as repos:
+        berlin = await repos.events.get("berlin")
+        assert berlin is not None
+        await repos.events.save(dataclasses.replace(berlin, outfits=("bear", "pirate", "wizard")))
+        await repos.events.save_outfit(
+            EventOutfit(id="bear", event_id="berlin", title="Berlin Bear", prompt=BEAR, based_on="chef"),
+            thumbnail=PNG,
+        )
+        await repos.events.save_outfit(
+            EventOutfit(id="fox", event_id="tokyo", title="Kitsune", prompt=FOX, based_on="wizard")
+        )
+
+
+BEAR = "a fluffy brown bear costume with a red scarf and a small crown"
+FOX = "a white fox mask and a red-and-white festival robe with a paper lantern"
+PNG = b"\x89PNG\r\n\x1a\n-berlin-bear"
+
+
+async def test_uploaded_outfits_are_listed_served_and_chosen_only_at_their_event(
+    client: httpx.AsyncClient, uploads: None
+) -> None:
+    berlin = (await client.get("/outfits", params={"station": "berlin-1"})).json()
+    assert [(o["id"], o["title"]) for o in berlin] == [
+        ("bear", "Berlin Bear"),
+        ("pirate", load_catalog()["pirate"].title),
+        ("wizard", load_catalog()["wizard"].title),
+    ]
+    assert berlin[0]["prompt"] == BEAR and berlin[0]["body_template"] == load_catalog()["chef"].body_template
+    tokyo = [o["id"] for o in (await client.get("/outfits", params={"station": "tokyo-1"})).json()]
+    assert tokyo == [*load_catalog(), "fox"]
+    anywhere = [o["id"] for o in (await client.get("/outfits", params={"station": "anywhere"})).json()]
+    assert anywhere == list(load_catalog())
+
+    bear = await client.get(berlin[0]["thumbnail_url"])
+    assert (bear.status_code, bear.content) == (200, PNG)
+    fox = await client.get("/outfits/fox/thumbnail.png")
+    assert (fox.status_code, fox.content) == (200, thumbnail_png("wizard"))
+    missing = await client.get("/outfits/nobody/thumbnail.png")
+    assert (missing.status_code, missing.json()["error"]["code"]) == (404, "unknown_outfit")
+
+    in_berlin = (await client.post("/sessions", json={"station": "berlin-1"})).json()["id"]
+    assert (await client.put(f"/sessions/{in_berlin}/outfit", json={"outfit_id": "bear"})).status_code == 200
+    other = await client.put(f"/sessions/{in_berlin}/outfit", json={"outfit_id": "fox"})
+    assert (other.status_code, other.json()["error"]["code"]) == (409, "unknown_outfit")
+    elsewhere = (await client.post("/sessions", json={"station": "anywhere"})).json()["id"]
+    refused = await client.put(f"/sessions/{elsewhere}/outfit", json={"outfit_id": "bear"})
+    assert (refused.status_code, refused.json()["error"]["code"]) == (409, "unknown_outfit")

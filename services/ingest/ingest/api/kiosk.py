@@ -156,13 +156,9 @@ StationQuery = Annotated[
 @router.get("/outfits")
 async def list_outfits(ctx: Ctx, station: StationQuery = None) -> list[dict[str, Any]]:
     """The outfit catalog (id, title, thumbnail URL, prompt, body template); with ``?station=``, the
-    outfits of the event the station serves now, in its order (the whole catalog when the event lists
-    none, or the station is closed)."""
-    event = (await kiosk.station_now(ctx, station)).event if station else None
-    if event is not None and event.outfits:
-        chosen = [ctx.catalog[i] for i in event.outfits if i in ctx.catalog]
-    else:
-        chosen = list(ctx.catalog.values())
+    outfits of the event the station serves now, in its order, its uploaded ones included (when it lists
+    none: the whole catalog, then its uploads; a closed station: the catalog)."""
+    chosen = await kiosk.station_outfits(ctx, station)
     return [
         {
             "id": o.id,
@@ -177,13 +173,20 @@ async def list_outfits(ctx: Ctx, station: StationQuery = None) -> list[dict[str,
 
 @router.get("/outfits/{outfit_id}/thumbnail.png")
 async def outfit_thumbnail(ctx: Ctx, outfit_id: Annotated[SingleLine, Path(max_length=64)]) -> Response:
-    outfit = ctx.catalog.get(outfit_id)
-    if outfit is None:
-        raise ApiError(404, "unknown_outfit", f"outfit {outfit_id!r} is not in the catalog")
-    png = thumbnail_png(outfit.id)
+    """The outfit's kiosk thumbnail (PNG): a catalogue outfit's, or an uploaded outfit's from the
+    database (its ``based_on`` outfit's when none was uploaded). 404 ``unknown_outfit``, ``no_thumbnail``."""
+    # an uploaded outfit's picture may be replaced during the event: kept a minute, not an hour
+    max_age = 3600
+    if outfit_id in ctx.catalog:
+        png = thumbnail_png(outfit_id)
+    else:
+        known, png = await kiosk.uploaded_thumbnail(ctx, outfit_id)
+        if not known:
+            raise ApiError(404, "unknown_outfit", f"outfit {outfit_id!r} is not in the catalog")
+        max_age = 60
     if png is None:
         raise ApiError(404, "no_thumbnail", "This outfit has no thumbnail.")
-    return Response(png, media_type="image/png", headers={"Cache-Control": "public, max-age=3600"})
+    return Response(png, media_type="image/png", headers={"Cache-Control": f"public, max-age={max_age}"})
 
 
 class _KioskKeyFirst(APIRoute):
