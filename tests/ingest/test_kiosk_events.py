@@ -32,9 +32,7 @@ async def client(
     db: Database, redis: aioredis.Redis, database_url: str, redis_url: str
 ) -> AsyncIterator[httpx.AsyncClient]:
     app = create_app(
-        ingest_settings(
-            database_url, redis_url, KIOSK_EVENT_TITLE="Our Booth", KIOSK_ACCENT_COLOR="#112233"
-        ),
+        ingest_settings(database_url, redis_url, KIOSK_EVENT_TITLE="Our Booth", KIOSK_ACCENT_COLOR="#112233"),
         db=db,
         publisher=Publisher(redis),
     )

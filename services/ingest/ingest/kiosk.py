@@ -23,12 +23,12 @@ from ingest.context import IngestContext
 from shared import command_ids, metrics, streams
 from shared.domain import Blob, Job, JobStatus, KioskSession
 from shared.downloads import download_url
-from shared.events import Event, StationEvent
 from shared.errors import Conflict, DatabaseUnavailable, NotFound
+from shared.events import Event, StationEvent
 from shared.maintenance import current_pause
-from shared.outfits import Outfit, thumbnail_png
 from shared.messages import JobQueued
 from shared.outbox import dispatch_commands, tell_guest
+from shared.outfits import Outfit, thumbnail_png
 from shared.repositories import Repositories
 from shared.subjects import JobStep, UnlinkNotice
 
@@ -46,7 +46,8 @@ def new_token() -> str:
 
 
 def next_event_body(event: Event | None) -> dict[str, str] | None:
-    """``{"name", "starts_at" (ISO 8601, UTC), "time_zone"}`` of a closed station's next event, or ``None``."""
+    """``{"name", "starts_at" (ISO 8601, UTC), "time_zone"}`` of a closed station's next event, or
+    ``None``."""
     if event is None:
         return None
     return {
@@ -82,7 +83,9 @@ async def station_outfits(ctx: IngestContext, station: str | None) -> list[Outfi
             chosen.append(ctx.catalog[outfit_id])
         elif (up := uploads[outfit_id]).based_on in ctx.catalog:
             chosen.append(
-                ctx.catalog[up.based_on].model_copy(update={"id": up.id, "title": up.title, "prompt": up.prompt})
+                ctx.catalog[up.based_on].model_copy(
+                    update={"id": up.id, "title": up.title, "prompt": up.prompt}
+                )
             )
     return chosen
 

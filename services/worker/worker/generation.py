@@ -21,8 +21,8 @@ import structlog
 
 from shared import metrics, streams
 from shared.domain import Blob, Job, JobStatus
-from shared.events import EventOutfit
 from shared.errors import DatabaseUnavailable, ErrorClass, JobError, PermanentJobError, ProviderUnavailable
+from shared.events import EventOutfit
 from shared.maintenance import current_pause
 from shared.messages import JobQueued, JobRendered
 from shared.outfits import Outfit

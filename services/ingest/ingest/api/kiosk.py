@@ -147,10 +147,9 @@ def _session_body(
     }
 
 
-#: ``?station=`` of ``/outfits`` and ``/kiosk/config``: the kiosk station the page serves (as ``POST /sessions``).
-StationQuery = Annotated[
-    SingleLine | None, Query(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_.-]+$")
-]
+#: ``?station=`` of ``/outfits`` and ``/kiosk/config``: the kiosk station the page serves (as in
+#: ``POST /sessions``).
+StationQuery = Annotated[SingleLine | None, Query(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_.-]+$")]
 
 
 @router.get("/outfits")
