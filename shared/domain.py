@@ -166,6 +166,8 @@ class JobContext:
     language: str | None
     #: The session's ``delivery`` (``telegram`` or ``download``, :class:`KioskSession`).
     delivery: str = "telegram"
+    #: The session's event (``shared.events``): its set title and guest texts where it has its own.
+    event_id: str = "default"
 
 
 @dataclass(frozen=True, slots=True)

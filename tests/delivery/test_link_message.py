@@ -15,10 +15,12 @@ from shared import command_ids
 from shared.db.tables import jobs
 from shared.domain import CommandStatus, Job
 from shared.downloads import download_key, job_of_token
+from shared.events import Event
 from shared.link_message import link_message, pack_link
 from shared.messages import TelegramResult
 from shared.repositories import Database
 from shared.subjects import JobStep
+from shared.texts import PACK_TITLE
 from tests.delivery.delivery_helpers import Rig, current, gateway_rig, rendered_job
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
@@ -142,3 +144,22 @@ async def test_a_german_guest_gets_a_german_set_title_and_link(rig: Rig, db: Dat
     assert link["text"] == f"Dein Sticker-Set ist fertig! Tippe hier, um es hinzuzufügen: {pack_link(name)}"
     assert link["reply_markup"]["inline_keyboard"][0][0]["text"] == "Sticker hinzufügen"
     assert (await rig.sim.get(f"/sim/sticker-sets/{name}"))["title"] == "Meine Sticker"
+
+
+async def test_an_event_names_the_set_in_the_languages_it_sets_and_the_catalogue_elsewhere(
+    rig: Rig, db: Database
+) -> None:
+    """The event's ``set_title[lang]`` for its guests (issue 23); a language it sets no title for keeps
+    the catalogue's, and so does the default event (the test above)."""
+    async with db.transaction() as repos:
+        await repos.events.save(Event(id="gala", name="Gala", set_title={"de": "Gala-Sticker 2026"}))
+    german = await rendered_job(db, guest=GUEST, name="Lev", language="de-AT", stickers=3, event_id="gala")
+    await deliver(rig, db, german)
+    await rig.step()  # the preview
+    english = await rendered_job(db, guest=GUEST, name="Lev", language="en", stickers=3, event_id="gala")
+    await deliver(rig, db, english)
+    titles = []
+    for job in (german, english):
+        name = (await current(db, job)).sticker_set_name
+        titles.append((await rig.sim.get(f"/sim/sticker-sets/{name}"))["title"])
+    assert titles == ["Gala-Sticker 2026", PACK_TITLE["en"]]
