@@ -363,6 +363,7 @@ class PackDelivery:
             late=late,
             after_failure=after_failure,
             download_url=await download_url(repos, self.settings.public_base_url, job.id),
+            texts=event.texts if (event := await repos.events.get(ctx.event_id)) else None,
         )
         return command_id
 
