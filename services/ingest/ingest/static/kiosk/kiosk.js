@@ -78,13 +78,14 @@
   // (shared/locales/<lang>/LC_MESSAGES/guest.po, msgctxt "kiosk"), English first; the language button
   // steps through them in that order.
   const TEXT = window.KIOSK_WORDS || { en: {} };
-  const LANGS = Object.keys(TEXT);
+  // The event's languages (GET /kiosk/config `languages`, its first the kiosk's) narrow them once loaded.
+  let LANGS = Object.keys(TEXT);
   const nextLang = (lang) => LANGS[(LANGS.indexOf(lang) + 1) % LANGS.length];
 
   const $ = (id) => document.getElementById(id);
   const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
   const params = new URLSearchParams(location.search);
-  const defaultLang = LANGS.includes(params.get("lang")) ? params.get("lang") : "en";
+  let defaultLang = LANGS.includes(params.get("lang")) ? params.get("lang") : "en";
   const state = {
     station: (params.get("station") || "kiosk").replace(/[^A-Za-z0-9_.-]/g, "-").slice(0, 64) || "kiosk",
     kioskKey: params.get("key") || "",
@@ -551,7 +552,7 @@
     const elapsed = Date.now() - saved.at;
     const limit = target === "welcome" ? Infinity : AUTO_RETURN[target];
     if (!(elapsed >= 0 && elapsed < limit)) return startOver();
-    setLang(LANGS.includes(saved.lang) ? saved.lang : "en");
+    setLang(LANGS.includes(saved.lang) ? saved.lang : defaultLang);
     state.resumed = target === "welcome" ? null : { screen: target, spentMs: elapsed };
     const job = status.jobs[status.jobs.length - 1] || null;
     Object.assign(state, {
@@ -699,6 +700,7 @@
       try {
         state.config = await api("GET", `/kiosk/config?station=${encodeURIComponent(state.station)}`);
         applyBranding(state.config);
+        applyLanguages(state.config.languages || []);
         renderDelivery();
         setLang(state.lang);
         if (state.config.closed) showClosed();
@@ -755,6 +757,18 @@
         state.config = config;
         renderClosed();
       } catch { /* the next check asks again */ }
+    }
+  }
+
+  /* The event's languages: the language button steps through them only, and the kiosk starts in the
+   * first (or in ?lang= when it is one of them). None: every language, as before. */
+  function applyLanguages(languages) {
+    const own = languages.filter((lang) => lang in TEXT);
+    if (!own.length) return;
+    LANGS = own;
+    defaultLang = own.includes(params.get("lang")) ? params.get("lang") : own[0];
+    if (!own.includes(state.lang) || (state.screen === "welcome" && !state.session?.telegram_linked)) {
+      state.lang = defaultLang;
     }
   }
 
