@@ -109,14 +109,14 @@ def test_a_closed_station_shows_the_next_event_and_opens_by_itself(page: Page, s
     page.clock.install()
     page.goto(f"{stack.ingest_url}/kiosk?station=closed-b")
     wait_screen(page, "closed")
-    assert page.text_content('[data-screen="closed"] h1') == "We're closed right now"
+    assert page.text_content('section[data-screen="closed"] h1') == "We're closed right now"
     next_line = page.text_content("#closed-next") or ""
     assert next_line.startswith("Next: Spring Fair, ") and "10:30" in next_line, next_line
     assert page.is_hidden("#qr")
     screenshot(page, "kiosk-closed")
 
     page.click("#lang")  # the closed screen speaks the kiosk's languages too
-    assert page.text_content('[data-screen="closed"] h1') != "We're closed right now"
+    assert page.text_content('section[data-screen="closed"] h1') != "We're closed right now"
 
     save_events(stack, Event(**{**_fields(spring), "starts_at": now - timedelta(minutes=1)}))
     with page.expect_response(
