@@ -103,6 +103,8 @@ class KioskSession:
     #: How the pack reaches the guest: ``telegram`` (a sticker set and the bot's link message) or
     #: ``download`` (a guest without Telegram: the download page, :mod:`shared.downloads`).
     delivery: str = "telegram"
+    #: The event the session belongs to (``shared.events``; the station's event when it was opened).
+    event_id: str = "default"
 
     @property
     def telegram_linked(self) -> bool:
@@ -164,6 +166,8 @@ class JobContext:
     language: str | None
     #: The session's ``delivery`` (``telegram`` or ``download``, :class:`KioskSession`).
     delivery: str = "telegram"
+    #: The session's event (``shared.events``): its set title and guest texts where it has its own.
+    event_id: str = "default"
 
 
 @dataclass(frozen=True, slots=True)

@@ -155,10 +155,12 @@ class UndeclaredTransition(StickerBoothError):
 class Conflict(StickerBoothError):
     """A conditional state change found the row in another state (HTTP 409)."""
 
-    def __init__(self, code: str, detail: str) -> None:
+    def __init__(self, code: str, detail: str, extra: dict[str, object] | None = None) -> None:
         super().__init__(f"{code}: {detail}")
         self.code = code
         self.detail = detail
+        #: More machine-readable fields for the answer's ``error`` object (``next`` of ``station_closed``).
+        self.extra: dict[str, object] = dict(extra or {})
 
 
 class JobError(StickerBoothError):

@@ -15,15 +15,44 @@ failed preview is only logged by the gateway and never holds up, repeats or fail
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from uuid import UUID
 
 from shared.commands import SendMessage, SendSetSticker
 from shared.outbox import add_command
 from shared.repositories import Repositories
 from shared.subjects import JobStep
-from shared.texts import text
+from shared.texts import language_of, text
 
-__all__ = ["link_message", "pack_link", "preview_sticker", "queue_link_message", "queue_preview"]
+__all__ = [
+    "event_text",
+    "link_message",
+    "pack_link",
+    "preview_sticker",
+    "queue_link_message",
+    "queue_preview",
+]
+
+#: An event's own guest texts: language → bot text key → text (:attr:`shared.events.Event.texts`).
+EventTexts = Mapping[str, Mapping[str, str]]
+
+
+def event_text(texts: EventTexts | None, key: str, language: str | None, **values: str) -> str:
+    """The bot's text ``key`` for a guest speaking ``language`` (a Telegram ``language_code``): the
+    event's own text for that catalogue language where it sets one, else the catalogue's
+    (:func:`shared.texts.text`). An own text whose placeholders do not fit (the admin checks them when it
+    is saved) is not sent: the catalogue's is.
+
+    Raises:
+        KeyError: ``key`` is not a catalogue text.
+    """
+    own = (texts or {}).get(language_of(language), {}).get(key)
+    if own:
+        try:
+            return own.format(**values)
+        except (KeyError, IndexError, ValueError):
+            pass
+    return text(key, language, **values)
 
 
 def pack_link(set_name: str) -> str:
@@ -39,6 +68,7 @@ def link_message(
     late: bool = False,
     after_failure: bool = False,
     download_url: str | None = None,
+    texts: EventTexts | None = None,
 ) -> SendMessage:
     """The link message to private chat ``chat_id`` for sticker set ``set_name``, in the guest's
     ``language`` (a Telegram ``language_code``; :func:`shared.texts.language_of`): the ``pack_ready``
@@ -46,15 +76,16 @@ def link_message(
     ``pack_ready_late`` ("sorry for the wait") when ``late`` (past the 15-minute deadline),
     ``pack_ready_after_failure`` (says that the earlier "something went wrong" was wrong) when the
     guest was sent the failure text before. ``download_url``: the pack's download page
-    (:func:`shared.downloads.download_url`), a second URL button "Download the files" under the first."""
+    (:func:`shared.downloads.download_url`), a second URL button "Download the files" under the first.
+    ``texts``: the guest's event's own texts, which replace the catalogue's where set (:func:`event_text`)."""
     link = pack_link(set_name)
-    buttons = [[{"text": text("add_stickers", language), "url": link}]]
+    buttons = [[{"text": event_text(texts, "add_stickers", language), "url": link}]]
     if download_url:
-        buttons.append([{"text": text("download_files", language), "url": download_url}])
+        buttons.append([{"text": event_text(texts, "download_files", language), "url": download_url}])
     key = "pack_ready_after_failure" if after_failure else "pack_ready_late" if late else "pack_ready"
     return SendMessage(
         chat_id=chat_id,
-        text=text(key, language, link=link),
+        text=event_text(texts, key, language, link=link),
         reply_markup={"inline_keyboard": buttons},
     )
 
@@ -76,6 +107,7 @@ async def queue_link_message(
     late: bool = False,
     after_failure: bool = False,
     download_url: str | None = None,
+    texts: EventTexts | None = None,
 ) -> bool:
     """Record :func:`link_message` under ``command_id`` about ``subject`` (delivery's ``link`` attempt or an
     admin's ``resend_link`` press) in the open transaction (dispatch after the commit,
@@ -83,10 +115,16 @@ async def queue_link_message(
 
     ``reply_to``: the service whose ``tg:results:<service>`` gets the outcome (delivery: ``delivery``);
     ``late``, ``after_failure``: the words that fit the wait; ``download_url``: the download page's button
-    (:func:`link_message`).
+    (:func:`link_message`); ``texts``: the guest's event's own texts (:func:`event_text`).
     """
     message = link_message(
-        chat_id, set_name, language, late=late, after_failure=after_failure, download_url=download_url
+        chat_id,
+        set_name,
+        language,
+        late=late,
+        after_failure=after_failure,
+        download_url=download_url,
+        texts=texts,
     )
     return await add_command(repos, command_id, message, subject=subject, reply_to=reply_to)
 

@@ -136,6 +136,7 @@ class JobRepository:
                     sessions.c.tg_chat_id,
                     sessions.c.language,
                     sessions.c.delivery,
+                    sessions.c.event_id,
                 )
                 .join(sessions, sessions.c.id == jobs.c.session_id)
                 .where(jobs.c.id == job_id)
@@ -150,6 +151,7 @@ class JobRepository:
             tg_chat_id=m["tg_chat_id"],
             language=m["language"],
             delivery=m["delivery"],
+            event_id=m["event_id"],
         )
 
     async def accepted_at(self, job_id: UUID) -> datetime | None:

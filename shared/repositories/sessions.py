@@ -10,6 +10,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from shared.db.tables import sessions
 from shared.domain import KioskSession
+from shared.events import DEFAULT_EVENT
 
 
 def _session(row: Any) -> KioskSession:
@@ -31,6 +32,7 @@ def _session(row: Any) -> KioskSession:
         consented_at=m["consented_at"],
         tg_username=m["tg_username"],
         delivery=m["delivery"],
+        event_id=m["event_id"],
     )
 
 
@@ -38,11 +40,14 @@ class SessionRepository:
     def __init__(self, conn: AsyncConnection) -> None:
         self.conn = conn
 
-    async def create(self, *, station: str, token: str) -> KioskSession:
-        """Insert a new session for kiosk ``station`` with deep-link payload ``token``."""
+    async def create(self, *, station: str, token: str, event_id: str = DEFAULT_EVENT) -> KioskSession:
+        """Insert a new session for kiosk ``station`` of event ``event_id`` with deep-link payload
+        ``token``."""
         row = (
             await self.conn.execute(
-                sa.insert(sessions).values(id=uuid4(), token=token, station=station).returning(sessions)
+                sa.insert(sessions)
+                .values(id=uuid4(), token=token, station=station, event_id=event_id)
+                .returning(sessions)
             )
         ).one()
         return _session(row)

@@ -20,6 +20,7 @@ from delivery.settings import DeliverySettings
 from shared import streams
 from shared.db.tables import jobs, tg_commands
 from shared.domain import Job
+from shared.events import DEFAULT_EVENT
 from shared.messages import decode
 from shared.repositories import Database
 from shared.streams import Publisher
@@ -47,13 +48,20 @@ async def job_with_stickers(db: Database, **values: Any) -> Job:
 
 
 async def rendered_job(
-    db: Database, *, guest: int, name: str = "B", language: str = "en", stickers: int = 12
+    db: Database,
+    *,
+    guest: int,
+    name: str = "B",
+    language: str = "en",
+    stickers: int = 12,
+    event_id: str = DEFAULT_EVENT,
 ) -> Job:
-    """A ``rendered`` job of Telegram user (and private chat) ``guest`` with ``stickers`` valid sticker
-    PNGs (a different image each, emoji 😀) that the Telegram simulator accepts; read back from Postgres."""
+    """A ``rendered`` job of Telegram user (and private chat) ``guest`` at event ``event_id`` with
+    ``stickers`` valid sticker PNGs (a different image each, emoji 😀) that the Telegram simulator accepts;
+    read back from Postgres."""
     token = f"t-{uuid.uuid4().hex}"
     async with db.transaction() as repos:
-        session = await repos.sessions.create(station="s", token=token)
+        session = await repos.sessions.create(station="s", token=token, event_id=event_id)
         await repos.sessions.bind_telegram(token, user_id=guest, chat_id=guest, name=name, language=language)
         job = await repos.jobs.insert_queued(session_id=session.id, capture_id="c", outfit_id="chef")
         for i in range(stickers):

@@ -15,10 +15,12 @@ from shared import command_ids
 from shared.db.tables import jobs
 from shared.domain import CommandStatus, Job
 from shared.downloads import download_key, job_of_token
-from shared.link_message import link_message, pack_link
+from shared.events import Event
+from shared.link_message import event_text, link_message, pack_link
 from shared.messages import TelegramResult
 from shared.repositories import Database
 from shared.subjects import JobStep
+from shared.texts import PACK_TITLE, text
 from tests.delivery.delivery_helpers import Rig, current, gateway_rig, rendered_job
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
@@ -142,3 +144,45 @@ async def test_a_german_guest_gets_a_german_set_title_and_link(rig: Rig, db: Dat
     assert link["text"] == f"Dein Sticker-Set ist fertig! Tippe hier, um es hinzuzufügen: {pack_link(name)}"
     assert link["reply_markup"]["inline_keyboard"][0][0]["text"] == "Sticker hinzufügen"
     assert (await rig.sim.get(f"/sim/sticker-sets/{name}"))["title"] == "Meine Sticker"
+
+
+async def test_an_event_names_the_set_and_words_the_link_in_the_languages_it_sets(
+    rig: Rig, db: Database
+) -> None:
+    """The event's ``set_title[lang]`` and own texts for its guests (issue 23); a language it sets
+    nothing for keeps the catalogue's, and so does the default event (the test above)."""
+    async with db.transaction() as repos:
+        await repos.events.save(
+            Event(
+                id="gala",
+                name="Gala",
+                set_title={"de": "Gala-Sticker 2026"},
+                texts={"de": {"pack_ready": "Eure Gala-Sticker: {link}", "add_stickers": "Dazu!"}},
+            )
+        )
+    german = await rendered_job(db, guest=GUEST, name="Lev", language="de-AT", stickers=3, event_id="gala")
+    await deliver(rig, db, german)
+    await rig.step()  # the preview
+    english = await rendered_job(db, guest=GUEST, name="Lev", language="en", stickers=3, event_id="gala")
+    await deliver(rig, db, english)
+    titles = []
+    for job in (german, english):
+        name = (await current(db, job)).sticker_set_name
+        titles.append((await rig.sim.get(f"/sim/sticker-sets/{name}"))["title"])
+    assert titles == ["Gala-Sticker 2026", PACK_TITLE["en"]]
+    german_link, english_link = [
+        m for m in await bot_messages(rig) if str(m.get("text", "")).startswith(("Eure", "Your"))
+    ]
+    german_name = (await current(db, german)).sticker_set_name
+    assert german_name is not None
+    assert german_link["text"] == f"Eure Gala-Sticker: {pack_link(german_name)}"
+    assert german_link["reply_markup"]["inline_keyboard"][0][0]["text"] == "Dazu!"
+    assert english_link["reply_markup"]["inline_keyboard"][0][0]["text"] == "Add stickers"
+
+
+def test_an_own_text_whose_placeholders_do_not_fit_is_not_sent() -> None:
+    texts = {"en": {"pack_ready": "Here: {url}", "add_stickers": "Grab them"}}
+    assert event_text(texts, "pack_ready", "en-GB", link="L") == text("pack_ready", "en", link="L")
+    assert event_text(texts, "add_stickers", "en") == "Grab them"
+    assert event_text(texts, "add_stickers", "de") == text("add_stickers", "de")
+    assert event_text(None, "add_stickers", "en") == text("add_stickers", "en")

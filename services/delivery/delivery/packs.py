@@ -72,6 +72,13 @@ UNKNOWN_OUTCOME = 0
 LINK_SEARCH_PROBES = 20
 
 
+async def set_title(repos: Repositories, event_id: str, lang: str) -> str:
+    """The sticker set's title for a guest speaking ``lang`` (a catalogue language): the event's
+    ``set_title[lang]`` where it has one (:class:`shared.events.Event`), else :data:`PACK_TITLE`."""
+    event = await repos.events.get(event_id)
+    return (event.set_title.get(lang) if event else None) or PACK_TITLE[lang]
+
+
 class PackDelivery:
     def __init__(self, *, db: Database, publisher: Publisher, settings: DeliverySettings) -> None:
         self.db = db
@@ -151,7 +158,7 @@ class PackDelivery:
             create = CreateStickerSet(
                 user_id=ctx.tg_user_id,
                 name=sticker_set_name(job_id, self.settings.bot_username),
-                title=PACK_TITLE[lang],
+                title=await set_title(repos, ctx.event_id, lang),
                 stickers=tuple(StickerRef(blob_id=b.id, emoji=b.meta.get("emoji", "🙂")) for b in blobs),
             )
             subject = JobStep(id=job_id, step="create_set")
@@ -356,6 +363,7 @@ class PackDelivery:
             late=late,
             after_failure=after_failure,
             download_url=await download_url(repos, self.settings.public_base_url, job.id),
+            texts=event.texts if (event := await repos.events.get(ctx.event_id)) else None,
         )
         return command_id
 

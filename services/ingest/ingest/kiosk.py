@@ -13,6 +13,7 @@ import asyncio
 import hmac
 import secrets
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from uuid import UUID
 
 import structlog
@@ -23,9 +24,11 @@ from shared import command_ids, metrics, streams
 from shared.domain import Blob, Job, JobStatus, KioskSession
 from shared.downloads import download_url
 from shared.errors import Conflict, DatabaseUnavailable, NotFound
+from shared.events import Event, StationEvent
 from shared.maintenance import current_pause
 from shared.messages import JobQueued
 from shared.outbox import dispatch_commands, tell_guest
+from shared.outfits import Outfit, thumbnail_png
 from shared.repositories import Repositories
 from shared.subjects import JobStep, UnlinkNotice
 
@@ -42,9 +45,85 @@ def new_token() -> str:
     return secrets.token_urlsafe(16)
 
 
-async def open_session(ctx: IngestContext, station: str) -> KioskSession:
+def next_event_body(event: Event | None) -> dict[str, str] | None:
+    """``{"name", "starts_at" (ISO 8601, UTC), "time_zone"}`` of a closed station's next event, or
+    ``None``."""
+    if event is None:
+        return None
+    return {
+        "name": event.name,
+        "starts_at": event.starts_at.astimezone(UTC).isoformat() if event.starts_at else "",
+        "time_zone": event.time_zone,
+    }
+
+
+async def event_outfit_ids(ctx: IngestContext, repos: Repositories, event: Event | None) -> list[str]:
+    """The outfit ids ``event`` offers, in kiosk order: its list (catalogue ids still in the catalog and
+    its own uploads), or, when it lists none, the whole catalog followed by its uploads. ``None``
+    (no event): the catalog."""
+    uploaded = [o.id for o in await repos.events.outfits(event.id)] if event else []
+    if event is None or not event.outfits:
+        return [*ctx.catalog, *uploaded]
+    return [i for i in event.outfits if i in ctx.catalog or i in uploaded]
+
+
+async def station_outfits(ctx: IngestContext, station: str | None) -> list[Outfit]:
+    """The outfits the kiosk at ``station`` shows now (its event's, :func:`event_outfit_ids`; an uploaded
+    one as its ``based_on`` catalogue outfit with its own id, title and prompt). ``None``, or a closed
+    station: the catalog."""
+    if station is None:
+        return list(ctx.catalog.values())
     async with ctx.db.transaction() as repos:
-        return await repos.sessions.create(station=station, token=new_token())
+        served = await repos.events.for_station(station, datetime.now(UTC))
+        ids = await event_outfit_ids(ctx, repos, served.event)
+        uploads = {o.id: o for o in await repos.events.outfits(served.event.id)} if served.event else {}
+    chosen: list[Outfit] = []
+    for outfit_id in ids:
+        if outfit_id in ctx.catalog:
+            chosen.append(ctx.catalog[outfit_id])
+        elif (up := uploads[outfit_id]).based_on in ctx.catalog:
+            chosen.append(
+                ctx.catalog[up.based_on].model_copy(
+                    update={"id": up.id, "title": up.title, "prompt": up.prompt}
+                )
+            )
+    return chosen
+
+
+async def uploaded_thumbnail(ctx: IngestContext, outfit_id: str) -> tuple[bool, bytes | None]:
+    """``(known, png)`` for an uploaded outfit: ``known`` whether it exists; ``png`` its stored thumbnail,
+    else its ``based_on`` catalogue outfit's (:func:`shared.outfits.thumbnail_png`), else ``None``."""
+    async with ctx.db.transaction() as repos:
+        outfit = await repos.events.outfit(outfit_id)
+        png = await repos.events.outfit_thumbnail(outfit_id) if outfit and outfit.has_thumbnail else None
+    if outfit is None:
+        return False, None
+    return True, png if png is not None else thumbnail_png(outfit.based_on)
+
+
+async def station_now(ctx: IngestContext, station: str) -> StationEvent:
+    """The event ``station`` serves now (``event`` ``None``: closed, ``next``: the next one listing it)."""
+    async with ctx.db.transaction() as repos:
+        return await repos.events.for_station(station, datetime.now(UTC))
+
+
+async def open_session(ctx: IngestContext, station: str) -> KioskSession:
+    """Open a session at ``station`` for the event it serves now (:func:`shared.events.station_event`),
+    recorded as the session's ``event_id``.
+
+    Raises:
+        Conflict: ``station_closed`` (``next``: :func:`next_event_body`) when an event lists the station
+            and none of them runs now; nothing is written.
+    """
+    async with ctx.db.transaction() as repos:
+        served = await repos.events.for_station(station, datetime.now(UTC))
+        if served.event is None:
+            raise Conflict(
+                "station_closed",
+                f"Station {station!r} is closed: no event it belongs to runs now.",
+                {"next": next_event_body(served.next)},
+            )
+        return await repos.sessions.create(station=station, token=new_token(), event_id=served.event.id)
 
 
 async def get_session(ctx: IngestContext, session_id: UUID) -> tuple[KioskSession, list[Job]]:
@@ -71,13 +150,21 @@ async def session_view(ctx: IngestContext, session_id: UUID) -> tuple[KioskSessi
 async def choose_outfit(ctx: IngestContext, session_id: UUID, outfit_id: str) -> KioskSession:
     """Record the session's outfit.
 
+    The outfits a session may choose are its event's (:func:`event_outfit_ids`).
+
     Raises:
-        Conflict: ``unknown_outfit`` when ``outfit_id`` is not in the catalog.
+        Conflict: ``unknown_outfit`` when the session's event does not offer ``outfit_id`` (not in the
+            catalog, not listed by an event that lists its outfits, or another event's upload).
         NotFound: no such session.
     """
-    if outfit_id not in ctx.catalog:
-        raise Conflict("unknown_outfit", f"outfit {outfit_id!r} is not in the catalog")
     async with ctx.db.transaction() as repos:
+        current = await repos.sessions.get(session_id, for_update=True)
+        if current is None:
+            raise NotFound(f"session {session_id} does not exist")
+        event = await repos.events.get(current.event_id)
+        offered = await event_outfit_ids(ctx, repos, event)
+        if outfit_id not in offered:
+            raise Conflict("unknown_outfit", f"outfit {outfit_id!r} is not offered at this event")
         session = await repos.sessions.set_outfit(session_id, outfit_id)
     if session is None:
         raise NotFound(f"session {session_id} does not exist")

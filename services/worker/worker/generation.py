@@ -22,6 +22,7 @@ import structlog
 from shared import metrics, streams
 from shared.domain import Blob, Job, JobStatus
 from shared.errors import DatabaseUnavailable, ErrorClass, JobError, PermanentJobError, ProviderUnavailable
+from shared.events import EventOutfit
 from shared.maintenance import current_pause
 from shared.messages import JobQueued, JobRendered
 from shared.outfits import Outfit
@@ -174,13 +175,29 @@ class Generator:
         selfies = await patiently(read, patience_s=self.settings.store_wait_max_sec, what="selfie")
         if not selfies:
             raise PermanentJobError("the selfie is missing")
-        outfit = self.catalog.get(job.outfit_id)
+        outfit = self.catalog.get(job.outfit_id) or await self._uploaded_outfit(job.outfit_id)
         if outfit is None:
             raise PermanentJobError(f"unknown outfit {job.outfit_id!r}")
         started = time.perf_counter()
         pack = await self.render(job, selfies[0], outfit)
         metrics.STAGE_SECONDS.labels(stage="render_pack").observe(time.perf_counter() - started)
         return pack
+
+    async def _uploaded_outfit(self, outfit_id: str) -> Outfit | None:
+        """An outfit an operator uploaded for an event (``event_outfits``) as an :class:`Outfit`: its
+        title and prompt on its ``based_on`` catalogue outfit, whose id it keeps (the body template, the
+        offline drawing and the ``local`` provider look outfits up by catalogue id; the job keeps the
+        uploaded id); ``None`` when there is no such outfit or its base left the catalogue."""
+
+        async def read() -> EventOutfit | None:
+            async with self.db.transaction() as repos:
+                return await repos.events.outfit(outfit_id)
+
+        uploaded = await patiently(read, patience_s=self.settings.store_wait_max_sec, what="outfit")
+        base = self.catalog.get(uploaded.based_on) if uploaded else None
+        if uploaded is None or base is None:
+            return None
+        return base.model_copy(update={"title": uploaded.title, "prompt": uploaded.prompt})
 
     async def _store(self, job: Job, pack: Pack) -> None:
         async with self.db.transaction() as repos:

@@ -196,7 +196,7 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(Conflict)
     async def _conflict(_request: Request, exc: Conflict) -> JSONResponse:
-        return error_response(409, exc.code, exc.detail)
+        return error_response(409, exc.code, exc.detail, **exc.extra)
 
     @app.exception_handler(DatabaseUnavailable)
     async def _db_down(_request: Request, _exc: DatabaseUnavailable) -> JSONResponse:

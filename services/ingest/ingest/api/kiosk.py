@@ -147,9 +147,17 @@ def _session_body(
     }
 
 
+#: ``?station=`` of ``/outfits`` and ``/kiosk/config``: the kiosk station the page serves (as in
+#: ``POST /sessions``).
+StationQuery = Annotated[SingleLine | None, Query(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_.-]+$")]
+
+
 @router.get("/outfits")
-async def list_outfits(ctx: Ctx) -> list[dict[str, Any]]:
-    """The outfit catalog (id, title, thumbnail URL, prompt, body template)."""
+async def list_outfits(ctx: Ctx, station: StationQuery = None) -> list[dict[str, Any]]:
+    """The outfit catalog (id, title, thumbnail URL, prompt, body template); with ``?station=``, the
+    outfits of the event the station serves now, in its order, its uploaded ones included (when it lists
+    none: the whole catalog, then its uploads; a closed station: the catalog)."""
+    chosen = await kiosk.station_outfits(ctx, station)
     return [
         {
             "id": o.id,
@@ -158,19 +166,26 @@ async def list_outfits(ctx: Ctx) -> list[dict[str, Any]]:
             "prompt": o.prompt,
             "body_template": o.body_template,
         }
-        for o in ctx.catalog.values()
+        for o in chosen
     ]
 
 
 @router.get("/outfits/{outfit_id}/thumbnail.png")
 async def outfit_thumbnail(ctx: Ctx, outfit_id: Annotated[SingleLine, Path(max_length=64)]) -> Response:
-    outfit = ctx.catalog.get(outfit_id)
-    if outfit is None:
-        raise ApiError(404, "unknown_outfit", f"outfit {outfit_id!r} is not in the catalog")
-    png = thumbnail_png(outfit.id)
+    """The outfit's kiosk thumbnail (PNG): a catalogue outfit's, or an uploaded outfit's from the
+    database (its ``based_on`` outfit's when none was uploaded). 404 ``unknown_outfit``, ``no_thumbnail``."""
+    # an uploaded outfit's picture may be replaced during the event: kept a minute, not an hour
+    max_age = 3600
+    if outfit_id in ctx.catalog:
+        png = thumbnail_png(outfit_id)
+    else:
+        known, png = await kiosk.uploaded_thumbnail(ctx, outfit_id)
+        if not known:
+            raise ApiError(404, "unknown_outfit", f"outfit {outfit_id!r} is not in the catalog")
+        max_age = 60
     if png is None:
         raise ApiError(404, "no_thumbnail", "This outfit has no thumbnail.")
-    return Response(png, media_type="image/png", headers={"Cache-Control": "public, max-age=3600"})
+    return Response(png, media_type="image/png", headers={"Cache-Control": f"public, max-age={max_age}"})
 
 
 class _KioskKeyFirst(APIRoute):
@@ -569,21 +584,34 @@ async def delivered_sticker(
 
 
 @router.get("/kiosk/config")
-async def kiosk_config(ctx: Ctx) -> dict[str, Any]:
+async def kiosk_config(ctx: Ctx, station: StationQuery = None) -> dict[str, Any]:
     """What the kiosk page needs besides the outfits and the consent text: the venue's branding
     (``KIOSK_EVENT_TITLE``, ``KIOSK_LOGO_URL``, ``KIOSK_ACCENT_COLOR`` with the text colour on it,
     :mod:`ingest.branding`), the photo limit, and the bot's texts for the failures the kiosk shows
     too (``guest_texts[key][language]``, every catalogue language of :mod:`shared.texts`), so booth and
     bot say the same thing;
     ``photo_max_side_px``: the longest side the pipeline uses of a photo (:data:`PHOTO_MAX_SIDE_PX`).
-    ``download_offered``: whether the kiosk offers "no Telegram? get them here" (``PUBLIC_BASE_URL`` set)."""
+    ``download_offered``: whether the kiosk offers "no Telegram? get them here" (``PUBLIC_BASE_URL`` set).
+
+    With ``?station=``: the branding of the event the station serves now (``title``, ``accent_color``,
+    ``logo_url``; each key the event does not set is the ``KIOSK_*`` setting), ``event_id``,
+    ``languages`` (the event's, empty: every kiosk language), ``closed`` (an event lists the station
+    and none runs now: the kiosk shows its closed screen) and ``next`` (the next event's ``name``,
+    ``starts_at`` ISO 8601 UTC and ``time_zone``, or ``null``)."""
     settings = ctx.settings
-    accent = normalize_hex(settings.kiosk_accent_color)
+    served = await kiosk.station_now(ctx, station) if station else None
+    event = served.event if served else None
+    branding = dict(event.branding) if event else {}
+    accent = normalize_hex(branding.get("accent_color") or settings.kiosk_accent_color)
     return {
-        "event_title": settings.kiosk_event_title or None,
-        "logo_url": settings.kiosk_logo_url or None,
+        "event_title": branding.get("title") or settings.kiosk_event_title or None,
+        "logo_url": branding.get("logo_url") or settings.kiosk_logo_url or None,
         "accent_color": accent,
         "accent_ink": ink_on(accent),
+        "event_id": event.id if event else None,
+        "languages": list(event.languages) if event else [],
+        "closed": served is not None and event is None,
+        "next": kiosk.next_event_body(served.next) if served and event is None else None,
         "max_captures_per_session": settings.max_captures_per_session,
         "photo_max_side_px": PHOTO_MAX_SIDE_PX,
         # "No Telegram? Get them here" is offered only where phones can open the download page

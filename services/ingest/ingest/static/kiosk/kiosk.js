@@ -78,13 +78,14 @@
   // (shared/locales/<lang>/LC_MESSAGES/guest.po, msgctxt "kiosk"), English first; the language button
   // steps through them in that order.
   const TEXT = window.KIOSK_WORDS || { en: {} };
-  const LANGS = Object.keys(TEXT);
+  // The event's languages (GET /kiosk/config `languages`, its first the kiosk's) narrow them once loaded.
+  let LANGS = Object.keys(TEXT);
   const nextLang = (lang) => LANGS[(LANGS.indexOf(lang) + 1) % LANGS.length];
 
   const $ = (id) => document.getElementById(id);
   const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
   const params = new URLSearchParams(location.search);
-  const defaultLang = LANGS.includes(params.get("lang")) ? params.get("lang") : "en";
+  let defaultLang = LANGS.includes(params.get("lang")) ? params.get("lang") : "en";
   const state = {
     station: (params.get("station") || "kiosk").replace(/[^A-Za-z0-9_.-]/g, "-").slice(0, 64) || "kiosk",
     kioskKey: params.get("key") || "",
@@ -122,6 +123,7 @@
     renderCapturesNote();
     renderGuest();
     renderBreak();
+    if (state.screen === "closed") renderClosed();
     if (state.screen === "sending") renderSendingNote();
   }
 
@@ -171,7 +173,9 @@
     if (status < 200 || status > 299) {
       const error = (body && body.error) || {};
       const retryAfterS = Number(retryAfter) || 0;
-      throw new HttpError(status, error.code || `http_${status}`, error.message || "", retryAfterS);
+      const thrown = new HttpError(status, error.code || `http_${status}`, error.message || "", retryAfterS);
+      if ("next" in error) thrown.next = error.next; // station_closed: the next event, or null
+      throw thrown;
     }
     return body;
   }
@@ -367,6 +371,11 @@
         return;
       } catch (err) {
         if (!alive()) return;
+        if (err instanceof HttpError && err.code === "station_closed") {
+          state.config = { ...(state.config || {}), closed: true, next: err.next ?? null };
+          showClosed();
+          return;
+        }
         if (err instanceof HttpError && err.maintenance) {
           enterBreak();
           await sleep(TIMING.breakProbeMs);
@@ -543,7 +552,7 @@
     const elapsed = Date.now() - saved.at;
     const limit = target === "welcome" ? Infinity : AUTO_RETURN[target];
     if (!(elapsed >= 0 && elapsed < limit)) return startOver();
-    setLang(LANGS.includes(saved.lang) ? saved.lang : "en");
+    setLang(LANGS.includes(saved.lang) ? saved.lang : defaultLang);
     state.resumed = target === "welcome" ? null : { screen: target, spentMs: elapsed };
     const job = status.jobs[status.jobs.length - 1] || null;
     Object.assign(state, {
@@ -689,15 +698,77 @@
     let delay = TIMING.outfitRetryFirstMs;
     for (;;) {
       try {
-        state.config = await api("GET", "/kiosk/config");
+        state.config = await api("GET", `/kiosk/config?station=${encodeURIComponent(state.station)}`);
         applyBranding(state.config);
+        applyLanguages(state.config.languages || []);
         renderDelivery();
         setLang(state.lang);
+        if (state.config.closed) showClosed();
         return;
       } catch {
         await sleep(delay);
         delay = Math.min(delay * 2, TIMING.outfitRetryMaxMs);
       }
+    }
+  }
+
+  /* ---- Closed: an event lists this station and none runs now (GET /kiosk/config `closed`, or
+   * POST /sessions 409 `station_closed`). The closed screen names the next event and its start in the
+   * event's time zone; it asks again every CLOSED_RECHECK_MS and opens the booth by itself (a fresh page:
+   * the event's branding, outfits and languages) once the station's event runs. ---- */
+
+  const CLOSED_RECHECK_MS = 60000;
+
+  function showClosed() {
+    if (state.screen === "closed") return;
+    stopAttract();
+    state.epoch += 1; // a session being opened or polled for the welcome screen stops
+    show("closed");
+    renderClosed();
+    recheckClosed();
+  }
+
+  function renderClosed() {
+    const next = state.config && state.config.next;
+    const line = $("closed-next");
+    if (!next || !next.starts_at) {
+      line.hidden = true;
+      return;
+    }
+    let start = next.starts_at;
+    try {
+      start = new Intl.DateTimeFormat(state.lang, {
+        dateStyle: "medium", timeStyle: "short", timeZone: next.time_zone || "UTC",
+      }).format(new Date(next.starts_at));
+    } catch { /* an unknown zone or language: the ISO time */ }
+    line.textContent = t("closed_next", { name: next.name, start });
+    line.hidden = false;
+  }
+
+  async function recheckClosed() {
+    for (;;) {
+      await sleep(CLOSED_RECHECK_MS);
+      try {
+        const config = await api("GET", `/kiosk/config?station=${encodeURIComponent(state.station)}`);
+        if (!config.closed) {
+          location.reload();
+          return;
+        }
+        state.config = config;
+        renderClosed();
+      } catch { /* the next check asks again */ }
+    }
+  }
+
+  /* The event's languages: the language button steps through them only, and the kiosk starts in the
+   * first (or in ?lang= when it is one of them). None: every language, as before. */
+  function applyLanguages(languages) {
+    const own = languages.filter((lang) => lang in TEXT);
+    if (!own.length) return;
+    LANGS = own;
+    defaultLang = own.includes(params.get("lang")) ? params.get("lang") : own[0];
+    if (!own.includes(state.lang) || (state.screen === "welcome" && !state.session?.telegram_linked)) {
+      state.lang = defaultLang;
     }
   }
 
@@ -722,7 +793,7 @@
     let delay = TIMING.outfitRetryFirstMs;
     for (;;) {
       try {
-        state.outfits = await api("GET", "/outfits");
+        state.outfits = await api("GET", `/outfits?station=${encodeURIComponent(state.station)}`);
         renderOutfits();
         return;
       } catch {
