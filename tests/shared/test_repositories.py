@@ -108,13 +108,15 @@ async def test_a_command_read_locked_as_sending_cannot_be_released_before_its_cl
             "SELECT count(*) FROM pg_stat_activity"
             " WHERE wait_event_type = 'Lock' AND datname = current_database()"
         )
-        async with db.transaction() as probe:
-            for _ in range(200):  # until the release waits on the row lock (10 s, else it never does)
+        for _ in range(200):  # until the release waits on the row lock (10 s, else it never does)
+            # one transaction per look: Postgres keeps a transaction's first view of pg_stat_activity until
+            # it ends, so a look taken before the release reached the server would be all it ever saw
+            async with db.transaction() as probe:
                 if (await probe.conn.execute(waiting)).scalar_one():
                     break
-                await asyncio.sleep(0.05)
-            else:
-                pytest.fail("the release was not held back by the row lock")
+            await asyncio.sleep(0.05)
+        else:
+            pytest.fail("the release was not held back by the row lock")
         assert not releasing.done()
         assert await repos.tg_commands.start_sending("cmd-lock", stale_after=timedelta(seconds=60)) is None
     await releasing
