@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
+import threading
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 from playwright.sync_api import Page
@@ -104,3 +107,25 @@ def choose_photo(page: Page, name: str) -> None:
 def session_status(stack: Stack, session_id: str) -> dict[str, Any]:
     body: dict[str, Any] = httpx.get(f"{stack.ingest_url}/sessions/{session_id}", timeout=10).json()
     return body
+
+
+T = TypeVar("T")
+
+
+def in_thread(make: Callable[[], Awaitable[T]]) -> T:
+    """Run a coroutine on its own event loop in another thread: Playwright's sync API keeps a loop
+    running in this one (see ``conftest.playwright``)."""
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["value"] = asyncio.run(make())  # type: ignore[arg-type]
+        except BaseException as exc:  # handed to the caller below
+            box["error"] = exc
+
+    thread = threading.Thread(target=target)
+    thread.start()
+    thread.join()
+    if "error" in box:
+        raise box["error"]
+    return box["value"]  # type: ignore[no-any-return]

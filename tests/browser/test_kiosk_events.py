@@ -6,11 +6,8 @@ page asks again every 60 s: the page's clock is moved on, the server's is not).
 
 from __future__ import annotations
 
-import asyncio
-import threading
-from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
 from playwright.sync_api import Page
@@ -19,29 +16,9 @@ from devstack.processes import Stack
 from shared.db import create_engine
 from shared.events import Event
 from shared.repositories import Database
-from tests.browser.kiosk_helpers import BRANDING, open_kiosk, screenshot, wait_screen
+from tests.browser.kiosk_helpers import BRANDING, in_thread, open_kiosk, screenshot, wait_screen
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(300)]
-T = TypeVar("T")
-
-
-def in_thread(make: Callable[[], Awaitable[T]]) -> T:
-    """Run a coroutine on its own event loop in another thread (Playwright's sync API keeps one running
-    in this one, see ``conftest.playwright``)."""
-    box: dict[str, Any] = {}
-
-    def target() -> None:
-        try:
-            box["value"] = asyncio.run(make())  # type: ignore[arg-type]
-        except BaseException as exc:  # handed to the caller below
-            box["error"] = exc
-
-    thread = threading.Thread(target=target)
-    thread.start()
-    thread.join()
-    if "error" in box:
-        raise box["error"]
-    return box["value"]  # type: ignore[no-any-return]
 
 
 def save_events(stack: Stack, *events: Event) -> None:

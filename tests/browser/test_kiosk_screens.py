@@ -6,11 +6,8 @@ tablet landscape (1280×800) by :func:`tests.browser.kiosk_helpers.screenshot`.
 
 from __future__ import annotations
 
-import asyncio
-import threading
 import time
-from collections.abc import Awaitable, Callable, Iterator
-from typing import Any, TypeVar
+from collections.abc import Callable, Iterator
 from uuid import UUID
 
 import httpx
@@ -31,6 +28,7 @@ from tests.browser.kiosk_helpers import (
     choose_language,
     choose_photo,
     deep_link,
+    in_thread,
     open_kiosk,
     pick_outfit,
     scan_and_start,
@@ -42,26 +40,6 @@ from tests.browser.kiosk_helpers import (
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(300)]
 ADMIN = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
-T = TypeVar("T")
-
-
-def in_thread(make: Callable[[], Awaitable[T]]) -> T:
-    """Run a coroutine on its own event loop in another thread: Playwright's sync API keeps a loop
-    running in this one (see ``conftest.playwright``)."""
-    box: dict[str, Any] = {}
-
-    def target() -> None:
-        try:
-            box["value"] = asyncio.run(make())  # type: ignore[arg-type]
-        except BaseException as exc:  # handed to the caller below
-            box["error"] = exc
-
-    thread = threading.Thread(target=target)
-    thread.start()
-    thread.join()
-    if "error" in box:
-        raise box["error"]
-    return box["value"]  # type: ignore[no-any-return]
 
 
 def fail_as_worker(stack: Stack, job_id: str, exc: JobError) -> None:
