@@ -235,6 +235,8 @@ class EventSpec(BaseModel):
         default_factory=list, max_length=200
     )
     branding: EventBranding = Field(default_factory=EventBranding)
+    # createNewStickerSet's title: 1-64 characters (Bot API; python-telegram-bot's
+    # telegram.constants.StickerLimit.MAX_NAME_AND_TITLE; simulators/telegram/validation.py refuses more)
     set_title: dict[str, Annotated[str, Field(min_length=1, max_length=64)]] = Field(default_factory=dict)
     texts: dict[str, dict[str, str]] = Field(default_factory=dict)
     languages: list[str] = Field(default_factory=list)
