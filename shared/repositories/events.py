@@ -212,6 +212,8 @@ class EventRepository:
         return saved
 
     async def outfit_thumbnail(self, outfit_id: str) -> bytes | None:
+        """The uploaded outfit's kiosk thumbnail (PNG bytes, at most 512 KB and 1024 × 1024 px as the admin
+        API checks them), or ``None``: no such outfit, or none uploaded."""
         return (
             await self.conn.execute(
                 sa.select(event_outfits.c.thumbnail).where(event_outfits.c.id == outfit_id)
@@ -219,6 +221,8 @@ class EventRepository:
         ).scalar()
 
     async def delete_outfit(self, outfit_id: str) -> bool:
+        """Delete the uploaded outfit; ``False`` when there is no such outfit. Sessions and jobs that chose
+        it keep its id (a job not yet rendered then fails as an unknown outfit)."""
         gone = await self.conn.execute(
             sa.delete(event_outfits).where(event_outfits.c.id == outfit_id).returning(event_outfits.c.id)
         )
