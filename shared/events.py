@@ -24,7 +24,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, time
 from functools import cache
-from typing import Annotated
+from typing import Annotated, Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -128,6 +128,25 @@ class Event:
     def day_start(self, now: datetime) -> datetime:
         """The start (UTC) of this event's local day holding ``now`` (:func:`day_start`)."""
         return day_start(now, self.time_zone)
+
+    def columns(self) -> dict[str, Any]:
+        """The operator's settings as the ``events`` row's columns (plain lists and dicts; ``starts_at``
+        and ``ends_at`` stay ``datetime``): what :meth:`shared.repositories.events.EventRepository.save`
+        writes and the admin API shows (``stations`` live in ``event_stations``, so they are not here)."""
+        return {
+            "name": self.name,
+            "venue": self.venue,
+            "time_zone": self.time_zone,
+            "starts_at": self.starts_at,
+            "ends_at": self.ends_at,
+            "outfits": list(self.outfits),
+            "branding": dict(self.branding),
+            "set_title": dict(self.set_title),
+            "texts": {lang: dict(t) for lang, t in self.texts.items()},
+            "languages": list(self.languages),
+            "daily_budget_usd": self.daily_budget_usd,
+            "total_budget_usd": self.total_budget_usd,
+        }
 
 
 @dataclass(frozen=True, slots=True)

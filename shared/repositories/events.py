@@ -138,20 +138,7 @@ class EventRepository:
             sqlalchemy.exc.IntegrityError: a value breaks a CHECK of migration 0014 (callers validate
                 first: :mod:`shared.events`).
         """
-        values = {
-            "name": event.name,
-            "venue": event.venue,
-            "time_zone": event.time_zone,
-            "starts_at": event.starts_at,
-            "ends_at": event.ends_at,
-            "outfits": list(event.outfits),
-            "branding": dict(event.branding),
-            "set_title": dict(event.set_title),
-            "texts": {lang: dict(t) for lang, t in event.texts.items()},
-            "languages": list(event.languages),
-            "daily_budget_usd": event.daily_budget_usd,
-            "total_budget_usd": event.total_budget_usd,
-        }
+        values = event.columns()
         stmt = insert(events).values(id=event.id, **values)
         await self.conn.execute(
             stmt.on_conflict_do_update(

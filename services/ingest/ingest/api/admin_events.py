@@ -55,19 +55,10 @@ def _check_id(event_id: str) -> None:
 def _event_json(event: Event, outfits: list[EventOutfit] | None = None) -> dict[str, Any]:
     body: dict[str, Any] = {
         "id": event.id,
-        "name": event.name,
-        "venue": event.venue,
-        "time_zone": event.time_zone,
+        **event.columns(),
         "starts_at": event.starts_at.isoformat() if event.starts_at else None,
         "ends_at": event.ends_at.isoformat() if event.ends_at else None,
         "stations": list(event.stations),
-        "outfits": list(event.outfits),
-        "branding": dict(event.branding),
-        "set_title": dict(event.set_title),
-        "texts": {lang: dict(t) for lang, t in event.texts.items()},
-        "languages": list(event.languages),
-        "daily_budget_usd": event.daily_budget_usd,
-        "total_budget_usd": event.total_budget_usd,
         "is_default": event.is_default,
     }
     if outfits is not None:
