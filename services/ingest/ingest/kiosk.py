@@ -57,37 +57,37 @@ def next_event_body(event: Event | None) -> dict[str, str] | None:
     }
 
 
-async def event_outfit_ids(ctx: IngestContext, repos: Repositories, event: Event | None) -> list[str]:
-    """The outfit ids ``event`` offers, in kiosk order: its list (catalogue ids still in the catalog and
-    its own uploads), or, when it lists none, the whole catalog followed by its uploads. ``None``
-    (no event): the catalog."""
-    uploaded = [o.id for o in await repos.events.outfits(event.id)] if event else []
+async def event_outfits(ctx: IngestContext, repos: Repositories, event: Event | None) -> list[Outfit]:
+    """The outfits ``event`` offers, in kiosk order: its list (catalogue outfits still in the catalog and
+    its own uploads), or, when it lists none, the whole catalog followed by its uploads. An upload is its
+    ``based_on`` catalogue outfit with its own id, title and prompt; one whose ``based_on`` left the
+    catalog is not offered (the worker could not draw it). ``None`` (no event): the catalog."""
+    uploads = {o.id: o for o in await repos.events.outfits(event.id)} if event else {}
     if event is None or not event.outfits:
-        return [*ctx.catalog, *uploaded]
-    return [i for i in event.outfits if i in ctx.catalog or i in uploaded]
-
-
-async def station_outfits(ctx: IngestContext, station: str | None) -> list[Outfit]:
-    """The outfits the kiosk at ``station`` shows now (its event's, :func:`event_outfit_ids`; an uploaded
-    one as its ``based_on`` catalogue outfit with its own id, title and prompt). ``None``, or a closed
-    station: the catalog."""
-    if station is None:
-        return list(ctx.catalog.values())
-    async with ctx.db.transaction() as repos:
-        served = await repos.events.for_station(station, datetime.now(UTC))
-        ids = await event_outfit_ids(ctx, repos, served.event)
-        uploads = {o.id: o for o in await repos.events.outfits(served.event.id)} if served.event else {}
-    chosen: list[Outfit] = []
+        ids: list[str] = [*ctx.catalog, *uploads]
+    else:
+        ids = [i for i in event.outfits if i in ctx.catalog or i in uploads]
+    offered: list[Outfit] = []
     for outfit_id in ids:
         if outfit_id in ctx.catalog:
-            chosen.append(ctx.catalog[outfit_id])
+            offered.append(ctx.catalog[outfit_id])
         elif (up := uploads[outfit_id]).based_on in ctx.catalog:
-            chosen.append(
+            offered.append(
                 ctx.catalog[up.based_on].model_copy(
                     update={"id": up.id, "title": up.title, "prompt": up.prompt}
                 )
             )
-    return chosen
+    return offered
+
+
+async def station_outfits(ctx: IngestContext, station: str | None) -> list[Outfit]:
+    """The outfits the kiosk at ``station`` shows now (its event's, :func:`event_outfits`). ``None``, or a
+    closed station: the catalog."""
+    if station is None:
+        return list(ctx.catalog.values())
+    async with ctx.db.transaction() as repos:
+        served = await repos.events.for_station(station, datetime.now(UTC))
+        return await event_outfits(ctx, repos, served.event)
 
 
 async def uploaded_thumbnail(ctx: IngestContext, outfit_id: str) -> tuple[bool, bytes | None]:
@@ -150,7 +150,7 @@ async def session_view(ctx: IngestContext, session_id: UUID) -> tuple[KioskSessi
 async def choose_outfit(ctx: IngestContext, session_id: UUID, outfit_id: str) -> KioskSession:
     """Record the session's outfit.
 
-    The outfits a session may choose are its event's (:func:`event_outfit_ids`).
+    The outfits a session may choose are its event's (:func:`event_outfits`).
 
     Raises:
         Conflict: ``unknown_outfit`` when the session's event does not offer ``outfit_id`` (not in the
@@ -162,8 +162,7 @@ async def choose_outfit(ctx: IngestContext, session_id: UUID, outfit_id: str) ->
         if current is None:
             raise NotFound(f"session {session_id} does not exist")
         event = await repos.events.get(current.event_id)
-        offered = await event_outfit_ids(ctx, repos, event)
-        if outfit_id not in offered:
+        if outfit_id not in {o.id for o in await event_outfits(ctx, repos, event)}:
             raise Conflict("unknown_outfit", f"outfit {outfit_id!r} is not offered at this event")
         session = await repos.sessions.set_outfit(session_id, outfit_id)
     if session is None:
