@@ -90,10 +90,11 @@ def bot_texts(messages: list[dict[str, Any]]) -> list[str]:
 
 
 def start_session(
-    kiosk: httpx.Client, sim: httpx.Client, *, user_id: int, language: str = "en"
+    kiosk: httpx.Client, sim: httpx.Client, *, user_id: int, language: str = "en", station: str = "demo"
 ) -> dict[str, Any]:
-    """Open a session and link the guest's Telegram account; returns the session body."""
-    session = kiosk.post("/sessions", json={"station": "demo"}).raise_for_status().json()
+    """Open a session at kiosk ``station`` (``demo``: no event lists it, so the default event's) and link
+    the guest's Telegram account; returns the session body."""
+    session = kiosk.post("/sessions", json={"station": station}).raise_for_status().json()
     token = session["deep_link"].split("start=", 1)[1]
     sim.post(
         f"/sim/users/{user_id}/messages",
@@ -130,9 +131,11 @@ def play(
     timeout_s: float = 300.0,
     filename: str = "selfie.jpg",
     poll_s: float = 1.0,
+    station: str = "demo",
 ) -> JourneyResult:
-    """Play one journey; returns when the guest got a link, a failure text, or the upload was refused.
-    The kiosk asks for the job's status every ``poll_s`` seconds (spec/000 "Status poll": 1 s).
+    """Play one journey at kiosk ``station`` (its event's outfits; ``outfit_id`` ``None``: the first);
+    returns when the guest got a link, a failure text, or the upload was refused. The kiosk asks for the
+    job's status every ``poll_s`` seconds (spec/000 "Status poll": 1 s).
 
     Raises:
         JourneyError: the stack did not answer in time.
@@ -141,9 +144,9 @@ def play(
         httpx.Client(base_url=ingest_url, timeout=60) as kiosk,
         httpx.Client(base_url=sim_url, timeout=30) as sim,
     ):
-        outfits = kiosk.get("/outfits").raise_for_status().json()
+        outfits = kiosk.get("/outfits", params={"station": station}).raise_for_status().json()
         chosen = outfit_id or outfits[0]["id"]
-        session = start_session(kiosk, sim, user_id=user_id)
+        session = start_session(kiosk, sim, user_id=user_id, station=station)
         sid = session["id"]
         kiosk.put(f"/sessions/{sid}/outfit", json={"outfit_id": chosen}).raise_for_status()
         consent(kiosk, sid).raise_for_status()

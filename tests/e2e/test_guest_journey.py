@@ -1,6 +1,8 @@
 """The whole product across separate processes: simulator + five services on real Postgres and Redis.
 
-A guest plays the journey with a real photo and receives one link to a set of 12 valid stickers; a worker
+A guest plays the journey with a real photo at an event's kiosk station (an event the operator made through
+the admin API, with its own outfits, set title and link text) and receives one link to a set of 12 valid
+stickers; the other journeys run at a station no event lists, the default event's (issue 23); a worker
 killed with SIGKILL mid-job is restarted and the guest still gets exactly one pack and one link; a second
 gateway stands by and takes over when the leading one is SIGKILLed mid-journey, nothing sent twice (issue
 22); a lead becomes one card in the staff group.
@@ -39,7 +41,8 @@ from tests.tcp_proxy import TcpProxy
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
 PHOTOS = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "photos"
-EXTRA_ENV: dict[str, str] = {}
+ADMIN_TOKEN = "e2e-admin-token-for-events-0123456789"
+EXTRA_ENV: dict[str, str] = {"ADMIN_TOKEN": ADMIN_TOKEN}
 
 
 @pytest.fixture(scope="module")
@@ -62,14 +65,45 @@ def assert_valid_sticker(png: bytes) -> None:
     assert white.sum() > 0.02 * opaque.sum()  # the white die-cut outline
 
 
+def _make_event(stack: Stack) -> str:
+    """An event made as an operator makes it (``PUT /admin/events/e2e-gala``): station ``gala-1``, only
+    the catalog's last outfit, its own set title and link text; returns that outfit's id."""
+    with httpx.Client(
+        base_url=stack.ingest_url, timeout=10, headers={"Authorization": f"Bearer {ADMIN_TOKEN}"}
+    ) as admin:
+        outfit = admin.get("/outfits").raise_for_status().json()[-1]["id"]
+        admin.put(
+            "/admin/events/e2e-gala",
+            json={
+                "name": "E2E Gala",
+                "time_zone": "Asia/Tokyo",
+                "stations": ["gala-1"],
+                "outfits": [outfit],
+                "set_title": {"en": "Gala Night Stickers"},
+                "texts": {"en": {"pack_ready": "Your Gala stickers: {link}"}},
+            },
+        ).raise_for_status()
+        assert [o["id"] for o in admin.get("/outfits", params={"station": "gala-1"}).json()] == [outfit]
+    return str(outfit)
+
+
 def test_a_selfie_becomes_one_link_to_twelve_valid_stickers(stack: Stack) -> None:
+    outfit = _make_event(stack)
     photo = (PHOTOS / "face-woman-red-hat.png").read_bytes()
-    result = play(stack.ingest_url, stack.sim_url, photo, user_id=5001, timeout_s=180)
+    result = play(stack.ingest_url, stack.sim_url, photo, user_id=5001, timeout_s=180, station="gala-1")
     assert result.status == "delivered", result
     assert result.set_name is not None and result.set_name.endswith("_by_stickerbooth_bot")
     texts = bot_texts(result.chat)
     assert sum(bool(LINK.search(t)) for t in texts) == 1
     assert any("Generating" in t for t in texts)
+    # The event's own words and title, and its outfit (the session belongs to it: issue 23).
+    assert any(t.startswith("Your Gala stickers: https://t.me/addstickers/") for t in texts), texts
+    assert _fetch(stack, f"SELECT event_id, outfit_id FROM sessions WHERE id = '{result.session_id}'") == (
+        "e2e-gala",
+        outfit,
+    )
+    with httpx.Client(base_url=stack.sim_url, timeout=10) as sim:
+        assert sim.get(f"/sim/sticker-sets/{result.set_name}").json()["title"] == "Gala Night Stickers"
     (link,) = [m for m in result.chat if LINK.search(m.get("text") or "")]
     assert (
         link["reply_markup"]["inline_keyboard"][0][0]["url"] == f"https://t.me/addstickers/{result.set_name}"
