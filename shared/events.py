@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, time
+from datetime import UTC, datetime, time, timedelta
 from functools import cache
 from typing import Annotated
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -40,6 +40,7 @@ __all__ = [
     "EventSpec",
     "StationEvent",
     "day_start",
+    "next_day_start",
     "overlaps",
     "station_event",
     "zone",
@@ -74,6 +75,15 @@ def day_start(now: datetime, time_zone: str) -> datetime:
     if start.astimezone(tz).date() != local_date:
         start = datetime.combine(local_date, time(1), tzinfo=tz).astimezone(UTC)
     return start
+
+
+def next_day_start(now: datetime, time_zone: str) -> datetime:
+    """The start (aware, UTC) of the local calendar day in ``time_zone`` after the one that holds ``now``:
+    the end of ``now``'s local day (23 to 25 hours after :func:`day_start` around a daylight-saving
+    change)."""
+    tz = zone(time_zone)
+    noon_tomorrow = datetime.combine(now.astimezone(tz).date() + timedelta(days=1), time(12), tzinfo=tz)
+    return day_start(noon_tomorrow, time_zone)
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,6 +134,18 @@ class Event:
         return (self.starts_at is None or self.starts_at <= at) and (
             self.ends_at is None or at < self.ends_at
         )
+
+    def ran_during(self, start: datetime, end: datetime) -> bool:
+        """Whether its run (``starts_at`` to ``ends_at``, ``None`` open) meets ``[start, end)`` (aware)."""
+        return (self.starts_at is None or self.starts_at < end) and (
+            self.ends_at is None or self.ends_at > start
+        )
+
+    def ran_today(self, now: datetime) -> bool:
+        """Whether its local day holding ``now`` (:meth:`day_start`) met its run so far: it runs at ``now``,
+        or it ended (or began and ended) earlier that local day. The overview's and ``/status``'s "today"
+        list these events, so one that ended at 23:00 local still shows its day until local midnight."""
+        return self.runs_at(now) or self.ran_during(self.day_start(now), now)
 
     def day_start(self, now: datetime) -> datetime:
         """The start (UTC) of this event's local day holding ``now`` (:func:`day_start`)."""
