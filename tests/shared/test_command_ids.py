@@ -56,7 +56,6 @@ BUILT: list[tuple[str, Subject]] = [
     (ids.update_reply(991), UpdateReply(id=991)),
     (ids.unlink_notice(JOB, RUN), UnlinkNotice(id=JOB, bound_us=ids.bound_us(RUN))),
     (ids.digest(date(2025, 3, 1)), AdminText(id="2025-03-01", what="digest")),
-    (ids.digest(date(2025, 3, 1), "tokyo"), AdminText(id="tokyo:2025-03-01", what="digest")),
     (ids.alert("job_failed", 17), AdminText(id=ids.name_hash("job_failed"), what="alert")),
     (ids.erase_set(SET), SetDeletion(id=ids.name_hash(SET))),
     (ids.erase_set(SET, 2), SetDeletion(id=ids.name_hash(SET), n=2)),
@@ -75,6 +74,7 @@ def test_the_ids_keep_the_formats_already_stored() -> None:
     )
     assert ids.callback_answer("q") == "cbq:q" and ids.update_reply(5) == "update:5"
     assert ids.digest(date(2025, 3, 1)) == "digest:2025-03-01"  # the default event's, as before events
+    assert ids.digest(date(2025, 3, 1), "tokyo") == "digest:tokyo:2025-03-01"  # another event's (issue 23)
     assert ids.alert("k", 9) == f"alert:{ids.name_hash('k')}:9" and len(ids.name_hash("k")) == 16
     assert ids.erase_set(SET) == f"erase_set:{ids.name_hash(SET)}" and JOB.hex not in ids.erase_set(SET)
     assert ids.unlink_notice(JOB, RUN) == f"session:{JOB}:unlinked:{EPOCH * 1_000_000 + 900_000}"

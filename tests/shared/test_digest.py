@@ -15,6 +15,7 @@ from shared.digest import send_digest_if_due
 from shared.events import Event
 from shared.repositories import Database, Repositories
 from shared.streams import Publisher
+from shared.subjects import AdminText, load_subject
 
 pytestmark = pytest.mark.integration
 
@@ -125,6 +126,9 @@ async def test_each_events_digest_is_sent_once_after_its_own_local_hour_about_it
         for command_id in ("digest:la:2026-12-02", "digest:tokyo:2026-12-02", "digest:2026-12-02"):
             record = await repos.tg_commands.get(command_id)
             assert record is not None and record.method == "send_admin_message"
+            assert load_subject(record.subject) == AdminText(
+                id=command_id.removeprefix("digest:"), what="digest"
+            )
             texts[command_id] = record.params["text"]
     la_text, tokyo_text, default_text = texts.values()
     assert la_text.splitlines() == [
