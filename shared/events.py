@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, time, timedelta
+from datetime import UTC, datetime, time
 from functools import cache
 from typing import Annotated
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -40,7 +40,6 @@ __all__ = [
     "EventSpec",
     "StationEvent",
     "day_start",
-    "next_day_start",
     "overlaps",
     "station_event",
     "zone",
@@ -75,15 +74,6 @@ def day_start(now: datetime, time_zone: str) -> datetime:
     if start.astimezone(tz).date() != local_date:
         start = datetime.combine(local_date, time(1), tzinfo=tz).astimezone(UTC)
     return start
-
-
-def next_day_start(now: datetime, time_zone: str) -> datetime:
-    """The start (aware, UTC) of the local calendar day in ``time_zone`` after the one that holds ``now``:
-    the end of ``now``'s local day (23 to 25 hours after :func:`day_start` around a daylight-saving
-    change)."""
-    tz = zone(time_zone)
-    noon_tomorrow = datetime.combine(now.astimezone(tz).date() + timedelta(days=1), time(12), tzinfo=tz)
-    return day_start(noon_tomorrow, time_zone)
 
 
 @dataclass(frozen=True, slots=True)
