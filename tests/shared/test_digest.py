@@ -10,12 +10,13 @@ import pytest
 import redis.asyncio as aioredis
 import sqlalchemy as sa
 
-from shared.db.tables import api_usage, jobs, sessions
+from shared.db.tables import jobs
 from shared.digest import send_digest_if_due
 from shared.events import Event
-from shared.repositories import Database, Repositories
+from shared.repositories import Database
 from shared.streams import Publisher
 from shared.subjects import AdminText, load_subject
+from tests.event_helpers import guest
 
 pytestmark = pytest.mark.integration
 
@@ -56,32 +57,6 @@ async def test_no_digest_before_its_hour(db: Database, redis: aioredis.Redis) ->
     )
 
 
-async def guest_at(repos: Repositories, event_id: str, at: datetime, cost_usd: float = 0.0) -> None:
-    """A session of ``event_id`` begun at ``at`` whose photo (created then) was delivered, and one provider
-    call of ``cost_usd`` for it then."""
-    session = await repos.sessions.create(station="s", token=f"t-{event_id}-{at.isoformat()}")
-    await repos.conn.execute(
-        sa.update(sessions).where(sessions.c.id == session.id).values(event_id=event_id, created_at=at)
-    )
-    job = await repos.jobs.insert_queued(session_id=session.id, capture_id="c", outfit_id="chef")
-    await repos.conn.execute(
-        sa.update(jobs).where(jobs.c.id == job.id).values(status="delivered", created_at=at)
-    )
-    if cost_usd:
-        await repos.conn.execute(
-            sa.insert(api_usage).values(
-                event_id=event_id,
-                provider="gemini",
-                model="m",
-                kind="sheet",
-                call_type="image",
-                outcome="ok",
-                cost_usd=cost_usd,
-                created_at=at,
-            )
-        )
-
-
 async def test_each_events_digest_is_sent_once_after_its_own_local_hour_about_its_own_yesterday(
     db: Database, redis: aioredis.Redis
 ) -> None:
@@ -104,11 +79,14 @@ async def test_each_events_digest_is_sent_once_after_its_own_local_hour_about_it
     async with db.transaction() as repos:
         for event in (la, tokyo):
             await repos.events.save(event)
-        await guest_at(repos, "la", datetime(2026, 12, 1, 20, tzinfo=UTC), 1.25)  # 12:00 local
-        await guest_at(repos, "la", datetime(2026, 12, 2, 7, 30, tzinfo=UTC), 0.5)  # 23:30 local
-        await guest_at(repos, "la", datetime(2026, 12, 2, 8, 30, tzinfo=UTC), 4.0)  # 2 December 00:30 local
-        await guest_at(repos, "tokyo", datetime(2026, 12, 1, 14, 30, tzinfo=UTC))  # 23:30 local
-        await guest_at(repos, "tokyo", datetime(2026, 12, 1, 15, 30, tzinfo=UTC))  # 2 December 00:30 local
+    for event_id, at, cost in (
+        ("la", datetime(2026, 12, 1, 20, tzinfo=UTC), 1.25),  # 12:00 local
+        ("la", datetime(2026, 12, 2, 7, 30, tzinfo=UTC), 0.5),  # 23:30 local
+        ("la", datetime(2026, 12, 2, 8, 30, tzinfo=UTC), 4.0),  # 2 December 00:30 local
+        ("tokyo", datetime(2026, 12, 1, 14, 30, tzinfo=UTC), 0.0),  # 23:30 local
+        ("tokyo", datetime(2026, 12, 1, 15, 30, tzinfo=UTC), 0.0),  # 2 December 00:30 local
+    ):
+        await guest(db, event_id, at, "delivered", cost=cost)
 
     async def due(*at: int) -> list[str]:
         return await send_digest_if_due(db, Publisher(redis), now=datetime(*at, tzinfo=UTC), hour=9)
