@@ -1,7 +1,7 @@
 """The daily digest to the admin chat (issue 23, the venue's day): one message per event and local day,
 sent once the event's local yesterday is over and its local clock has reached the digest hour
 (``DIGEST_HOUR``, delivery's setting; ``DIGEST_HOUR_UTC`` is its old name), so an event in Los Angeles
-gets its line at 09:00 in Los Angeles about its whole local yesterday, and one in Tokyo at 09:00 in Tokyo.
+gets its digest at 09:00 in Los Angeles about its whole local yesterday, and one in Tokyo at 09:00 in Tokyo.
 
 - **The default event's digest** counts every guest of the deployment (photos by outcome, failures by
   class, leads), as the one digest did before events, over the default event's local yesterday (UTC unless
@@ -132,7 +132,9 @@ async def event_digest_text(repos: Repositories, day: DigestDay) -> str:
 
 async def send_digest_if_due(db: Database, publisher: Publisher, *, now: datetime, hour: int) -> list[str]:
     """Queue and dispatch every event's digest due at ``now`` (aware) and not sent yet (module docstring);
-    returns the ids of the events whose digest this call sent (usually none).
+    returns the ids of the events whose digest this call sent (usually none). Without a default event row
+    (migration 0014 makes it, the admin API refuses to delete it) the deployment's digest is still sent,
+    on UTC days.
 
     Args:
         hour: the local hour (0–23) from which an event's digest of its yesterday is sent.
