@@ -25,7 +25,7 @@ by subject. A flood wait never makes a new id: the gateway sends the same row la
 | ``cbq:<callback query id>`` | leads: the answer to a button press | — |
 | ``update:<update_id>`` | gateway: its one reply to a private message | — |
 | ``session:<session uuid>:unlinked:<µs>`` | ingest: "not you?" tells the unlinked user once | link |
-| ``digest:<YYYY-MM-DD>`` | the daily digest (UTC day) | — |
+| ``digest:[<event id>:]<YYYY-MM-DD>`` | delivery: an event's digest (no event id: the default one) | — |
 | ``alert:<16 hex of sha1(key)>:<ns>`` | an admin alert (:mod:`shared.alerts`) | — |
 | ``erase_set:<16 hex of sha1(set name)>[:<n>]`` | erasure: delete a sticker set, attempt ``n`` ≥ 2 | n |
 | ``erase_post:<chat id>:<message id>`` | erasure: blank an erased lead's card or notice | — |
@@ -172,8 +172,11 @@ def unlink_notice(session_id: UUID, bound_at: datetime) -> str:
     return f"session:{session_id}:unlinked:{bound_us(bound_at)}"
 
 
-def digest(day: date) -> str:
-    return f"digest:{day.isoformat()}"
+def digest(day: date, event_id: str | None = None) -> str:
+    """The daily digest sent on local day ``day`` (about the day before) of event ``event_id``; ``None``:
+    the default event, whose id is the digest's id from before events (an upgrade mid-day sends nothing
+    twice). Event ids never hold ``:``, so the two forms cannot meet."""
+    return f"digest:{day.isoformat()}" if event_id is None else f"digest:{event_id}:{day.isoformat()}"
 
 
 def alert(key: str, at_ns: int) -> str:

@@ -125,6 +125,18 @@ class Event:
             self.ends_at is None or at < self.ends_at
         )
 
+    def ran_during(self, start: datetime, end: datetime) -> bool:
+        """Whether its run (``starts_at`` to ``ends_at``, ``None`` open) meets ``[start, end)`` (aware)."""
+        return (self.starts_at is None or self.starts_at < end) and (
+            self.ends_at is None or self.ends_at > start
+        )
+
+    def ran_today(self, now: datetime) -> bool:
+        """Whether its local day holding ``now`` (:meth:`day_start`) met its run so far: it runs at ``now``,
+        or it ended (or began and ended) earlier that local day. The overview's and ``/status``'s "today"
+        list these events, so one that ended at 23:00 local still shows its day until local midnight."""
+        return self.runs_at(now) or self.ran_during(self.day_start(now), now)
+
     def day_start(self, now: datetime) -> datetime:
         """The start (UTC) of this event's local day holding ``now`` (:func:`day_start`)."""
         return day_start(now, self.time_zone)

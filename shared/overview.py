@@ -13,6 +13,9 @@ row (``GET /admin/overview``) and the bot's ``/status`` show, gathered once here
 - stream lag, pending, oldest pending, dead letters: now, Redis ``XINFO GROUPS``, ``XPENDING``,
   ``XLEN <stream>:dead`` (:func:`shared.streams.stream_health`);
 - the pause and its source: now, :func:`shared.maintenance.current_pause`.
+- the events of today (issue 23, the venue's day): each event whose local day met its run so far (running,
+  or ended earlier that local day; the default event always), with its sessions, packs delivered,
+  failures, cost and leads since its local midnight against its budgets (``events``).
 
 Redis down is a figure too (``streams_error``), never an error: the rest comes from Postgres.
 """
@@ -62,8 +65,10 @@ class Overview:
     streams: list[StreamHealth] | None
     streams_error: str | None
     pause: Pause | None
-    #: the events running at ``at`` (the default event always), each with its figures since its local
-    #: midnight: (event, its day's start in UTC, :class:`EventDay`, its daily budget in USD or ``None``)
+    #: the events of "today": each whose local day holding ``at`` met its run (running at ``at``, or ended
+    #: earlier that local day: :meth:`shared.events.Event.ran_today`; the default event always), each
+    #: with its figures since its local midnight: (event, its day's start in UTC, :class:`EventDay`, its
+    #: daily budget in USD or ``None``)
     events: list[tuple[Event, datetime, EventDay, float | None]] = field(default_factory=list)
 
     @property
@@ -139,7 +144,11 @@ class Overview:
                     "name": event.name,
                     "time_zone": event.time_zone,
                     "day_start": day_start.isoformat(),
+                    "running": event.runs_at(self.at),
+                    "starts_at": event.starts_at.isoformat() if event.starts_at else None,
+                    "ends_at": event.ends_at.isoformat() if event.ends_at else None,
                     "today": {
+                        "sessions": today.sessions,
                         "packs_delivered": today.packs_delivered,
                         "failures": sum(today.failures.values()),
                         "failures_by_class": dict(sorted(today.failures.items())),
@@ -185,7 +194,7 @@ async def gather_overview(
         pause = await maintenance.current_pause(repos, env_on=env_maintenance)
         events = []
         for event in await repos.events.all():
-            if not (event.is_default or event.runs_at(at)):
+            if not (event.is_default or event.ran_today(at)):
                 continue
             start = event.day_start(at)
             daily = event.daily_budget_usd

@@ -105,7 +105,8 @@ class PostBlanking(_Subject):
 
 
 class AdminText(_Subject):
-    """An admin alert (``id``: a hash of its key) or the daily digest (``id``: its UTC day)."""
+    """An admin alert (``id``: a hash of its key) or a daily digest (``id``: the local day it was sent on,
+    ``<event id>:<day>`` for an event other than the default one, :mod:`shared.digest`)."""
 
     kind: Literal["admin"] = "admin"
     id: str

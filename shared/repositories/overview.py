@@ -74,10 +74,11 @@ class ProviderHealth:
 
 @dataclass(frozen=True, slots=True)
 class EventDay:
-    """One event's figures since a moment (its local midnight): ``packs_delivered`` (links sent),
-    ``failures`` (:func:`failure_label` → jobs failed and still failed), ``cost_usd`` (USD of the calls
-    counted towards it), ``leads`` (leads that named it)."""
+    """One event's figures since a moment (its local midnight): ``sessions`` (kiosk sessions begun),
+    ``packs_delivered`` (links sent), ``failures`` (:func:`failure_label` → jobs failed and still failed),
+    ``cost_usd`` (USD of the calls counted towards it), ``leads`` (leads that named it)."""
 
+    sessions: int = 0
     packs_delivered: int = 0
     failures: dict[str, int] = field(default_factory=dict)
     cost_usd: float = 0.0
@@ -174,6 +175,11 @@ class OverviewRepository:
     async def event_day_since(self, event_id: str, since: datetime) -> EventDay:
         """Event ``event_id``'s figures since ``since`` (:class:`EventDay`): only its guests
         (``sessions.event_id``), its calls (``api_usage.event_id``) and its leads (``leads.event_id``)."""
+        begun = await self.conn.scalar(
+            sa.select(sa.func.count())
+            .select_from(sessions)
+            .where(sessions.c.event_id == event_id, sessions.c.created_at >= since)
+        )
         of_event = jobs.join(sessions, sessions.c.id == jobs.c.session_id)
         delivered = await self.conn.scalar(
             sa.select(sa.func.count())
@@ -202,6 +208,7 @@ class OverviewRepository:
             .where(leads.c.event_id == event_id, leads.c.created_at >= since)
         )
         return EventDay(
+            sessions=int(begun or 0),
             packs_delivered=int(delivered or 0),
             failures={str(r[0]): int(r[1]) for r in failures},
             cost_usd=float(cost or 0),

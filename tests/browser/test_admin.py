@@ -1,18 +1,19 @@
 """The admin page in Chromium against the running stack (issue 13 items 3 and 5): sign in, pause/resume,
 the overview row, finding a named guest's failed job and retrying it, no Retry for a no-face photo, a
 delivered job's page with its stickers (each with its likeness, issue 20 item 5), contact sheet and calls
-and "Resend link" reaching the guest's chat, paging, the leads CSV export, and an event made on the page
-(issue 23)."""
+and "Resend link" reaching the guest's chat, paging, the leads CSV export, an event made on the page and
+the overview's events of today, each in its own local day (issue 23)."""
 
 from __future__ import annotations
 
 import asyncio
 import csv
 import io
+import re
 import time
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, TypeVar
 from uuid import UUID
@@ -27,8 +28,9 @@ from devstack.journey import wait_until
 from devstack.processes import Stack
 from shared import maintenance
 from shared.db import create_engine
-from shared.db.tables import jobs
+from shared.db.tables import jobs, sessions
 from shared.domain import JobStatus
+from shared.events import day_start, zone
 from shared.likeness import LIKENESS_MAX_DISTANCE
 from shared.repositories import Database, Repositories
 from shared.repositories.usage import ApiCall
@@ -416,3 +418,75 @@ def test_an_operator_creates_an_event_in_its_own_time_zone_and_a_bad_one_is_refu
     expect(page.locator("#event-error")).to_contain_text("station_overlap")
     gone = httpx.get(f"{stack.ingest_url}/admin/events/gala-tokyo-2", headers=ADMIN, timeout=10)
     assert gone.status_code == 404
+
+
+def test_the_overview_shows_each_event_of_today_in_its_own_day(page: Page, stack: Stack) -> None:
+    """Issue 23 item 2 on the page: the overview's events block, one box per event of today (running, or
+    ended earlier in its own local day), with its sessions, packs, failures and cost against its daily
+    budget since its local midnight."""
+    now = datetime.now(UTC)
+    # An event that ended a few minutes ago in a zone whose day began at least 10 minutes before that.
+    ended_zone = next(z for z in ("UTC", "Asia/Tokyo") if now - day_start(now, z) > timedelta(minutes=10))
+    for event_id, body in (
+        (
+            "la-night",
+            {
+                "name": "LA night",
+                "time_zone": "America/Los_Angeles",
+                "starts_at": (now - timedelta(hours=2)).isoformat(),
+                "stations": ["la-1"],
+                "daily_budget_usd": 4,
+            },
+        ),
+        (
+            "brunch",
+            {
+                "name": "Brunch",
+                "time_zone": ended_zone,
+                "starts_at": (day_start(now, ended_zone) + timedelta(minutes=1)).isoformat(),
+                "ends_at": (now - timedelta(minutes=2)).isoformat(),
+                "stations": ["brunch-1"],
+            },
+        ),
+    ):
+        saved = httpx.put(f"{stack.ingest_url}/admin/events/{event_id}", headers=ADMIN, json=body, timeout=10)
+        assert saved.status_code in (200, 201), saved.text
+
+    async def la_guest(repos: Repositories) -> UUID:
+        session = await repos.sessions.create(station="la-1", token=f"la-{time.time_ns()}")
+        await repos.conn.execute(
+            sa.update(sessions).where(sessions.c.id == session.id).values(event_id="la-night")
+        )
+        call = ApiCall(
+            provider="gemini",
+            model="gemini-3.1-flash-image",
+            kind="sheet",
+            call_type="image",
+            outcome="ok",
+            cost_usd=3.5,
+            latency_s=4.2,
+            event_id="la-night",
+        )
+        await repos.usage.record(call)
+        return session.id
+
+    session = in_db(stack, la_guest)
+    job_of(stack, session, status=JobStatus.DELIVERED)
+    job_of(stack, session, status=JobStatus.FAILED, error_class="deadline", error="the deadline passed")
+    sign_in(page, stack)
+    tile = page.locator("#tile-events")
+    expect(tile).to_be_visible()
+    la = tile.locator("[data-event=la-night]")
+    expect(la).to_contain_text("LA night")
+    expect(la).to_contain_text("running")
+    expect(la).to_contain_text("America/Los_Angeles")
+    expect(la).to_contain_text("1 sessions · 1 packs · 1 failed · 0 leads")
+    expect(la.locator(".meter")).to_contain_text("$3.50 of $4.00")
+    expect(la.locator(".meter")).to_have_class(re.compile(r"\bwarn\b"))  # 88 % of its daily budget
+    brunch = tile.locator("[data-event=brunch]")
+    ended = (now - timedelta(minutes=2)).astimezone(zone(ended_zone))
+    expect(brunch).to_contain_text(f"ended {ended:%H:%M}")
+    expect(brunch).to_contain_text("0 sessions · 0 packs · 0 failed")
+    expect(brunch.locator(".meter")).to_contain_text("no budget")
+    expect(tile.locator("[data-event=default]")).to_contain_text("running")
+    screenshot(page, "admin-events-today")

@@ -15,10 +15,11 @@ import redis.asyncio as aioredis
 import sqlalchemy as sa
 
 from ingest.main import create_app
-from shared.db.tables import api_usage, jobs, leads, sessions
+from shared.db.tables import leads
 from shared.events import Event
 from shared.repositories import Database
 from shared.streams import Publisher
+from tests.event_helpers import guest
 from tests.ingest.ingest_helpers import ingest_settings
 
 pytestmark = pytest.mark.integration
@@ -41,36 +42,6 @@ async def api(
     )
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://booth") as c:
         yield c
-
-
-async def guest(
-    db: Database, event_id: str, at: datetime, status: str, error_class: str | None = None, cost: float = 0.0
-) -> None:
-    """One guest of ``event_id`` at ``at``: a session, a job ending ``status``, a provider call."""
-    async with db.transaction() as repos:
-        session = await repos.sessions.create(station=f"st-{event_id}", token=f"t-{event_id}-{at:%d%H}")
-        await repos.conn.execute(
-            sa.update(sessions).where(sessions.c.id == session.id).values(event_id=event_id, created_at=at)
-        )
-        job = await repos.jobs.insert_queued(session_id=session.id, capture_id="c", outfit_id="chef")
-        await repos.conn.execute(
-            sa.update(jobs)
-            .where(jobs.c.id == job.id)
-            .values(status=status, error_class=error_class, created_at=at)
-        )
-        await repos.conn.execute(
-            sa.insert(api_usage).values(
-                job_id=job.id,
-                event_id=event_id,
-                provider="gemini",
-                model="m",
-                kind="sheet",
-                call_type="image",
-                outcome="ok",
-                cost_usd=cost,
-                created_at=at,
-            )
-        )
 
 
 async def a_lead(db: Database, event_id: str | None, at: datetime, n: int) -> None:

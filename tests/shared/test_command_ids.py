@@ -73,7 +73,8 @@ def test_the_ids_keep_the_formats_already_stored() -> None:
         ids.send_post("notice", 4, 1) == "repeat:4:notice:1" and ids.lead_card_edit(1, 2) == "lead:1:edit:2"
     )
     assert ids.callback_answer("q") == "cbq:q" and ids.update_reply(5) == "update:5"
-    assert ids.digest(date(2025, 3, 1)) == "digest:2025-03-01"
+    assert ids.digest(date(2025, 3, 1)) == "digest:2025-03-01"  # the default event's, as before events
+    assert ids.digest(date(2025, 3, 1), "tokyo") == "digest:tokyo:2025-03-01"  # another event's (issue 23)
     assert ids.alert("k", 9) == f"alert:{ids.name_hash('k')}:9" and len(ids.name_hash("k")) == 16
     assert ids.erase_set(SET) == f"erase_set:{ids.name_hash(SET)}" and JOB.hex not in ids.erase_set(SET)
     assert ids.unlink_notice(JOB, RUN) == f"session:{JOB}:unlinked:{EPOCH * 1_000_000 + 900_000}"

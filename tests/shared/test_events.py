@@ -141,6 +141,24 @@ async def test_events_round_trip_and_stations_pick_their_event(db: Database) -> 
         assert not await repos.events.delete("gala-la")
 
 
+def test_an_events_today_is_its_local_day_so_far_met_by_its_run() -> None:
+    """At 20:00 UTC on 1 December Los Angeles' day began at 08:00 UTC, Tokyo's (2 December) at 15:00."""
+    now = datetime(2026, 12, 1, 20, tzinfo=UTC)
+    la, tokyo = "America/Los_Angeles", "Asia/Tokyo"
+    assert Event(id="a", name="A", time_zone=la).ran_today(now)  # open at both ends
+    assert Event(id="a", name="A", time_zone=la, ends_at=now - timedelta(hours=11)).ran_today(now)  # 09:00
+    assert not Event(id="a", name="A", time_zone=la, ends_at=now - timedelta(hours=12)).ran_today(
+        now
+    )  # 08:00
+    assert not Event(id="a", name="A", time_zone=tokyo, ends_at=now - timedelta(hours=6)).ran_today(now)
+    assert Event(id="a", name="A", time_zone=tokyo, starts_at=now).ran_today(now)  # starts this moment
+    assert not Event(id="a", name="A", time_zone=tokyo, starts_at=now + timedelta(minutes=1)).ran_today(now)
+    yesterday = (day_start(now - timedelta(days=1), la), day_start(now, la))
+    assert Event(id="a", name="A", ends_at=yesterday[1] + timedelta(hours=1)).ran_during(*yesterday)
+    assert not Event(id="a", name="A", ends_at=yesterday[0]).ran_during(*yesterday)  # touching: apart
+    assert not Event(id="a", name="A", starts_at=yesterday[1]).ran_during(*yesterday)
+
+
 def test_overlaps_counts_open_ends_as_forever_and_touching_ends_as_apart() -> None:
     from shared.events import overlaps
 

@@ -32,7 +32,8 @@ SHUTDOWN_GRACE_SEC = 5.0
 def duties(delivery: PackDelivery, settings: DeliverySettings) -> list[Duty]:
     """The delivery service's periodic duties: every ``SWEEP_INTERVAL_SEC`` the due readiness polls and
     the 5- and 15-minute guest deadlines, in that order; every
-    ``RECONCILE_INTERVAL_SEC`` lost ``stk:delivery`` hints and the daily digest."""
+    ``RECONCILE_INTERVAL_SEC`` lost ``stk:delivery`` hints and the daily digests (each event's at its
+    local ``DIGEST_HOUR``)."""
 
     async def sweep() -> None:
         await delivery.poll_due()
@@ -46,7 +47,7 @@ def duties(delivery: PackDelivery, settings: DeliverySettings) -> list[Duty]:
     async def reconcile() -> None:
         await delivery.republish_rendered()
         await send_digest_if_due(
-            delivery.db, delivery.publisher, now=datetime.now(UTC), hour_utc=settings.digest_hour_utc
+            delivery.db, delivery.publisher, now=datetime.now(UTC), hour=settings.digest_hour
         )
 
     return [

@@ -18,6 +18,7 @@ from telegram import InlineKeyboardButton, InlineKeyboardMarkup, Update
 from telegram.ext import Application, CallbackQueryHandler, CommandHandler, ContextTypes, filters
 
 from shared import maintenance
+from shared.events import zone
 from shared.joblife import republish_queued, retry_failed_job
 from shared.overview import Overview, gather_overview
 from shared.repositories import Database
@@ -188,15 +189,21 @@ def status_text(view: Overview) -> str:
 
 
 def event_lines(view: Overview) -> list[str]:
-    """One line per event running now, its day counted from its local midnight; none while the default
-    event is the only one (an operator who never created an event sees ``/status`` as before)."""
+    """One line per event of today (running now, or ended earlier in its local day: the overview's
+    ``events``), its day counted from its local midnight; one that ended says when (local time). None
+    while the default event is the only one (an operator who never created an event sees ``/status`` as
+    before)."""
     if len(view.events) <= 1:
         return []
     lines = []
     for event, _start, today, daily in view.events:
         cost = f"${today.cost_usd:.2f}" + (f" of ${daily:.2f}" if daily else "")
+        ended = ""
+        if event.ends_at is not None and event.ends_at <= view.at:
+            ended = f", ended {event.ends_at.astimezone(zone(event.time_zone)):%H:%M}"
         lines.append(
-            f"Event {event.name} ({event.time_zone}) today: {today.packs_delivered} delivered, "
-            f"{sum(today.failures.values())} failed, {cost}, {today.leads} leads."
+            f"Event {event.name} ({event.time_zone}{ended}) today: {today.sessions} sessions, "
+            f"{today.packs_delivered} delivered, {sum(today.failures.values())} failed, {cost}, "
+            f"{today.leads} leads."
         )
     return lines

@@ -218,7 +218,8 @@ def parse_cursor(value: str) -> PageCursor:
 @router.get("/admin/overview")
 async def evening_overview(ctx: Ctx) -> dict[str, Any]:
     """The overview row (:mod:`shared.overview`): guests served and time to link (last hour), failures
-    by class, spend and image requests today against their limits, provider health, streams, pause."""
+    by class, spend and image requests today against their limits, provider health, streams, pause, and
+    each event of today (its local day) with its figures against its budgets."""
     view = await gather_overview(
         ctx.db, ctx.publisher.redis, budget=ctx.settings, env_maintenance=ctx.settings.maintenance_mode
     )

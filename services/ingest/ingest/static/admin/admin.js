@@ -2,7 +2,8 @@
  * admin_leads.py): the evening's overview row (shared/overview.py), the queue with Pause/Resume, the job
  * list with search and keyset paging, a job page (#/jobs/<id>) with its timeline, stickers, contact sheet,
  * provider calls, Retry and Resend link, the leads with a CSV export, and the events (admin_events.py) with
- * a form to create or edit one and a link to each event's report. Each sticker shows its likeness
+ * a form to create or edit one and a link to each event's report; the overview's events of today, each in
+ * its own local day (issue 23). Each sticker shows its likeness
  * to the guest (issue 20: the face-descriptor distance, or why there is none), marked when it is over the
  * answer's likeness_bound or its face is missing.
  * The token is asked for once and kept in sessionStorage (this tab only). Every value from the server is
@@ -383,6 +384,54 @@
     );
     $("providers-sub").textContent = `calls of the last ${o.providers.window_min} min`;
     renderStreams(o);
+    renderEventDays(o.events);
+  }
+
+  // The overview's `events`: each event of today (its local day met its run), its figures since its local
+  // midnight against its daily budget. Shown once an operator made an event (the default one alone is
+  // what the other tiles already show).
+  function renderEventDays(events) {
+    $("tile-events").hidden = events.length <= 1;
+    $("event-days").replaceChildren(
+      ...events.map((e) => {
+        const box = el("div", null, "event-day");
+        box.dataset.event = e.id;
+        const head = el("div", null, "event-day-head");
+        const state = e.running
+          ? pill("running", "ok")
+          : pill(`ended ${e.ends_at ? timeIn(e.ends_at, e.time_zone) : ""}`.trim(), "muted");
+        head.append(el("strong", e.name), state);
+        const t = e.today;
+        const facts = el(
+          "p",
+          `${t.sessions} sessions · ${t.packs_delivered} packs · ${t.failures} failed · ${t.leads} leads`,
+          "small",
+        );
+        facts.title = Object.entries(t.failures_by_class).map(([k, n]) => `${k} ${n}`).join(", ") || "no failures";
+        const daily = e.budget.daily_usd;
+        const share = daily ? t.cost_usd / daily : 0;
+        const cost = meter(
+          daily ? "Cost today" : "Cost today, no budget",
+          daily ? `${usd(t.cost_usd)} of ${usd(daily)}` : usd(t.cost_usd),
+          share,
+          daily ? `${percent(share)} of the daily budget` : "no daily_budget_usd set for this event",
+          share >= 0.9 ? "bad" : share >= 0.7 ? "warn" : "",
+        );
+        cost.querySelector(".bar").hidden = !daily;
+        const zone = el("p", `${e.time_zone} · day from ${dayIn(e.day_start, e.time_zone)}`, "muted small");
+        box.append(head, zone, facts, cost);
+        return box;
+      }),
+    );
+  }
+
+  // An ISO instant as the wall-clock time (HH:MM) / date of time zone `zone`.
+  function timeIn(iso, zone) {
+    return new Date(iso).toLocaleTimeString(undefined, { timeZone: zone, hour: "2-digit", minute: "2-digit", hourCycle: "h23" });
+  }
+
+  function dayIn(iso, zone) {
+    return new Date(iso).toLocaleDateString(undefined, { timeZone: zone, dateStyle: "medium" });
   }
 
   function renderQueue(o) {
