@@ -5,8 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from uuid import UUID
+
+if TYPE_CHECKING:
+    from shared.events import Event
 
 
 class JobStatus(StrEnum):
@@ -166,8 +169,9 @@ class JobContext:
     language: str | None
     #: The session's ``delivery`` (``telegram`` or ``download``, :class:`KioskSession`).
     delivery: str = "telegram"
-    #: The session's event (``shared.events``): its set title and guest texts where it has its own.
-    event_id: str = "default"
+    #: The session's event (:class:`shared.events.Event`, read with the job): the guest's language there,
+    #: its set title and guest texts where it has its own. ``None`` only if the event row is gone.
+    event: Event | None = None
 
 
 @dataclass(frozen=True, slots=True)

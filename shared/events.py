@@ -15,6 +15,12 @@ Which event a station serves at a moment (:func:`station_event`):
 
 The venue's day is the event's local calendar day (:func:`day_start`): its daily budget resets at local
 midnight, and its "today" counts from there.
+
+The guest's language at an event (:meth:`Event.language_for`) is the catalogue language of the guest's
+Telegram ``language_code`` (:func:`shared.texts.language_of`) when the event serves it (or serves every
+language), else the event's first language. Every text about a guest's session (:func:`guest_text`) and
+the sticker set's title (:meth:`Event.sticker_set_title`) are in that language, in the event's own words
+where it has them.
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from shared.branding import check_logo_url
+from shared.texts import LANGUAGES, PACK_TITLE, SOURCE_LANGUAGE, TEXTS, language_of, placeholders, text
 
 __all__ = [
     "DEFAULT_EVENT",
@@ -40,6 +47,8 @@ __all__ = [
     "EventSpec",
     "StationEvent",
     "day_start",
+    "guest_set_title",
+    "guest_text",
     "overlaps",
     "station_event",
     "zone",
@@ -159,6 +168,62 @@ class Event:
             "daily_budget_usd": self.daily_budget_usd,
             "total_budget_usd": self.total_budget_usd,
         }
+
+    def language_for(self, language_code: str | None) -> str:
+        """The guest's language at this event, a catalogue language (``de``, ``pt_BR``): the nearest
+        catalogue of the guest's Telegram ``language_code`` (an IETF tag such as ``de-AT``; ``None`` when
+        the client sends none; :func:`shared.texts.language_of`) when :attr:`languages` is empty or holds
+        it, else the event's first language. The rule of issue 23 item 1 ("chosen per event and by the
+        guest's Telegram language"); never raises."""
+        language = language_of(language_code)
+        if not self.languages or language in self.languages:
+            return language
+        return self.languages[0]
+
+    def text(self, key: str, language_code: str | None, **values: str) -> str:
+        """The bot's text ``key`` for a guest with Telegram ``language_code`` at this event, in
+        :meth:`language_for`'s language: the event's own text (:attr:`texts`) where it sets one, else the
+        catalogue's (:func:`shared.texts.text`), formatted with ``values``. An own text whose placeholders
+        do not fit (:class:`EventSpec` checks them when it is saved) is not sent: the catalogue's is.
+
+        Raises:
+            KeyError: ``key`` is not a catalogue text, or a placeholder of the catalogue's lacks its value.
+        """
+        language = self.language_for(language_code)
+        own = self.texts.get(language, {}).get(key)
+        if own:
+            try:
+                return own.format(**values)
+            except (KeyError, IndexError, ValueError):
+                pass
+        return text(key, language, **values)
+
+    def sticker_set_title(self, language_code: str | None) -> str:
+        """The sticker set's title (Bot API 1-64 characters) for a guest with Telegram ``language_code``:
+        the event's :attr:`set_title` of :meth:`language_for`'s language where it has one, else the
+        catalogue's (:data:`shared.texts.PACK_TITLE`)."""
+        language = self.language_for(language_code)
+        return self.set_title.get(language) or PACK_TITLE[language]
+
+
+def guest_text(event: Event | None, key: str, language_code: str | None, **values: str) -> str:
+    """The bot's text ``key`` about a guest's session: :meth:`Event.text` of the session's ``event``; with
+    ``None`` (a text about no session: hello, help, erasure, maintenance, or a session whose event is
+    gone) the catalogue's text in the nearest catalogue of ``language_code`` (:func:`shared.texts.text`).
+
+    Raises:
+        KeyError: ``key`` is not a catalogue text, or a placeholder lacks its value.
+    """
+    return text(key, language_code, **values) if event is None else event.text(key, language_code, **values)
+
+
+def guest_set_title(event: Event | None, language_code: str | None) -> str:
+    """The title of a guest's sticker set: :meth:`Event.sticker_set_title` of their session's ``event``;
+    with ``None`` (the event is gone) the catalogue's in the nearest catalogue of ``language_code``
+    (:data:`shared.texts.PACK_TITLE`)."""
+    if event is None:
+        return PACK_TITLE[language_of(language_code)]
+    return event.sticker_set_title(language_code)
 
 
 @dataclass(frozen=True, slots=True)
@@ -305,18 +370,16 @@ class EventSpec(BaseModel):
     @field_validator("texts")
     @classmethod
     def _texts(cls, v: dict[str, dict[str, str]]) -> dict[str, dict[str, str]]:
-        from shared.texts import SOURCE_LANGUAGE, TEXTS, placeholders
-
         for language, table in v.items():
             _language(language)
-            for key, text in table.items():
+            for key, own in table.items():
                 if key not in TEXTS:
                     raise ValueError(f"texts.{language}: {key!r} is not a bot text key")
-                if not text or len(text) > 4096:
+                if not own or len(own) > 4096:
                     raise ValueError(f"texts.{language}.{key}: 1-4096 characters")
                 english = TEXTS[key][SOURCE_LANGUAGE]
                 try:
-                    same = placeholders(text) == placeholders(english)
+                    same = placeholders(own) == placeholders(english)
                 except ValueError as exc:
                     raise ValueError(f"texts.{language}.{key}: {exc}") from None
                 if not same:
@@ -372,8 +435,6 @@ EVENT_ID = re.compile(r"^[a-z0-9][a-z0-9-]{0,39}$")
 
 
 def _language(language: str) -> None:
-    from shared.texts import LANGUAGES
-
     if language not in LANGUAGES:
         raise ValueError(f"{language!r} is not a catalogue language")
 

@@ -138,7 +138,9 @@ async def fail_job(
     if ctx is not None and ctx.tg_chat_id is not None:
         commands.append(failure_command_id(failed))
         subject = JobStep(id=job.id, step="failure_text", n=command_ids.run(failed.created_at))
-        await tell_guest(repos, commands[-1], ctx.tg_chat_id, guest_text, ctx.language, subject=subject)
+        await tell_guest(
+            repos, commands[-1], ctx.tg_chat_id, guest_text, ctx.language, event=ctx.event, subject=subject
+        )
     alert = await queue_alert(
         repos, key="job_failed", text=f"Job {job.id} FAILED ({error_class}): {clean[:300]}"
     )
@@ -217,6 +219,7 @@ async def resend_link(repos: Repositories, job_id: UUID, *, public_base_url: str
             language=ctx.language,
             set_name=ctx.job.sticker_set_name,
             download_url=await download_url(repos, public_base_url, job_id),
+            event=ctx.event,
         )
         if queued:
             log.info("LINK_RESEND_QUEUED", job_id=str(job_id), press=press)

@@ -19,11 +19,11 @@ from datetime import datetime
 from shared import streams
 from shared.commands import Command, SendMessage, minimal_result, stored
 from shared.domain import CommandStatus, TelegramCommandRecord
+from shared.events import Event, guest_text
 from shared.messages import TelegramCommand, TelegramErrorInfo, TelegramResult
 from shared.repositories import Database, Repositories
 from shared.streams import Publisher
 from shared.subjects import Subject, load_subject
-from shared.texts import text
 
 
 async def add_command(
@@ -57,21 +57,28 @@ async def tell_guest(
     text_key: str,
     language: str | None,
     *,
+    event: Event | None,
     subject: Subject,
     reply_to: str | None = None,
     expires_at: datetime | None = None,
     **fmt: str,
 ) -> bool:
-    """Queue the guest text ``text_key`` (:mod:`shared.texts`) in the guest's ``language`` (a Telegram
-    ``language_code``; unknown ones fall back) to private chat ``chat_id``, formatted with ``fmt``, about
-    ``subject`` (and ``expires_at``, as :func:`add_command`).
+    """Queue the guest text ``text_key`` (:mod:`shared.texts`) for a guest with Telegram ``language`` (a
+    ``language_code``) to private chat ``chat_id``, formatted with ``fmt``, about ``subject`` (and
+    ``expires_at``, as :func:`add_command`).
+
+    ``event``: the event of the session the text is about (a job's "Generating…", "still working",
+    failure, link; the linked and unlinked answers): the text is in the guest's language at that event
+    and in its own words where it has them (:meth:`shared.events.Event.text`). ``None`` for a text about
+    no session (hello, help, ``unknown_token``, the ``erase_*`` answers, busy, maintenance): the
+    catalogue's text in the nearest catalogue of ``language`` (:func:`shared.texts.language_of`).
 
     Returns ``False`` when ``command_id`` was recorded before (the guest is told once per id).
 
     Raises:
         KeyError: ``text_key`` or one of its placeholders is unknown.
     """
-    message = SendMessage(chat_id=chat_id, text=text(text_key, language, **fmt))
+    message = SendMessage(chat_id=chat_id, text=guest_text(event, text_key, language, **fmt))
     return await add_command(
         repos, command_id, message, subject=subject, reply_to=reply_to, expires_at=expires_at
     )

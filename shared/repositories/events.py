@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
-from uuid import UUID
 
 import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import insert
@@ -110,11 +109,6 @@ class EventRepository:
             )
         ).all()
         return await self._with_stations(rows)
-
-    async def of_session(self, session_id: UUID) -> Event | None:
-        """The event session ``session_id`` belongs to (``sessions.event_id``); ``None``: no such session."""
-        event_id = await self.conn.scalar(sa.select(sessions.c.event_id).where(sessions.c.id == session_id))
-        return None if event_id is None else await self.get(event_id)
 
     async def for_station(self, station: str, at: datetime) -> StationEvent:
         """The event ``station`` serves at ``at`` (aware), by :func:`shared.events.station_event`."""

@@ -44,6 +44,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from shared.db.tables import job_events, jobs, sessions
 from shared.domain import ACTIVE_JOB_STATUSES, Job, JobContext, JobCounts, JobStatus
 from shared.errors import ErrorClass, UndeclaredTransition
+from shared.repositories.events import EventRepository
 from shared.repositories.tg_commands import TelegramCommandRepository
 from shared.subjects import JobStepName
 
@@ -127,7 +128,8 @@ class JobRepository:
         return _job(row) if row else None
 
     async def get_context(self, job_id: UUID) -> JobContext | None:
-        """The job with its session's Telegram chat, language and delivery."""
+        """The job with its session's Telegram chat, language, delivery and event: the one way a job's
+        event is found for what its guest is told (:class:`shared.events.Event`)."""
         row = (
             await self.conn.execute(
                 sa.select(
@@ -151,7 +153,7 @@ class JobRepository:
             tg_chat_id=m["tg_chat_id"],
             language=m["language"],
             delivery=m["delivery"],
-            event_id=m["event_id"],
+            event=await EventRepository(self.conn).get(m["event_id"]),
         )
 
     async def accepted_at(self, job_id: UUID) -> datetime | None:

@@ -16,7 +16,7 @@ from shared.db.tables import jobs
 from shared.domain import CommandStatus, Job
 from shared.downloads import download_key, job_of_token
 from shared.events import Event
-from shared.link_message import event_text, link_message, pack_link
+from shared.link_message import link_message, pack_link
 from shared.messages import TelegramResult
 from shared.repositories import Database
 from shared.subjects import JobStep
@@ -181,8 +181,7 @@ async def test_an_event_names_the_set_and_words_the_link_in_the_languages_it_set
 
 
 def test_an_own_text_whose_placeholders_do_not_fit_is_not_sent() -> None:
-    texts = {"en": {"pack_ready": "Here: {url}", "add_stickers": "Grab them"}}
-    assert event_text(texts, "pack_ready", "en-GB", link="L") == text("pack_ready", "en", link="L")
-    assert event_text(texts, "add_stickers", "en") == "Grab them"
-    assert event_text(texts, "add_stickers", "de") == text("add_stickers", "de")
-    assert event_text(None, "add_stickers", "en") == text("add_stickers", "en")
+    event = Event(id="e", name="E", texts={"en": {"pack_ready": "Here: {url}", "add_stickers": "Grab them"}})
+    assert event.text("pack_ready", "en-GB", link="L") == text("pack_ready", "en", link="L")
+    assert event.text("add_stickers", "en") == "Grab them"
+    assert event.text("add_stickers", "de") == text("add_stickers", "de")

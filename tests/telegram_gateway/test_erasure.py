@@ -139,7 +139,14 @@ async def delivered_guest(gw: Gateway, db: Database, user_id: int, token: str) -
         link = f"https://t.me/addstickers/{name}"
         subject = JobStep(id=job.id, step="link", n=1)
         await tell_guest(
-            repos, command_ids.link(job.id), user_id, "pack_ready", "en", link=link, subject=subject
+            repos,
+            command_ids.link(job.id),
+            user_id,
+            "pack_ready",
+            "en",
+            link=link,
+            event=None,
+            subject=subject,
         )
     await gw.executor.execute(command_ids.link(job.id))
     await gw.bot_messages(user_id, before + 1)

@@ -89,6 +89,7 @@ async def enforce_deadlines(
                     ctx.tg_chat_id,
                     "still_working",
                     ctx.language,
+                    event=ctx.event,
                     subject=notice,
                     expires_at=job.created_at + timedelta(seconds=deadline_s),
                 )

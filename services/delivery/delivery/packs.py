@@ -52,6 +52,7 @@ from shared.domain import (
 from shared.downloads import download_url
 from shared.erasure import queue_set_deletion
 from shared.errors import ErrorClass
+from shared.events import guest_set_title
 from shared.joblife import fail_job
 from shared.link_message import queue_link_message, queue_preview
 from shared.messages import JobRendered, TelegramResult
@@ -59,7 +60,6 @@ from shared.outbox import add_command, dispatch_commands
 from shared.repositories import Database, Repositories
 from shared.streams import Publisher
 from shared.subjects import JobStep
-from shared.texts import PACK_TITLE, language_of
 
 log = structlog.get_logger(__name__)
 SERVICE = "delivery"
@@ -70,13 +70,6 @@ UNKNOWN_OUTCOME = 0
 #: Bot API calls a search for a link of unknown outcome may make (one ``editMessageReplyMarkup`` each,
 #: paced by the chat's 1 message/s): a window wider than this is inconclusive (the link is sent again).
 LINK_SEARCH_PROBES = 20
-
-
-async def set_title(repos: Repositories, event_id: str, lang: str) -> str:
-    """The sticker set's title for a guest speaking ``lang`` (a catalogue language): the event's
-    ``set_title[lang]`` where it has one (:class:`shared.events.Event`), else :data:`PACK_TITLE`."""
-    event = await repos.events.get(event_id)
-    return (event.set_title.get(lang) if event else None) or PACK_TITLE[lang]
 
 
 class PackDelivery:
@@ -154,11 +147,10 @@ class PackDelivery:
         elif not earlier:
             assert ctx.tg_user_id is not None  # the caller's branch
             blobs = await repos.blobs.for_job(job_id, "sticker")
-            lang = language_of(ctx.language)
             create = CreateStickerSet(
                 user_id=ctx.tg_user_id,
                 name=sticker_set_name(job_id, self.settings.bot_username),
-                title=await set_title(repos, ctx.event_id, lang),
+                title=guest_set_title(ctx.event, ctx.language),
                 stickers=tuple(StickerRef(blob_id=b.id, emoji=b.meta.get("emoji", "🙂")) for b in blobs),
             )
             subject = JobStep(id=job_id, step="create_set")
@@ -363,7 +355,7 @@ class PackDelivery:
             late=late,
             after_failure=after_failure,
             download_url=await download_url(repos, self.settings.public_base_url, job.id),
-            texts=event.texts if (event := await repos.events.get(ctx.event_id)) else None,
+            event=ctx.event,
         )
         return command_id
 

@@ -258,6 +258,7 @@ async def unlink(ctx: IngestContext, session_id: UUID) -> KioskSession:
                 session.tg_chat_id,
                 "unlinked",
                 session.language,
+                event=await repos.events.get(session.event_id),
                 subject=UnlinkNotice(id=session_id, bound_us=bound),
             )
     assert unlinked is not None  # the row is locked
@@ -420,6 +421,7 @@ async def accept_photo(
                 session_now.tg_chat_id,
                 "generating",
                 session_now.language,
+                event=await repos.events.get(session_now.event_id),
                 subject=generating,
             )
     ctx.captures.forget(session_id, capture_id)  # the job row answers its retries now

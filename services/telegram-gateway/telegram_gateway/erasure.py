@@ -71,7 +71,15 @@ class ErasureHandlers:
                 await add_command(repos, command_id, prompt, subject=reply_subject(update))
             else:
                 subject = reply_subject(update)
-                await tell_guest(repos, command_id, chat.id, "erase_nothing", lang, subject=subject)
+                await tell_guest(
+                    repos,
+                    command_id,
+                    chat.id,
+                    "erase_nothing",
+                    lang,
+                    event=None,
+                    subject=subject,
+                )
         await self.executor.execute(command_id)
 
     async def answer(self, update: Update, _context: ContextTypes.DEFAULT_TYPE) -> None:

@@ -61,7 +61,10 @@ class GuestHandlers:
         """Bind the guest's Telegram account to the kiosk session named by ``/start <token>``.
 
         During a pause the binding happens all the same and the answer is the maintenance text (the
-        maintenance gate lets deep links through, :mod:`telegram_gateway.maintenance_gate`)."""
+        maintenance gate lets deep links through, :mod:`telegram_gateway.maintenance_gate`). The
+        ``linked`` answer is about the session, so it is in the guest's language at the session's event and
+        in its words (:meth:`shared.events.Event.text`); ``unknown_token`` and maintenance are the
+        catalogue's."""
         message, user, chat = update.effective_message, update.effective_user, update.effective_chat
         if message is None or user is None or chat is None:
             return
@@ -83,7 +86,10 @@ class GuestHandlers:
                 )
                 paused = await current_pause(repos, env_on=self.env_maintenance) is not None
                 answer = "unknown_token" if session is None else "maintenance" if paused else "linked"
-                await tell_guest(repos, command_id, chat.id, answer, lang, subject=reply_subject(update))
+                event = await repos.events.get(session.event_id) if session and not paused else None
+                await tell_guest(
+                    repos, command_id, chat.id, answer, lang, event=event, subject=reply_subject(update)
+                )
         except DatabaseUnavailable:
             log.warning("BIND_DB_UNAVAILABLE")
             await message.reply_text(text("busy", lang))
@@ -119,7 +125,7 @@ class GuestHandlers:
         command_id = reply_command_id(update)
         async with self.db.transaction() as repos:
             chat_id, subject = update.effective_chat.id, reply_subject(update)
-            await tell_guest(repos, command_id, chat_id, text_key, language, subject=subject)
+            await tell_guest(repos, command_id, chat_id, text_key, language, event=None, subject=subject)
         await self.executor.execute(command_id)
 
 

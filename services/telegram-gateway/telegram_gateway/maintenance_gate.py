@@ -81,7 +81,15 @@ class MaintenanceGate:
                 if pause is not None and message:
                     subject = reply_subject(update)
                     lang = user.language_code
-                    await tell_guest(repos, command_id, chat.id, "maintenance", lang, subject=subject)
+                    await tell_guest(
+                        repos,
+                        command_id,
+                        chat.id,
+                        "maintenance",
+                        lang,
+                        event=None,
+                        subject=subject,
+                    )
         except Exception as exc:
             log.warning("MAINTENANCE_GATE_DB_UNREADABLE", error=type(exc).__name__)
             return

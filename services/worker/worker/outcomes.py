@@ -226,7 +226,13 @@ async def pause_and_refund(
             command_id = command_ids.unavailable_notice(job.id, job.created_at)
             subject = JobStep(id=job.id, step="unavailable", n=command_ids.run(job.created_at))
             if await tell_guest(
-                repos, command_id, ctx.tg_chat_id, "unavailable", ctx.language, subject=subject
+                repos,
+                command_id,
+                ctx.tg_chat_id,
+                "unavailable",
+                ctx.language,
+                event=ctx.event,
+                subject=subject,
             ):
                 commands.append(command_id)
         if new_episode:

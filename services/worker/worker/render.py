@@ -178,11 +178,13 @@ class PipelineRenderer:
         self.likeness = likeness
 
     async def _event_of(self, job: Job) -> Event | None:
-        """The event of the job's session (its budgets; ``None``: the session is gone)."""
+        """The event of the job's session (its budgets; ``None``: the job or its session is gone), found as
+        every job's is (:meth:`shared.repositories.jobs.JobRepository.get_context`)."""
 
         async def once() -> Event | None:
             async with self.db.transaction() as repos:
-                return await repos.events.of_session(job.session_id)
+                ctx = await repos.jobs.get_context(job.id)
+                return ctx.event if ctx is not None else None
 
         return await patiently(once, patience_s=self.store_patience_s, what="events")
 
