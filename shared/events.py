@@ -16,11 +16,11 @@ Which event a station serves at a moment (:func:`station_event`):
 The venue's day is the event's local calendar day (:func:`day_start`): its daily budget resets at local
 midnight, and its "today" counts from there.
 
-The guest's language at an event (:meth:`Event.language_for`) is the catalogue language of the guest's
-Telegram ``language_code`` (:func:`shared.texts.language_of`) when the event serves it (or serves every
-language), else the event's first language. Every text about a guest's session (:func:`guest_text`) and
-the sticker set's title (:meth:`Event.sticker_set_title`) are in that language, in the event's own words
-where it has them.
+The guest's language at an event (:meth:`Event.language_for`) is the catalogue nearest to the guest's
+Telegram ``language_code`` (:func:`shared.texts.catalogue_of`) when the event serves it, else the event's
+first language; an event that serves every language answers as a deployment without events does. Every
+text about a guest's session (:func:`guest_text`) and the sticker set's title
+(:meth:`Event.sticker_set_title`) are in that language, in the event's own words where it has them.
 """
 
 from __future__ import annotations
@@ -36,7 +36,16 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from shared.branding import check_logo_url
-from shared.texts import LANGUAGES, PACK_TITLE, SOURCE_LANGUAGE, TEXTS, language_of, placeholders, text
+from shared.texts import (
+    LANGUAGES,
+    PACK_TITLE,
+    SOURCE_LANGUAGE,
+    TEXTS,
+    catalogue_of,
+    language_of,
+    placeholders,
+    text,
+)
 
 __all__ = [
     "DEFAULT_EVENT",
@@ -170,15 +179,22 @@ class Event:
         }
 
     def language_for(self, language_code: str | None) -> str:
-        """The guest's language at this event, a catalogue language (``de``, ``pt_BR``): the nearest
-        catalogue of the guest's Telegram ``language_code`` (an IETF tag such as ``de-AT``; ``None`` when
-        the client sends none; :func:`shared.texts.language_of`) when :attr:`languages` is empty or holds
-        it, else the event's first language. The rule of issue 23 item 1 ("chosen per event and by the
-        guest's Telegram language"); never raises."""
-        language = language_of(language_code)
-        if not self.languages or language in self.languages:
-            return language
-        return self.languages[0]
+        """The guest's language at this event, a catalogue language (``de``, ``pt_BR``), for their
+        Telegram ``language_code`` (an IETF tag such as ``de-AT``; ``None`` when the client sends none):
+
+        - the event serves every language (:attr:`languages` empty): the nearest catalogue, English when
+          none fits (:func:`shared.texts.language_of`, as without events);
+        - else the nearest catalogue (:func:`shared.texts.catalogue_of`: ``de-AT`` → ``de``, ``uk`` →
+          ``ru``) when the event serves it;
+        - else (a language it does not serve, one no catalogue fits such as ``fr``, or none) the event's
+          first language, the kiosk's.
+
+        The rule of issue 23 item 1 ("chosen per event and by the guest's Telegram language"); never
+        raises."""
+        if not self.languages:
+            return language_of(language_code)
+        nearest = catalogue_of(language_code)
+        return nearest if nearest in self.languages else self.languages[0]
 
     def text(self, key: str, language_code: str | None, **values: str) -> str:
         """The bot's text ``key`` for a guest with Telegram ``language_code`` at this event, in

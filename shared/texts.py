@@ -121,12 +121,17 @@ class Catalogues:
 
     def language_of(self, language_code: str | None) -> str:
         """The guest's text language for a Telegram ``language_code`` (an IETF tag such as ``de-AT``,
-        ``pt-br``, ``uk``; ``None`` when the client sends none), the nearest catalogue: the tag's language
-        and region (``pt_BR``) when there is such a catalogue, else its language (``de-AT`` → ``de``),
-        else ``ru`` for the :data:`RUSSIAN_READERS` (when there is a Russian catalogue), else ``en``.
-        Case and separator (``-``/``_``) are ignored; never raises."""
+        ``pt-br``, ``uk``; ``None`` when the client sends none): :meth:`catalogue_of`, else ``en``.
+        Never raises."""
+        return self.catalogue_of(language_code) or SOURCE_LANGUAGE
+
+    def catalogue_of(self, language_code: str | None) -> str | None:
+        """The nearest catalogue of a Telegram ``language_code``: the tag's language and region
+        (``pt_BR``) when there is such a catalogue, else its language (``de-AT`` → ``de``), else ``ru``
+        for the :data:`RUSSIAN_READERS` (when there is a Russian catalogue); ``None`` when none fits
+        (``fr``) or there is no tag. Case and separator (``-``/``_``) are ignored; never raises."""
         if not language_code:
-            return SOURCE_LANGUAGE
+            return None
         primary, _, rest = language_code.replace("_", "-").strip().partition("-")
         primary = primary.lower()
         region = rest.split("-")[-1].upper() if rest else ""
@@ -135,7 +140,7 @@ class Catalogues:
                 return candidate
         if primary in RUSSIAN_READERS and "ru" in self.messages:
             return "ru"
-        return SOURCE_LANGUAGE
+        return None
 
     def text(self, context: str, key: str, language_code: str | None, **values: str | int) -> str:
         """The text ``key`` of ``context`` in the guest's language (:meth:`language_of`), formatted with
@@ -263,6 +268,12 @@ def language_of(language_code: str | None) -> str:
     """The guest's text language for a Telegram ``language_code``: :meth:`Catalogues.language_of` of the
     shipped catalogues. Never raises."""
     return CATALOGUES.language_of(language_code)
+
+
+def catalogue_of(language_code: str | None) -> str | None:
+    """The shipped catalogue nearest to a Telegram ``language_code`` (:meth:`Catalogues.catalogue_of`);
+    ``None`` when none fits. Never raises."""
+    return CATALOGUES.catalogue_of(language_code)
 
 
 def download_text(key: str, language_code: str | None, **values: str) -> str:

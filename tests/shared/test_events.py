@@ -8,8 +8,18 @@ from datetime import UTC, datetime, timedelta
 import pytest
 import sqlalchemy as sa
 
-from shared.events import DEFAULT_EVENT, Event, EventOutfit, day_start, station_event, zone
+from shared.events import (
+    DEFAULT_EVENT,
+    Event,
+    EventOutfit,
+    day_start,
+    guest_set_title,
+    guest_text,
+    station_event,
+    zone,
+)
 from shared.repositories import Database
+from shared.texts import LANGUAGES, PACK_TITLE, SOURCE_LANGUAGE, TEXTS, language_of, placeholders, text
 
 T0 = datetime(2026, 12, 5, 18, 0, tzinfo=UTC)
 
@@ -157,6 +167,48 @@ def test_an_events_today_is_its_local_day_so_far_met_by_its_run() -> None:
     assert Event(id="a", name="A", ends_at=yesterday[1] + timedelta(hours=1)).ran_during(*yesterday)
     assert not Event(id="a", name="A", ends_at=yesterday[0]).ran_during(*yesterday)  # touching: apart
     assert not Event(id="a", name="A", starts_at=yesterday[1]).ran_during(*yesterday)
+
+
+def test_a_served_language_is_the_guests_and_any_other_is_the_events_first() -> None:
+    gala = Event(id="gala", name="Gala", languages=("de", "en"))
+    assert gala.language_for("en") == "en"
+    assert gala.language_for("de") == "de"
+    assert gala.language_for("de-AT") == "de"  # a regional tag: its language's catalogue
+    assert gala.language_for("EN_gb") == "en"
+    assert gala.language_for("es-MX") == "de"  # a catalogue the event does not serve
+    assert gala.language_for("fr") == "de"  # no catalogue: not English, the event's first
+    assert gala.language_for(None) == "de"
+    assert gala.language_for("uk") == "de"  # Russian readers read Russian, which the gala does not serve
+    assert Event(id="r", name="R", languages=("es", "ru")).language_for("uk-UA") == "ru"
+
+
+def test_an_event_serving_every_language_answers_as_the_catalogues_do() -> None:
+    everything = Event(id="e", name="E")
+    for code in ("de-AT", "es-MX", "uk", "ru", "fr", "pt-BR", "", None):
+        assert everything.language_for(code) == language_of(code)
+    assert everything.language_for("fr") == SOURCE_LANGUAGE
+
+
+def test_an_event_without_own_words_says_exactly_what_the_catalogues_say() -> None:
+    """A default-event guest (no texts, every language) gets today's texts, and so does a text about no
+    event (``guest_text(None, ...)``)."""
+    default = Event(id=DEFAULT_EVENT, name="Default")
+    for key, english in TEXTS.items():
+        values = {p[1:-1]: "X" for p in placeholders(english[SOURCE_LANGUAGE]) if p.startswith("{")}
+        for code in (*LANGUAGES, "de-AT", "uk", "fr", None):
+            assert default.text(key, code, **values) == text(key, code, **values)
+            assert guest_text(None, key, code, **values) == text(key, code, **values)
+    for code in (*LANGUAGES, "fr", None):
+        assert default.sticker_set_title(code) == PACK_TITLE[language_of(code)]
+        assert guest_set_title(None, code) == PACK_TITLE[language_of(code)]
+
+
+def test_the_set_title_follows_the_guests_language_at_the_event() -> None:
+    gala = Event(id="gala", name="Gala", languages=("de", "en"), set_title={"de": "Gala-Sticker"})
+    assert gala.sticker_set_title("fr") == "Gala-Sticker"
+    assert gala.sticker_set_title("de-CH") == "Gala-Sticker"
+    assert gala.sticker_set_title("en") == PACK_TITLE["en"]
+    assert guest_set_title(gala, "es") == "Gala-Sticker"
 
 
 def test_overlaps_counts_open_ends_as_forever_and_touching_ends_as_apart() -> None:
