@@ -16,6 +16,7 @@ from shared.db.tables import jobs
 from shared.domain import CommandStatus, Job
 from shared.downloads import download_key, job_of_token
 from shared.events import Event
+from shared.joblife import resend_link
 from shared.link_message import link_message, pack_link
 from shared.messages import TelegramResult
 from shared.repositories import Database
@@ -178,6 +179,37 @@ async def test_an_event_names_the_set_and_words_the_link_in_the_languages_it_set
     assert german_link["text"] == f"Eure Gala-Sticker: {pack_link(german_name)}"
     assert german_link["reply_markup"]["inline_keyboard"][0][0]["text"] == "Dazu!"
     assert english_link["reply_markup"]["inline_keyboard"][0][0]["text"] == "Add stickers"
+
+
+async def test_a_guest_whose_language_the_event_does_not_serve_gets_its_first_and_so_does_a_resend(
+    rig: Rig, db: Database
+) -> None:
+    """A French guest at an event in German and English: the set's title and the link in German, the
+    event's first language, and an admin's "Resend link" (:func:`shared.joblife.resend_link`) builds the
+    same words."""
+    async with db.transaction() as repos:
+        await repos.events.save(
+            Event(
+                id="gala",
+                name="Gala",
+                languages=("de", "en"),
+                set_title={"de": "Gala-Sticker 2026"},
+                texts={"de": {"pack_ready": "Eure Gala-Sticker: {link}"}},
+            )
+        )
+    job = await rendered_job(db, guest=GUEST, name="Lev", language="fr", stickers=3, event_id="gala")
+    await deliver(rig, db, job)
+    name = (await current(db, job)).sticker_set_name
+    assert name is not None
+    assert (await rig.sim.get(f"/sim/sticker-sets/{name}"))["title"] == "Gala-Sticker 2026"
+    link = (await bot_messages(rig))[-1]
+    assert link["text"] == f"Eure Gala-Sticker: {pack_link(name)}"
+    assert link["reply_markup"]["inline_keyboard"][0][0]["text"] == text("add_stickers", "de")
+    async with db.transaction() as repos:
+        resent = await resend_link(repos, job.id)
+        assert resent is not None
+        row = await repos.tg_commands.get(resent)
+    assert row is not None and row.params["text"] == link["text"]
 
 
 def test_an_own_text_whose_placeholders_do_not_fit_is_not_sent() -> None:
