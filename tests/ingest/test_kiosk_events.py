@@ -20,7 +20,10 @@ from shared.events import DEFAULT_EVENT, Event, EventOutfit
 from shared.outfits import load_catalog, thumbnail_png
 from shared.repositories import Database
 from shared.streams import Publisher
-from tests.ingest.ingest_helpers import app_client, ingest_settings
+from shared.texts import text
+from tests.ingest.ingest_helpers import agree, app_client, ingest_settings
+from tests.ingest.test_kiosk_api import PHOTOS
+from tests.outbox_helpers import stored_texts
 
 pytestmark = pytest.mark.integration
 
@@ -112,6 +115,40 @@ async def test_each_station_opens_sessions_of_its_own_event(
         sid = (await client.post("/sessions", json={"station": "berlin-1"})).json()["id"]
         session = await repos.sessions.get(sid)
     assert session is not None and session.event_id == "berlin"
+
+
+async def test_the_generating_and_unlinked_texts_are_in_the_words_and_language_of_the_sessions_event(
+    client: httpx.AsyncClient, db: Database, events: None
+) -> None:
+    """Berlin serves German and English: a French guest is told in German, Berlin's first language, and in
+    Berlin's own words where it has them ("Generating…"), else the German catalogue's (unlinked)."""
+    async with db.transaction() as repos:
+        berlin = await repos.events.get("berlin")
+        assert berlin is not None
+        await repos.events.save(
+            dataclasses.replace(berlin, texts={"de": {"generating": "Berlin malt dich…"}})
+        )
+    for user_id in (501, 502):
+        body = (await client.post("/sessions", json={"station": "berlin-1"})).json()
+        async with db.transaction() as repos:
+            await repos.sessions.bind_telegram(
+                body["token"], user_id=user_id, chat_id=user_id, name="Ann", language="fr"
+            )
+        sid = body["id"]
+        if user_id == 501:
+            assert (
+                await client.put(f"/sessions/{sid}/outfit", json={"outfit_id": "pirate"})
+            ).status_code == 200
+            assert (await agree(client, sid)).status_code == 200
+            photo = (PHOTOS / "face-woman-red-hat.png").read_bytes()
+            response = await client.post(
+                f"/sessions/{sid}/photo", files={"photo": ("x.png", photo)}, data={"capture_id": "c"}
+            )
+            assert response.status_code == 202, response.text
+        else:
+            assert (await client.post(f"/sessions/{sid}/unlink")).status_code == 200
+    told = await stored_texts(db, "send_message")
+    assert told == ["Berlin malt dich…", text("unlinked", "de")]
 
 
 async def test_a_station_whose_event_ended_is_closed_and_writes_nothing(

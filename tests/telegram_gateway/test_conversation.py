@@ -13,6 +13,7 @@ import redis.asyncio as aioredis
 from telegram.ext import Application
 
 from shared import maintenance
+from shared.events import Event
 from shared.repositories import Database
 from shared.streams import Publisher
 from telegram_gateway.main import build_application, register_handlers
@@ -74,6 +75,28 @@ async def test_start_with_a_kiosk_token_binds_the_guest(
     assert bound is not None and bound.tg_user_id == GUEST and bound.tg_chat_id == GUEST
     await say(sim, GUEST + 1, "/start kiosk-token-1")  # another person with the same (used) code
     assert (await replies(sim, GUEST + 1, 1))[0].startswith("This code has expired")
+
+
+async def test_the_linked_answer_is_in_the_words_and_language_of_the_sessions_event(
+    gateway: Application, sim: httpx.AsyncClient, db: Database
+) -> None:  # type: ignore[type-arg]
+    """A French guest at an event in German and English: its own German "linked" text (the event's first
+    language); an unknown code is about no session and stays the catalogue's, in French's nearest, English."""
+    async with db.transaction() as repos:
+        await repos.events.save(
+            Event(
+                id="gala", name="Gala", languages=("de", "en"), texts={"de": {"linked": "Gala: verbunden!"}}
+            )
+        )
+        await repos.sessions.create(station="s", token="gala-token", event_id="gala")
+    for text in ("/start gala-token", "/start no-such-token"):
+        response = await sim.post(
+            f"/sim/users/{GUEST}/messages", json={"text": text, "first_name": "U", "language_code": "fr"}
+        )
+        response.raise_for_status()
+    linked, unknown = await replies(sim, GUEST, 2)
+    assert linked == "Gala: verbunden!"
+    assert unknown.startswith("This code has expired")
 
 
 async def test_while_paused_guests_get_the_maintenance_text_and_admins_keep_their_commands(
