@@ -20,7 +20,7 @@ from shared.events import DEFAULT_EVENT, Event, EventOutfit
 from shared.outfits import load_catalog, thumbnail_png
 from shared.repositories import Database
 from shared.streams import Publisher
-from shared.texts import text
+from shared.texts import TEXTS, text
 from tests.ingest.ingest_helpers import agree, app_client, ingest_settings
 from tests.ingest.test_kiosk_api import PHOTOS
 from tests.outbox_helpers import stored_texts
@@ -149,6 +149,24 @@ async def test_the_generating_and_unlinked_texts_are_in_the_words_and_language_o
             assert (await client.post(f"/sessions/{sid}/unlink")).status_code == 200
     told = await stored_texts(db, "send_message")
     assert told == ["Berlin malt dich…", text("unlinked", "de")]
+
+
+async def test_the_kiosk_shows_the_failure_texts_in_the_events_words_as_the_bot_sends_them(
+    client: httpx.AsyncClient, db: Database, events: None
+) -> None:
+    async with db.transaction() as repos:
+        berlin = await repos.events.get("berlin")
+        assert berlin is not None
+        own = {"no_face": "Berlin: kein Gesicht.", "maintenance": "Berlin macht Pause."}
+        await repos.events.save(dataclasses.replace(berlin, texts={"de": own}))
+    config = (await client.get("/kiosk/config", params={"station": "berlin-1"})).json()
+    assert config["guest_texts"]["no_face"]["de"] == "Berlin: kein Gesicht."
+    assert config["guest_texts"]["no_face"]["en"] == TEXTS["no_face"]["en"]
+    assert (
+        config["guest_texts"]["maintenance"]["de"] == TEXTS["maintenance"]["de"]
+    )  # the bot's is the catalogue's
+    anywhere = (await client.get("/kiosk/config", params={"station": "anywhere"})).json()
+    assert anywhere["guest_texts"]["no_face"] == TEXTS["no_face"]
 
 
 async def test_a_station_whose_event_ended_is_closed_and_writes_nothing(

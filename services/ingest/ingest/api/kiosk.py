@@ -26,6 +26,7 @@ from ingest.context import Ctx, get_context
 from ingest.multipart import MultipartReader
 from shared.domain import Job, JobStatus, KioskSession
 from shared.errors import UploadRejected
+from shared.events import guest_text
 from shared.joblife import RETAKE_TEXTS, guest_failure_text, is_last_capture
 from shared.maintenance import current_pause
 from shared.metrics import PHOTO_REFUSAL_CODES
@@ -588,8 +589,9 @@ async def kiosk_config(ctx: Ctx, station: StationQuery = None) -> dict[str, Any]
     """What the kiosk page needs besides the outfits and the consent text: the venue's branding
     (``KIOSK_EVENT_TITLE``, ``KIOSK_LOGO_URL``, ``KIOSK_ACCENT_COLOR`` with the text colour on it,
     :mod:`ingest.branding`), the photo limit, and the bot's texts for the failures the kiosk shows
-    too (``guest_texts[key][language]``, every catalogue language of :mod:`shared.texts`), so booth and
-    bot say the same thing;
+    too (``guest_texts[key][language]``, every catalogue language of :mod:`shared.texts`; with
+    ``?station=``, the failure texts in the event's own words where it sets them, as the bot sends them,
+    :meth:`shared.events.Event.text`), so booth and bot say the same thing;
     ``photo_max_side_px``: the longest side the pipeline uses of a photo (:data:`PHOTO_MAX_SIDE_PX`).
     ``download_offered``: whether the kiosk offers "no Telegram? get them here" (``PUBLIC_BASE_URL`` set).
 
@@ -616,7 +618,10 @@ async def kiosk_config(ctx: Ctx, station: StationQuery = None) -> dict[str, Any]
         "photo_max_side_px": PHOTO_MAX_SIDE_PX,
         # "No Telegram? Get them here" is offered only where phones can open the download page
         "download_offered": bool(settings.public_base_url),
-        "guest_texts": {key: dict(TEXTS[key]) for key in _KIOSK_GUEST_TEXTS},
+        "guest_texts": {
+            key: {lang: guest_text(None if key == "maintenance" else event, key, lang) for lang in TEXTS[key]}
+            for key in _KIOSK_GUEST_TEXTS
+        },
     }
 
 
