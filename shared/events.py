@@ -110,8 +110,9 @@ class Event:
             setting of ingest.
         set_title: language → the sticker set's title (Bot API 1–64 characters), where it differs.
         texts: language → bot text key → text, where it differs from the catalogue (same placeholders).
-        languages: the languages its guests are served in (catalogue ids; the first is the kiosk's);
-            empty: every catalogue language.
+        languages: the languages its guests are served in (catalogue ids; the first is the kiosk's, and
+            a guest's whose language it does not serve, :meth:`language_for`); empty: every catalogue
+            language.
         daily_budget_usd: USD per local day (``None``: none; for the default event, ``DAILY_BUDGET_USD``).
         total_budget_usd: USD over the whole event (``None``: none).
     """
