@@ -26,6 +26,8 @@ text about a guest's session (:func:`guest_text`) and the sticker set's title
 from __future__ import annotations
 
 import re
+import string
+import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, time
@@ -72,11 +74,12 @@ def zone(name: str) -> ZoneInfo:
     """The IANA time zone ``name`` (``Europe/Berlin``; from the system's zoneinfo or the pinned ``tzdata``).
 
     Raises:
-        ValueError: no such zone.
+        ValueError: no such zone (also a folder of the zoneinfo tree such as ``Asia``, or a name too long
+            for a file name).
     """
     try:
         return ZoneInfo(name)
-    except (ZoneInfoNotFoundError, ValueError) as exc:
+    except (ZoneInfoNotFoundError, ValueError, OSError) as exc:
         raise ValueError(f"unknown time zone {name!r} (an IANA name such as Europe/Berlin)") from exc
 
 
@@ -201,14 +204,15 @@ class Event:
         """The bot's text ``key`` for a guest with Telegram ``language_code`` at this event, in
         :meth:`language_for`'s language: the event's own text (:attr:`texts`) where it sets one, else the
         catalogue's (:func:`shared.texts.text`), formatted with ``values``. An own text whose placeholders
-        do not fit (:class:`EventSpec` checks them when it is saved) is not sent: the catalogue's is.
+        do not fit (:func:`own_text_problem`, which :class:`EventSpec` checks when it is saved) is not
+        sent: the catalogue's is.
 
         Raises:
             KeyError: ``key`` is not a catalogue text, or a placeholder of the catalogue's lacks its value.
         """
         language = self.language_for(language_code)
         own = self.texts.get(language, {}).get(key)
-        if own:
+        if own and own_text_problem(key, own) is None:
             try:
                 return own.format(**values)
             except (KeyError, IndexError, ValueError):
@@ -291,10 +295,69 @@ _STATION = r"^[A-Za-z0-9_.-]+$"
 _HEX_COLOR = re.compile(r"^#(?:[0-9a-fA-F]{3}|[0-9a-fA-F]{6})$")
 
 
+#: Bidirectional embedding, override and isolate controls: they make a name read otherwise than it is
+#: stored (Unicode UAX #9; the "Trojan Source" spoof, CVE-2021-42574).
+_BIDI_CONTROLS = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+
+
 def _one_line(value: str, what: str) -> str:
-    if any(c in value for c in "\r\n\u2028\u2029") or any(ord(c) < 0x20 for c in value):
+    if any(c in value for c in "\u2028\u2029") or any(
+        unicodedata.category(c) == "Cc" or c in _BIDI_CONTROLS for c in value
+    ):
         raise ValueError(f"{what} must be one line without control characters")
     return value
+
+
+#: Telegram's longest text message (characters after entity parsing: core.telegram.org/bots/api#sendmessage,
+#: python-telegram-bot's ``telegram.constants.MessageLimit.MAX_TEXT_LENGTH``).
+MAX_MESSAGE_CHARS = 4096
+#: The most characters a placeholder's value takes (the longest is ``{link}``: ``https://t.me/addstickers/``
+#: and a set name of at most 64, Bot API createNewStickerSet), with room to spare.
+_MAX_VALUE_CHARS = 200
+#: Control characters a guest text may not hold (tab and newline it may): Postgres refuses ``\x00`` in
+#: JSONB, and the others are invisible in a chat.
+_TEXT_CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+
+
+def own_text_problem(key: str, own: str) -> str | None:
+    """What is wrong with an event's own text for the bot text ``key`` (``None``: nothing):
+
+    - not 1-4096 characters, or over Telegram's 4096 once each placeholder holds a value of up to 200
+      characters (:data:`MAX_MESSAGE_CHARS`);
+    - a control character but tab and newline, or a bidirectional control (:func:`_one_line`'s set);
+    - placeholders other than the English text's (:func:`shared.texts.placeholders`), or one with a
+      conversion, format spec, attribute or index (``{link!r}``, ``{link:.0}``, ``{link:>2000000000}``,
+      ``{link.__class__}``), which would cut, pad or inspect the value instead of showing it.
+
+    Raises:
+        KeyError: ``key`` is not a bot text key (:data:`shared.texts.TEXTS`).
+    """
+    english = TEXTS[key][SOURCE_LANGUAGE]
+    try:
+        fields = list(string.Formatter().parse(own))
+        wanted, found = placeholders(english), placeholders(own)
+    except ValueError as exc:
+        return str(exc)
+    if _TEXT_CONTROLS.search(own) or any(c in _BIDI_CONTROLS for c in own):
+        return "no control characters but tab and newline"
+    if any(spec or conversion for _, name, spec, conversion in fields if name is not None):
+        return "placeholders are written {name}, without a conversion or format spec"
+    if found != wanted:
+        return f"placeholders must be {wanted} as in English"
+    named = [name for _, name, _, _ in fields if name is not None]
+    longest = len(own) + sum(_MAX_VALUE_CHARS - len(name) - 2 for name in named)
+    if not own or longest > MAX_MESSAGE_CHARS:
+        return (
+            f"1-{MAX_MESSAGE_CHARS} characters, counting each placeholder as {_MAX_VALUE_CHARS} "
+            "(Telegram's message limit once the values are in)"
+        )
+    return None
+
+
+#: The earliest and latest year an event may start or end in: a wall-clock year in these bounds cannot
+#: overflow a conversion to UTC, and stays clear of Postgres' -infinity/infinity (asyncpg reads
+#: ``datetime.min``/``max`` back naive).
+_YEARS = range(2000, 2101)
 
 
 class EventBranding(BaseModel):
@@ -330,9 +393,10 @@ class EventSpec(BaseModel):
     :meth:`check_outfits`.
 
     Raises (``model_validate``):
-        pydantic.ValidationError: a field out of its range (ids, lengths, an unknown time zone or language,
-            ``starts_at >= ends_at``, naive datetimes, a text key not in the catalogue or with other
-            placeholders than the English text, a budget ``<= 0``).
+        pydantic.ValidationError: a field out of its range (ids, lengths, control characters, an unknown
+            time zone or language, ``starts_at >= ends_at``, naive datetimes or a year outside 2000-2100, a
+            text key not in the catalogue or an own text :func:`own_text_problem` refuses, a budget not in
+            whole cents from 0.01 to under 1e10 USD).
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -353,13 +417,21 @@ class EventSpec(BaseModel):
     set_title: dict[str, Annotated[str, Field(min_length=1, max_length=64)]] = Field(default_factory=dict)
     texts: dict[str, dict[str, str]] = Field(default_factory=dict)
     languages: list[str] = Field(default_factory=list)
-    daily_budget_usd: Annotated[float, Field(gt=0, lt=1e10)] | None = None
-    total_budget_usd: Annotated[float, Field(gt=0, lt=1e10)] | None = None
+    # USD in whole cents, as migration 0014's NUMERIC(12, 2) holds it (a CHECK refuses 0)
+    daily_budget_usd: Annotated[float, Field(strict=True, ge=0.01, lt=1e10)] | None = None
+    total_budget_usd: Annotated[float, Field(strict=True, ge=0.01, lt=1e10)] | None = None
 
     @field_validator("name", "venue")
     @classmethod
     def _single_line(cls, v: str) -> str:
         return _one_line(v, "name and venue")
+
+    @field_validator("daily_budget_usd", "total_budget_usd")
+    @classmethod
+    def _cents(cls, v: float | None) -> float | None:
+        if v is not None and round(v, 2) != v:
+            raise ValueError("USD in whole cents (at most two decimals)")
+        return v
 
     @field_validator("time_zone")
     @classmethod
@@ -392,17 +464,15 @@ class EventSpec(BaseModel):
             for key, own in table.items():
                 if key not in TEXTS:
                     raise ValueError(f"texts.{language}: {key!r} is not a bot text key")
-                if not own or len(own) > 4096:
-                    raise ValueError(f"texts.{language}.{key}: 1-4096 characters")
-                english = TEXTS[key][SOURCE_LANGUAGE]
-                try:
-                    same = placeholders(own) == placeholders(english)
-                except ValueError as exc:
-                    raise ValueError(f"texts.{language}.{key}: {exc}") from None
-                if not same:
-                    raise ValueError(
-                        f"texts.{language}.{key}: placeholders must be {placeholders(english)} as in English"
-                    )
+                if problem := own_text_problem(key, own):
+                    raise ValueError(f"texts.{language}.{key}: {problem}")
+        return v
+
+    @field_validator("starts_at", "ends_at")
+    @classmethod
+    def _year(cls, v: datetime | None) -> datetime | None:
+        if v is not None and v.year not in _YEARS:
+            raise ValueError(f"a year from {_YEARS.start} to {_YEARS.stop - 1}")
         return v
 
     @field_validator("stations", "outfits")

@@ -74,9 +74,13 @@ class EventRepository:
         give a station two overlapping events. Released at commit or rollback."""
         await self.conn.execute(sa.select(sa.func.pg_advisory_xact_lock(EVENTS_LOCK)))
 
-    async def has_sessions(self, event_id: str) -> bool:
-        """Whether any guest session belongs to the event (``sessions.event_id``)."""
-        found = await self.conn.execute(sa.select(sa.exists().where(sessions.c.event_id == event_id)))
+    async def has_sessions(self, event_id: str, *, outfit_id: str | None = None) -> bool:
+        """Whether any guest session belongs to the event (``sessions.event_id``); with ``outfit_id``, any
+        that chose that outfit."""
+        where = sessions.c.event_id == event_id
+        if outfit_id is not None:
+            where &= sessions.c.outfit_id == outfit_id
+        found = await self.conn.execute(sa.select(sa.exists().where(where)))
         return bool(found.scalar())
 
     async def _with_stations(self, rows: Sequence[Any]) -> list[Event]:
@@ -148,6 +152,16 @@ class EventRepository:
         saved = await self.get(event.id)
         assert saved is not None
         return saved
+
+    async def lock_row(self, event_id: str) -> bool:
+        """Lock the event's row until the transaction ends (``FOR UPDATE``); ``False`` when there is no
+        such event. A session being opened at its station holds the row's key-share lock (its foreign
+        key) until it commits, so after this a :meth:`has_sessions` sees every session the event will
+        have had, and one opened later waits and then finds the event gone."""
+        found = await self.conn.execute(
+            sa.select(events.c.id).where(events.c.id == event_id).with_for_update()
+        )
+        return found.one_or_none() is not None
 
     async def delete(self, event_id: str) -> bool:
         """Delete the event, its stations and its uploaded outfits; ``False`` when there is no such event.

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import io
+import random
 from typing import Any
 
 import httpx
@@ -234,9 +235,40 @@ async def test_uploaded_outfits(admin_client: httpx.AsyncClient, db: Database) -
     in_use = await admin_client.delete("/admin/events/e1/outfits/keeper", headers=AUTH)
     assert in_use.status_code == 409 and await code(in_use) == "outfit_in_use"
     assert (await admin_client.put("/admin/events/e1", json=spec(), headers=AUTH)).status_code == 200
+    # unlisted, but a guest chose it: their stickers are still to be drawn from it
+    async with db.transaction() as repos:
+        guest = await repos.sessions.create(station="hall3-a", token="tok-keeper", event_id="e1")
+        await repos.sessions.set_outfit(guest.id, "keeper")
+    chosen = await admin_client.delete("/admin/events/e1/outfits/keeper", headers=AUTH)
+    assert chosen.status_code == 409 and await code(chosen) == "outfit_in_use", chosen.text
+    async with db.transaction() as repos:
+        await repos.sessions.set_outfit(guest.id, catalogue_id)
     assert (await admin_client.delete("/admin/events/e1/outfits/keeper", headers=AUTH)).status_code == 204
     missing = await admin_client.delete("/admin/events/e1/outfits/keeper", headers=AUTH)
     assert missing.status_code == 404 and await code(missing) == "outfit_not_found"
+
+
+async def test_a_thumbnail_up_to_its_limit_fits_the_request(admin_client: httpx.AsyncClient) -> None:
+    """A thumbnail of ~200 KB (over MAX_JSON_BODY_BYTES as base64, under THUMBNAIL_MAX_BYTES) is stored;
+    one over THUMBNAIL_MAX_BYTES is refused as that field's error, not by the body limit."""
+    assert (await admin_client.put("/admin/events/e1", json=spec(), headers=AUTH)).status_code == 200
+
+    def noise(side: int) -> str:
+        out = io.BytesIO()
+        Image.frombytes("RGB", (side, side), random.Random(side).randbytes(side * side * 3)).save(out, "PNG")
+        assert side * side * 3 < len(out.getvalue()) + 1024  # noise does not compress
+        return base64.b64encode(out.getvalue()).decode()
+
+    outfit = {"title": "Keeper", "prompt": "a lighthouse keeper in a yellow raincoat"}
+    outfit["based_on"] = next(iter(load_catalog()))
+    put = await admin_client.put(
+        "/admin/events/e1/outfits/keeper", json={**outfit, "thumbnail_png_base64": noise(260)}, headers=AUTH
+    )
+    assert put.status_code == 200, put.text
+    big = await admin_client.put(
+        "/admin/events/e1/outfits/keeper", json={**outfit, "thumbnail_png_base64": noise(420)}, headers=AUTH
+    )
+    assert big.status_code == 422 and "thumbnail_png_base64" in big.text, big.text
 
 
 async def test_two_concurrent_writes_cannot_both_take_a_station(

@@ -144,6 +144,7 @@ def create_app(
         max_body_bytes=settings.max_json_body_bytes,
         routes=routes,
         streamed={kiosk.upload_photo},
+        larger={admin_events.put_outfit: admin_events.OUTFIT_BODY_MAX_BYTES},
     )
     if settings.leads_enabled and settings.leads_cors_origins:
         app.add_middleware(

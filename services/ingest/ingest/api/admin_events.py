@@ -42,6 +42,10 @@ router = APIRouter(dependencies=[Depends(admin_required)])
 #: An uploaded thumbnail's limits: bytes of PNG, pixels per side.
 THUMBNAIL_MAX_BYTES = 512 * 1024
 THUMBNAIL_MAX_SIDE = 1024
+#: The outfit upload's body limit (bytes): the base64 thumbnail (4/3 of its bytes) and room for the title,
+#: prompt and JSON; ``MAX_JSON_BODY_BYTES`` (64 KiB) would refuse a thumbnail over ~48 KB
+#: (:mod:`ingest.api.body_limit`).
+OUTFIT_BODY_MAX_BYTES = (THUMBNAIL_MAX_BYTES * 4) // 3 + 16 * 1024
 OUTFIT_ID = re.compile(r"^[a-z][a-z0-9_]{1,31}$")
 
 EventId = Annotated[str, Path(max_length=64)]
@@ -128,7 +132,7 @@ async def delete_event(ctx: Ctx, event_id: EventId) -> Response:
         raise ApiError(409, "event_default", "The default event cannot be deleted.")
     async with ctx.db.transaction() as repos:
         await repos.events.lock_for_write()
-        if await repos.events.get(event_id) is None:
+        if not await repos.events.lock_row(event_id):
             raise ApiError(404, "event_not_found", f"No event {event_id!r}.")
         if await repos.events.has_sessions(event_id):
             raise ApiError(409, "event_has_guests", "Guests' sessions belong to this event; keep it.")
@@ -142,7 +146,8 @@ class OutfitUpload(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     title: str = Field(min_length=1, max_length=40, pattern=r"^[^\x00-\x1f\x7f]+$")
-    prompt: str = Field(min_length=20, max_length=2000)
+    # tab and newline, but no other control character (Postgres refuses \x00 in text)
+    prompt: str = Field(min_length=20, max_length=2000, pattern=r"^[^\x00-\x08\x0b-\x1f\x7f]+$")
     based_on: str = Field(min_length=1, max_length=64)
     thumbnail_png_base64: str | None = Field(None, max_length=(THUMBNAIL_MAX_BYTES * 4) // 3 + 8)
 
@@ -217,7 +222,8 @@ async def delete_outfit(
     ctx: Ctx, event_id: EventId, outfit_id: Annotated[str, Path(max_length=64)]
 ) -> Response:
     """Delete an uploaded outfit of the event; 404 ``outfit_not_found``; 409 ``outfit_in_use`` while the
-    event's outfit list names it."""
+    event's outfit list names it or a guest's session chose it (the worker draws their stickers from it,
+    and a retry would find it gone)."""
     async with ctx.db.transaction() as repos:
         await repos.events.lock_for_write()
         existing = await repos.events.outfit(outfit_id)
@@ -228,5 +234,7 @@ async def delete_outfit(
         event = await repos.events.get(event_id)
         if event is not None and outfit_id in event.outfits:
             raise ApiError(409, "outfit_in_use", "The event's outfit list names it; remove it there first.")
+        if await repos.events.has_sessions(event_id, outfit_id=outfit_id):
+            raise ApiError(409, "outfit_in_use", "Guests chose it; their stickers are drawn from it.")
         await repos.events.delete_outfit(outfit_id)
     return Response(status_code=204)

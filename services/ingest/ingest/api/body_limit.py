@@ -11,7 +11,9 @@ ingest past its memory limit. This pure ASGI middleware bounds what any route ca
   limit (plus the one chunk the server handed over) and the rest is not read.
 
 Both answer 413 ``request_too_large`` with the error body (:mod:`ingest.api.errors`); a body within the
-limit goes through untouched. Routes whose endpoint is in ``streamed`` (the photo upload, which reads
+limit goes through untouched. A route whose endpoint is in ``larger`` has its own limit instead (the
+outfit upload, whose base64 thumbnail may be 512 KB of PNG: :mod:`ingest.api.admin_events`). Routes whose
+endpoint is in ``streamed`` (the photo upload, which reads
 its multipart body in chunks with its own ``MAX_UPLOAD_BYTES`` and 413 ``file_too_large``:
 :mod:`ingest.multipart`) are passed through as they are.
 
@@ -21,7 +23,7 @@ It sits inside :class:`ingest.api.request_metrics.RequestMetricsMiddleware`, so 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
 from starlette.routing import BaseRoute, Match
@@ -51,6 +53,8 @@ class BodyLimitMiddleware:
         routes: the routes to find a request's route in, first match wins: the routers' own routes
             (FastAPI's ``app.routes`` holds included routers, which do not say which route matched).
         streamed: endpoints that bound their own body (the photo upload); their requests are not limited.
+        larger: endpoint → its own limit (bytes), for a route whose valid body is larger than
+            ``max_body_bytes``.
     """
 
     def __init__(
@@ -60,11 +64,13 @@ class BodyLimitMiddleware:
         max_body_bytes: int,
         routes: Sequence[BaseRoute],
         streamed: Collection[Callable[..., Any]],
+        larger: Mapping[Callable[..., Any], int] | None = None,
     ) -> None:
         self.app = app
         self.max_body_bytes = max_body_bytes
         self.routes = routes
         self.streamed = streamed
+        self.larger = dict(larger or {})
 
     def _route_of(self, scope: Scope) -> BaseRoute | None:
         for route in self.routes:
@@ -78,10 +84,11 @@ class BodyLimitMiddleware:
             await self.app(scope, receive, send)
             return
         route = self._route_of(scope)
-        if route is not None and getattr(route, "endpoint", None) in self.streamed:
+        endpoint = getattr(route, "endpoint", None)
+        if endpoint in self.streamed:
             await self.app(scope, receive, send)
             return
-        limit = self.max_body_bytes
+        limit = self.larger.get(endpoint, self.max_body_bytes) if endpoint else self.max_body_bytes
         declared = _declared_length(scope)
         if declared is not None and declared > limit:
             if route is not None:
