@@ -175,6 +175,10 @@ async def test_the_default_event_and_an_event_with_guests_are_not_deleted(
 ) -> None:
     refused = await admin_client.delete("/admin/events/default", headers=AUTH)
     assert refused.status_code == 409 and await code(refused) == "event_default"
+    timed = await admin_client.put("/admin/events/default", json=spec(stations=[]), headers=AUTH)
+    assert timed.status_code == 422 and await code(timed) == "event_default"
+    untimed = spec(stations=[], starts_at=None, ends_at=None, name="Our stack")
+    assert (await admin_client.put("/admin/events/default", json=untimed, headers=AUTH)).status_code == 200
     assert (await admin_client.put("/admin/events/busy", json=spec(), headers=AUTH)).status_code == 200
     async with db.transaction() as repos:
         session = await repos.sessions.create(station="hall3-a", token="tok")

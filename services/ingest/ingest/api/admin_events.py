@@ -5,7 +5,8 @@
 - ``PUT /admin/events/{id}``: create or replace (body :class:`shared.events.EventSpec`); 200 with the
   saved event. 422 ``invalid_event_id`` (id not ``[a-z0-9][a-z0-9-]{0,39}``), 422 ``validation_error``
   (a field), 422 ``unknown_outfit`` (neither a catalogue outfit nor one of the event's uploaded ones),
-  409 ``station_overlap`` (a station would belong to two events whose times overlap).
+  409 ``station_overlap`` (a station would belong to two events whose times overlap), 422
+  ``event_default`` (a start or end for the default event, which serves every unlisted station always).
 - ``DELETE /admin/events/{id}``: 204; 404 ``event_not_found``, 409 ``event_default`` (the default event),
   409 ``event_has_guests`` (sessions belong to it).
 - ``PUT /admin/events/{id}/outfits/{outfit_id}``: create or replace an uploaded outfit (JSON
@@ -102,6 +103,10 @@ async def get_event(ctx: Ctx, event_id: EventId) -> dict[str, Any]:
 async def put_event(ctx: Ctx, event_id: EventId, spec: EventSpec) -> dict[str, Any]:
     """Create or replace the event (its uploaded outfits are kept); errors in the module docstring."""
     _check_id(event_id)
+    if event_id == DEFAULT_EVENT and (spec.starts_at or spec.ends_at):
+        raise ApiError(
+            422, "event_default", "The default event has no start or end: it serves unlisted stations always."
+        )
     event = spec.to_event(event_id)
     async with ctx.db.transaction() as repos:
         await repos.events.lock_for_write()
