@@ -475,12 +475,16 @@ class EventSpec(BaseModel):
             raise ValueError(f"a year from {_YEARS.start} to {_YEARS.stop - 1}")
         return v
 
-    @field_validator("stations", "outfits")
+    @field_validator("stations")
+    @classmethod
+    def _stations(cls, v: list[str]) -> list[str]:
+        # a kiosk's ?station= is matched without case (EventRepository.for_station), so stored lowercase
+        return _no_repeats([station.lower() for station in v])
+
+    @field_validator("outfits")
     @classmethod
     def _unique(cls, v: list[str]) -> list[str]:
-        if len(set(v)) != len(v):
-            raise ValueError("ids must not repeat")
-        return v
+        return _no_repeats(v)
 
     @model_validator(mode="after")
     def _times(self) -> EventSpec:
@@ -519,6 +523,12 @@ class EventSpec(BaseModel):
 
 #: An event id (``events.id`` CHECK of migration 0014).
 EVENT_ID = re.compile(r"^[a-z0-9][a-z0-9-]{0,39}$")
+
+
+def _no_repeats(ids: list[str]) -> list[str]:
+    if len(set(ids)) != len(ids):
+        raise ValueError("ids must not repeat")
+    return ids
 
 
 def _language(language: str) -> None:

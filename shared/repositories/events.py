@@ -115,16 +115,12 @@ class EventRepository:
         return await self._with_stations(rows)
 
     async def for_station(self, station: str, at: datetime) -> StationEvent:
-        """The event ``station`` serves at ``at`` (aware), by :func:`shared.events.station_event`."""
-        rows = (
-            await self.conn.execute(
-                sa.select(events).where(
-                    events.c.id.in_(
-                        sa.select(event_stations.c.event_id).where(event_stations.c.station == station)
-                    )
-                )
-            )
-        ).all()
+        """The event ``station`` serves at ``at`` (aware), by :func:`shared.events.station_event`; a
+        station's name is matched without case (``HALL3-A`` is ``hall3-a``)."""
+        listed = sa.select(event_stations.c.event_id).where(
+            sa.func.lower(event_stations.c.station) == station.lower()
+        )
+        rows = (await self.conn.execute(sa.select(events).where(events.c.id.in_(listed)))).all()
         listing = await self._with_stations(rows)
         default = None if listing else await self.get(DEFAULT_EVENT)
         return station_event(station, at, listing, default)

@@ -134,3 +134,9 @@ def test_the_same_fields_written_well_pass() -> None:
     ).to_event("luau")
     assert event.text("pack_ready", "en", link="L") == "Aloha!\n\tYour stickers: L"
     assert event.daily_budget_usd == 12.5
+
+
+def test_stations_are_stored_lowercase_and_a_repeat_in_another_case_is_refused() -> None:
+    assert EventSpec.model_validate(spec(stations=["HNL-1", "hnl-2"])).stations == ["hnl-1", "hnl-2"]
+    with pytest.raises(ValidationError):
+        EventSpec.model_validate(spec(stations=["hnl-1", "HNL-1"]))

@@ -134,6 +134,7 @@ async def test_events_round_trip_and_stations_pick_their_event(db: Database) -> 
     assert saved.texts == {"de": {"linked": "Verbunden!"}} and saved.set_title == {"en": "Gala stickers"}
     async with db.transaction() as repos:
         assert (await repos.events.for_station("la-1", T0)).event == saved
+        assert (await repos.events.for_station("LA-1", T0)).event == saved  # a tablet's own spelling
         assert (await repos.events.for_station("la-1", T0 + timedelta(hours=5))).event is None
         assert (await repos.events.for_station("elsewhere", T0)).event.id == DEFAULT_EVENT  # type: ignore[union-attr]
         robe = await repos.events.outfit("gala_robe")
