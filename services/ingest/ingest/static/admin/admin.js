@@ -722,11 +722,17 @@
   }
 
   // "2026-07-01T09:00" on the wall clock of `zone` → an ISO instant with offset ("…Z"); "" → null.
+  // As Python's zoneinfo with fold=0 (shared/events.py reads times the same way): the offset in force
+  // before a clock change, so a repeated wall time is its first instant and a skipped one (a spring-forward
+  // gap, Santiago's skipped midnight) the instant after the gap; never the day before.
   function wallToIso(value, zone) {
     if (!value) return null;
     const wall = Date.parse(`${value}:00Z`);
-    const first = wall - zoneOffset(zone, wall);
-    return new Date(wall - zoneOffset(zone, first)).toISOString();
+    const day = 24 * 3600 * 1000;
+    const before = wall - zoneOffset(zone, wall - day);
+    const after = wall - zoneOffset(zone, wall + day);
+    const fits = (instant) => instant + zoneOffset(zone, instant) === wall;
+    return new Date(fits(before) || !fits(after) ? before : after).toISOString();
   }
 
   // An ISO instant → the wall clock of `zone` as a datetime-local value; null → "".
