@@ -74,7 +74,7 @@ test-fast: install  ## unit tests without servers, processes or heavy images (un
 test-integration: install  ## real Postgres/Redis, child processes, heavy images; no process stacks
 	$(PY) -m pytest -m "$(INTEGRATION_MARKS)" $(INTEGRATION_XDIST) $(PYTEST_ARGS)
 
-test-e2e: install  ## the services as processes: journeys, leads, preflight, the short chaos run
+test-e2e: install  ## the services as processes: journeys, leads, preflight, the benchmarks' quick runs (2 workers)
 	$(PY) -m pytest -m "$(E2E_MARKS)" $(E2E_XDIST) $(PYTEST_ARGS)
 
 test-chaos: install  ## the short chaos run: journeys and leads under SIGKILLs and restarts, 0 let down (~6 min)
