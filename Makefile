@@ -58,10 +58,12 @@ E2E_MARKS := e2e and not (browser or slow or chaos)
 # that `make test` stays under 20 minutes on a 2-core machine; .ci/run runs it after `make test`.
 CHAOS_MARKS := chaos and not slow
 # pytest-xdist only where two workers measured faster on a 2-core machine (README "Tests"); a worker is a
-# test run of its own (tests/conftest.py: its own slot, Redis databases and Postgres database).
+# test run of its own (tests/conftest.py: its own slot, Redis databases and Postgres database). loadfile: a
+# module's stack starts once; the files with most tests (the journeys, and the leads with their real 120 s
+# retry_after) go first, one to each worker, so the leads' wait overlaps the other worker's tests.
 FAST_XDIST :=
 INTEGRATION_XDIST := -n 2 --dist loadfile
-E2E_XDIST :=
+E2E_XDIST := -n 2 --dist loadfile
 
 test: install  ## every tier below, each run even when one before failed (DATABASE_URL/REDIS_URL, else embedded)
 	@status=0; for tier in fast integration e2e; do $(MAKE) --no-print-directory test-$$tier || status=1; done; exit $$status
@@ -72,7 +74,7 @@ test-fast: install  ## unit tests without servers, processes or heavy images (un
 test-integration: install  ## real Postgres/Redis, child processes, heavy images; no process stacks
 	$(PY) -m pytest -m "$(INTEGRATION_MARKS)" $(INTEGRATION_XDIST) $(PYTEST_ARGS)
 
-test-e2e: install  ## the services as processes: journeys, leads, preflight, the short chaos run
+test-e2e: install  ## the services as processes: journeys, leads, preflight, the benchmarks' quick runs (2 workers)
 	$(PY) -m pytest -m "$(E2E_MARKS)" $(E2E_XDIST) $(PYTEST_ARGS)
 
 test-chaos: install  ## the short chaos run: journeys and leads under SIGKILLs and restarts, 0 let down (~6 min)

@@ -139,25 +139,58 @@ class Namespace:
             yield stack
 
 
-@pytest.fixture(scope="session")
-def namespace(infra: Infra) -> Iterator[Namespace]:
-    """The first free of ``SLOTS`` slots; when every slot is held (other runs, or this run's other xdist
-    workers), the first one freed."""
-    import fcntl
-    import time
+class Slot:
+    """One of ``SLOTS`` file locks (``/tmp/sticker-booth-test-slot-<k>.lock``), held until :meth:`release`."""
 
-    while True:
-        for k in range(SLOTS):
-            handle = open(f"/tmp/sticker-booth-test-slot-{k}.lock", "w")  # noqa: SIM115 - held for the session
-            try:
-                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                handle.close()
-                continue
-            yield Namespace(infra, k)
-            handle.close()
-            return
-        time.sleep(0.5)
+    def __init__(self) -> None:
+        """Take the first free slot; when every slot is held (other runs on this machine, or this run's other
+        xdist workers), wait for the first one freed, however long that takes."""
+        import fcntl
+        import time
+
+        said = False
+        while True:
+            for k in range(SLOTS):
+                handle = open(f"/tmp/sticker-booth-test-slot-{k}.lock", "w")  # noqa: SIM115 - held for the run
+                try:
+                    fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    handle.close()
+                    continue
+                self.number, self._handle = k, handle
+                return
+            if not said:
+                print(f"all {SLOTS} test slots are held by other test runs; waiting for one", flush=True)
+                said = True
+            time.sleep(0.5)
+
+    def release(self) -> None:
+        self._handle.close()
+
+
+SLOT = pytest.StashKey[Slot]()
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """A run with a test that uses :func:`namespace` takes its slot now, before its first test, so that the
+    wait for a slot held by another run is not counted in a test's timeout (``--collect-only``: none)."""
+    if session.config.option.collectonly:
+        return
+    if any("namespace" in getattr(item, "fixturenames", ()) for item in session.items):
+        session.config.stash[SLOT] = Slot()
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if SLOT in config.stash:
+        config.stash[SLOT].release()
+
+
+@pytest.fixture(scope="session")
+def namespace(infra: Infra, pytestconfig: pytest.Config) -> Namespace:
+    """The names of this run's slot (:class:`Slot`; taken when the collection ended, else now)."""
+    if SLOT not in pytestconfig.stash:
+        pytestconfig.stash[SLOT] = Slot()
+    return Namespace(infra, pytestconfig.stash[SLOT].number)
 
 
 @pytest.fixture(scope="session")
