@@ -163,6 +163,13 @@ class Event:
         """The start (UTC) of this event's local day holding ``now`` (:func:`day_start`)."""
         return day_start(now, self.time_zone)
 
+    def daily_budget(self, daily_budget_usd: float | None) -> float | None:
+        """Its budget per local day (USD; ``None``: none): :attr:`daily_budget_usd`, or for the default
+        event without one ``daily_budget_usd``, the deployment's ``DAILY_BUDGET_USD`` (README "Events")."""
+        if self.daily_budget_usd is None and self.is_default:
+            return daily_budget_usd
+        return self.daily_budget_usd
+
     def columns(self) -> dict[str, Any]:
         """The operator's settings as the ``events`` row's columns (plain lists and dicts; ``starts_at``
         and ``ends_at`` stay ``datetime``): what :meth:`shared.repositories.events.EventRepository.save`

@@ -197,10 +197,8 @@ async def gather_overview(
             if not (event.is_default or event.ran_today(at)):
                 continue
             start = event.day_start(at)
-            daily = event.daily_budget_usd
-            if daily is None and event.is_default:
-                daily = budget.daily_budget_usd
-            events.append((event, start, await repos.overview.event_day_since(event.id, start), daily))
+            today = await repos.overview.event_day_since(event.id, start)
+            events.append((event, start, today, event.daily_budget(budget.daily_budget_usd)))
     streams: list[StreamHealth] | None = None
     streams_error = "not checked" if redis is None else None
     if redis is not None:

@@ -253,9 +253,7 @@ class CostLedger:
             self._refuse_if_reached(day, self.daily_budget_usd, "daily budget")
 
     async def _check_event_budgets(self, event: Event) -> None:
-        daily = event.daily_budget_usd
-        if daily is None and event.is_default:
-            daily = self.daily_budget_usd
+        daily = event.daily_budget(self.daily_budget_usd)
         if daily is not None:
             day = await self.store.event_spend_since(event.id, event.day_start(self.clock()))
             self._refuse_if_reached(day, daily, "daily budget", event.id)
