@@ -33,7 +33,7 @@ from shared.domain import JobStatus
 from shared.events import DEFAULT_EVENT, Event, day_start, zone
 from shared.outbox import add_command, dispatch_commands
 from shared.repositories import Database, Repositories
-from shared.repositories.event_report import EventReportRow, event_report
+from shared.repositories.event_report import event_report
 from shared.streams import Publisher
 from shared.subjects import AdminText
 
@@ -113,19 +113,18 @@ async def event_digest_text(repos: Repositories, day: DigestDay) -> str:
     """An event's digest (not the default one): its own sessions, photos, packs, failures by class, cost
     (USD, against its daily budget when it has one) and leads on its local yesterday."""
     event = day.event
-    rows = await event_report(repos.conn, event)
-    row = next((r for r in rows if r.day == day.yesterday), EventReportRow(day.yesterday))
-    cost = f"Cost: ${row.cost_usd:.2f}"
+    *_, total = await event_report(repos.conn, event, start=day.start, end=day.end)
+    cost = f"Cost: ${total.cost_usd:.2f}"
     if event.daily_budget_usd is not None:
         cost += f" of ${event.daily_budget_usd:.2f} daily budget"
     return "\n".join(
         [
             f"Daily digest of {event.name} for {day.yesterday.isoformat()} ({event.time_zone})",
-            f"Sessions: {row.sessions}, photos: {row.photos}, delivered: {row.packs_delivered}, "
-            f"failed: {sum(row.failures.values())}",
-            *_failures(row.failures),
+            f"Sessions: {total.sessions}, photos: {total.photos}, delivered: {total.packs_delivered}, "
+            f"failed: {sum(total.failures.values())}",
+            *_failures(total.failures),
             cost,
-            f"Leads: {row.leads}",
+            f"Leads: {total.leads}",
         ]
     )
 

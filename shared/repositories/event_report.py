@@ -5,7 +5,7 @@ count: ``sessions.event_id`` (and the jobs of those sessions), ``api_usage.event
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import date
+from datetime import date, datetime
 
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -39,27 +39,37 @@ class EventReportRow:
     leads: int = 0
 
 
-async def event_report(conn: AsyncConnection, event: Event) -> list[EventReportRow]:
+async def event_report(
+    conn: AsyncConnection, event: Event, *, start: datetime | None = None, end: datetime | None = None
+) -> list[EventReportRow]:
     """The report of ``event``: one row per local day (in ``event.time_zone``) that had anything, oldest
-    first, then the total row (``day`` ``None``), always present."""
+    first, then the total row (``day`` ``None``), always present. ``start``, ``end`` (aware; ``None``: open):
+    only what was created in ``[start, end)`` counts (the digest's one local day)."""
     days: dict[date, EventReportRow] = {}
 
     def local_day(column: sa.ColumnElement[object]) -> sa.ColumnElement[date]:
         return sa.cast(sa.func.timezone(event.time_zone, column), sa.Date)
+
+    def within(column: sa.ColumnElement[datetime]) -> sa.ColumnElement[bool]:
+        return sa.and_(
+            sa.true() if start is None else column >= start, sa.true() if end is None else column < end
+        )
 
     def row(day: date) -> EventReportRow:
         return days.setdefault(day, EventReportRow(day))
 
     session_days = local_day(sessions.c.created_at).label("day")
     for day, count in await conn.execute(
-        sa.select(session_days, sa.func.count()).where(sessions.c.event_id == event.id).group_by(session_days)
+        sa.select(session_days, sa.func.count())
+        .where(sessions.c.event_id == event.id, within(sessions.c.created_at))
+        .group_by(session_days)
     ):
         row(day).sessions = int(count)
     job_days = local_day(jobs.c.created_at).label("day")
     for day, status, error_class, count in await conn.execute(
         sa.select(job_days, jobs.c.status, jobs.c.error_class, sa.func.count())
         .select_from(jobs.join(sessions, sessions.c.id == jobs.c.session_id))
-        .where(sessions.c.event_id == event.id)
+        .where(sessions.c.event_id == event.id, within(jobs.c.created_at))
         .group_by(job_days, jobs.c.status, jobs.c.error_class)
     ):
         r = row(day)
@@ -71,13 +81,15 @@ async def event_report(conn: AsyncConnection, event: Event) -> list[EventReportR
     usage_days = local_day(api_usage.c.created_at).label("day")
     for day, cost in await conn.execute(
         sa.select(usage_days, sa.func.sum(api_usage.c.cost_usd))
-        .where(api_usage.c.event_id == event.id)
+        .where(api_usage.c.event_id == event.id, within(api_usage.c.created_at))
         .group_by(usage_days)
     ):
         row(day).cost_usd = round(float(cost or 0), 6)
     lead_days = local_day(leads.c.created_at).label("day")
     for day, count in await conn.execute(
-        sa.select(lead_days, sa.func.count()).where(leads.c.event_id == event.id).group_by(lead_days)
+        sa.select(lead_days, sa.func.count())
+        .where(leads.c.event_id == event.id, within(leads.c.created_at))
+        .group_by(lead_days)
     ):
         row(day).leads = int(count)
 
