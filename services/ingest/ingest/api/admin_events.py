@@ -67,17 +67,18 @@ def _event_json(event: Event, outfits: list[EventOutfit] | None = None) -> dict[
         "is_default": event.is_default,
     }
     if outfits is not None:
-        body["uploaded_outfits"] = [
-            {
-                "id": o.id,
-                "title": o.title,
-                "prompt": o.prompt,
-                "based_on": o.based_on,
-                "has_thumbnail": o.has_thumbnail,
-            }
-            for o in outfits
-        ]
+        body["uploaded_outfits"] = [_outfit_json(o) for o in outfits]
     return body
+
+
+def _outfit_json(outfit: EventOutfit) -> dict[str, Any]:
+    return {
+        "id": outfit.id,
+        "title": outfit.title,
+        "prompt": outfit.prompt,
+        "based_on": outfit.based_on,
+        "has_thumbnail": outfit.has_thumbnail,
+    }
 
 
 @router.get("/admin/events")
@@ -212,14 +213,7 @@ async def put_outfit(
             ),
             thumbnail,
         )
-    return {
-        "id": saved.id,
-        "event_id": saved.event_id,
-        "title": saved.title,
-        "prompt": saved.prompt,
-        "based_on": saved.based_on,
-        "has_thumbnail": saved.has_thumbnail,
-    }
+    return {"event_id": saved.event_id, **_outfit_json(saved)}
 
 
 @router.delete("/admin/events/{event_id}/outfits/{outfit_id}", status_code=204)
