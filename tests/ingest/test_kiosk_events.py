@@ -220,6 +220,9 @@ async def test_config_shows_each_station_its_event_branding_with_the_settings_be
 
     closed = (await client.get("/kiosk/config", params={"station": "old-1"})).json()
     assert closed["closed"] is True and closed["event_id"] is None
+    # the kiosk page's policy lets the browser load Tokyo's logo (no KIOSK_LOGO_URL is set)
+    page = await client.get("/kiosk", params={"station": "tokyo-1"})
+    assert "img-src 'self' data: blob: https://example.com;" in page.headers["content-security-policy"]
     assert closed["next"]["name"] == "Spring Fair"
     assert closed["event_title"] == "Our Booth"
 

@@ -25,6 +25,7 @@ from fastapi import APIRouter, Header, Path, Response
 from ingest.api.errors import ApiError
 from ingest.branding import logo_origin
 from ingest.context import Ctx, IngestContext
+from shared.errors import DatabaseUnavailable
 from shared.texts import CATALOGUES, LANGUAGES
 
 router = APIRouter()
@@ -54,14 +55,14 @@ def words_script() -> bytes:
 KIOSK_WORDS = words_script()
 
 
-def csp(img_origin: str | None = None) -> str:
-    """The pages' Content-Security-Policy; ``img_origin`` (``https://host``) is also allowed for images."""
+def csp(*img_origins: str) -> str:
+    """The pages' Content-Security-Policy; ``img_origins`` (``https://host``) are also allowed for images."""
     return "; ".join(
         (
             "default-src 'none'",
             "script-src 'self'",
             "style-src 'self'",
-            f"img-src 'self' data: blob:{' ' + img_origin if img_origin else ''}",
+            " ".join(["img-src 'self' data: blob:", *img_origins]),
             "connect-src 'self'",
             "media-src 'self' blob: mediastream:",
             "base-uri 'none'",
@@ -110,14 +111,26 @@ def _answer(page: Page, name: str, body: bytes, if_none_match: str | None, polic
     return Response(body, media_type=_TYPES[name.rpartition(".")[2]], headers=headers)
 
 
-def _kiosk_csp(ctx: IngestContext) -> str:
-    return csp(logo_origin(ctx.settings.kiosk_logo_url))
+def _kiosk_csp(ctx: IngestContext, *event_logos: str) -> str:
+    """The kiosk's policy: images also from ``KIOSK_LOGO_URL``'s origin and those of ``event_logos``."""
+    origins = {logo_origin(url) for url in (ctx.settings.kiosk_logo_url, *event_logos)}
+    return csp(*sorted(o for o in origins if o))
 
 
 @router.get("/kiosk")
 async def kiosk_page(ctx: Ctx, if_none_match: IfNoneMatch = None) -> Response:
-    """The kiosk tablet's page; ``?station=<name>`` names the station its sessions are opened for."""
-    return _serve("kiosk", "index.html", if_none_match, _kiosk_csp(ctx))
+    """The kiosk tablet's page; ``?station=<name>`` names the station its sessions are opened for. Its
+    policy allows the logos of every event (an event's branding, :mod:`ingest.api.admin_events`), since
+    the page shows whichever event its station serves, now or after it opens; an event made or changed
+    later shows a logo from a new origin from the page's next load. With Postgres down, only
+    ``KIOSK_LOGO_URL``'s (the page still loads)."""
+    logos: list[str] = []
+    try:
+        async with ctx.db.transaction() as repos:
+            logos = [e.branding.get("logo_url", "") for e in await repos.events.all()]
+    except DatabaseUnavailable:
+        pass
+    return _serve("kiosk", "index.html", if_none_match, _kiosk_csp(ctx, *logos))
 
 
 @router.get("/kiosk/words.js")
