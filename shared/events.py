@@ -32,7 +32,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, time
 from functools import cache
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -48,6 +48,9 @@ from shared.texts import (
     placeholders,
     text,
 )
+
+if TYPE_CHECKING:
+    from shared.outfits import Outfit
 
 __all__ = [
     "DEFAULT_EVENT",
@@ -273,6 +276,13 @@ class EventOutfit:
     prompt: str
     based_on: str
     has_thumbnail: bool = False
+
+    def drawn_on(self, catalog: Mapping[str, Outfit]) -> Outfit | None:
+        """Its :attr:`based_on` outfit of ``catalog`` with its own title and prompt, keeping the base's id
+        (the body template, the offline drawing and the ``local`` provider look outfits up by catalogue
+        id); ``None`` when the base left the catalogue (nothing could draw it)."""
+        base = catalog.get(self.based_on)
+        return base.model_copy(update={"title": self.title, "prompt": self.prompt}) if base else None
 
 
 @dataclass(frozen=True, slots=True)

@@ -71,12 +71,8 @@ async def event_outfits(ctx: IngestContext, repos: Repositories, event: Event | 
     for outfit_id in ids:
         if outfit_id in ctx.catalog:
             offered.append(ctx.catalog[outfit_id])
-        elif (up := uploads[outfit_id]).based_on in ctx.catalog:
-            offered.append(
-                ctx.catalog[up.based_on].model_copy(
-                    update={"id": up.id, "title": up.title, "prompt": up.prompt}
-                )
-            )
+        elif drawn := uploads[outfit_id].drawn_on(ctx.catalog):
+            offered.append(drawn.model_copy(update={"id": outfit_id}))
     return offered
 
 

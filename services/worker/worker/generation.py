@@ -194,10 +194,7 @@ class Generator:
                 return await repos.events.outfit(outfit_id)
 
         uploaded = await patiently(read, patience_s=self.settings.store_wait_max_sec, what="outfit")
-        base = self.catalog.get(uploaded.based_on) if uploaded else None
-        if uploaded is None or base is None:
-            return None
-        return base.model_copy(update={"title": uploaded.title, "prompt": uploaded.prompt})
+        return uploaded.drawn_on(self.catalog) if uploaded else None
 
     async def _store(self, job: Job, pack: Pack) -> None:
         async with self.db.transaction() as repos:
