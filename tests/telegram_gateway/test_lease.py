@@ -249,7 +249,8 @@ async def polling_recorder(
         yield running, seen
     finally:
         stop.set()
-        await poller
+        poller.cancel()  # as the runtime stops an intake task (shared.runtime), not after its 30 s long poll
+        await asyncio.gather(poller, return_exceptions=True)
         await application.shutdown()
         await running.http.close()
         await runner.cleanup()
