@@ -7,7 +7,8 @@ Each kind: how it is injected → the expected guest outcome.
   jobs per kill.
 - ``redis_restart``: Redis restarted empty → delivered.
 - ``postgres_restart``: Postgres stopped and started → delivered; no service exits by itself (an exit
-  counts as unexpected).
+  counts as unexpected). A guest whose Start comes while it is down is told "busy, press Start again"
+  and does (also under ``postgres:two-outages``).
 - ``tg:429-short:send-private``: 429 ``retry_after`` 3 on ``sendMessage`` to one guest's chat, a flood hold
   → delivered.
 - ``tg:429-long:send-private``: 429 ``retry_after`` ``LONG_HOLD_S`` (120 s, above the gateway's 30 s
@@ -170,6 +171,8 @@ def _kind(name: str) -> FaultKind:
         return FaultKind(name, "delivered", holds_reply=True)
     if name in ("ai:content", "ai:content-during-outage"):
         return FaultKind(name, "content_refused or delivered", frozenset({"content"}))
+    if name in ("postgres_restart", "postgres:two-outages"):
+        return FaultKind(name, "delivered (a Start during the outage: busy, Start again)", store_busy=True)
     if name == "tg:hold-past-deadline:link":
         return FaultKind(name, "delivered late, with sorry for the wait")
     return FaultKind(name, "delivered")

@@ -5,7 +5,8 @@ the run's own records); output is a :class:`Ledger` that gives every guest exact
 
 - ``delivered``: one link message, one sticker set of 12 owned by the guest, the job ``delivered``, the
   link within the deadline (15 minutes from the accepted upload, spec/000); an "unavailable, photo saved"
-  or maintenance text on the way is fine only if the run injected a fault that pauses the queue.
+  or maintenance text on the way is fine only if the run injected a fault that pauses the queue, and a
+  "busy, press Start again" answer to Start only if it took Postgres away (:attr:`FaultKind.store_busy`).
 - ``designed`` (failed as designed): exactly one failure text, the one the job's error class calls for
   (:data:`CLASS_TEXTS`), caused by a fault the run injected: every such job consumes one unit of an
   injected fault kind that can cause that class (:class:`FaultKind.causes`, ``per_fault`` jobs per
@@ -94,7 +95,8 @@ class FaultKind:
     ``causes``: the error classes of failed jobs it can explain (each injection explains ``per_fault``
     jobs); ``pauses``: it may pause the queue, so "unavailable" and maintenance texts are expected, for an
     auto pause whose reason (the worker's error class) is one of ``pause_reasons`` (any reason when
-    empty); ``holds_reply``: aimed at the guest's own reply to Start (which may then come late or never).
+    empty); ``holds_reply``: aimed at the guest's own reply to Start (which may then come late or never);
+    ``store_busy``: see the field.
     """
 
     name: str
@@ -104,6 +106,9 @@ class FaultKind:
     pauses: bool = False
     holds_reply: bool = False
     pause_reasons: frozenset[str] = frozenset()
+    #: Postgres is unreachable for a while: a Start the gateway could not record is answered "busy"
+    #: ("press Start again"), so that text on the way is fine, once per Start the guest pressed.
+    store_busy: bool = False
 
 
 @dataclass(frozen=True)
@@ -288,7 +293,7 @@ class _Causes:
 
 
 #: Texts that answer each message of the guest, so a guest who wrote ``n`` times may get them ``n`` times.
-REPLIES = frozenset({"maintenance"})
+REPLIES = frozenset({"maintenance", "busy"})
 
 
 def _duplicate_texts(where: str, messages: list[BotMessage], ledger: Ledger, *, prompts: int = 1) -> None:
@@ -313,6 +318,7 @@ def judge(observed: Observed, kinds: Mapping[str, FaultKind]) -> Ledger:
         }
     )
     pause_injected = bool(pausing) and not ledger.unexplained_pauses
+    busy_injected = any(n and k in kinds and kinds[k].store_busy for k, n in observed.injected.items())
     sets_of: dict[int, list[StickerSet]] = defaultdict(list)
     for sticker_set in observed.sets:
         sets_of[sticker_set.owner_user_id].append(sticker_set)
@@ -325,7 +331,9 @@ def judge(observed: Observed, kinds: Mapping[str, FaultKind]) -> Ledger:
             ledger.duplicated.append(f"guest {guest.user_id}: {len(links)} links")
         if len(owned) > 1:
             ledger.duplicated.append(f"guest {guest.user_id}: {len(owned)} sticker sets")
-        outcome, reason, credited = _judge_guest(observed, guest, messages, owned, causes, pause_injected)
+        outcome, reason, credited = _judge_guest(
+            observed, guest, messages, owned, causes, pause_injected, busy_injected
+        )
         held = any(kinds[k].holds_reply for k in guest.targeted if k in kinds)
         if outcome != LET_DOWN and guest.started_at is not None and messages and not held:
             answered = messages[0].date - guest.started_at
@@ -351,6 +359,7 @@ def _judge_guest(
     owned: list[StickerSet],
     causes: _Causes,
     pause_injected: bool,
+    busy_injected: bool,
 ) -> tuple[str, str, str | None]:
     """(outcome, reason, the fault kind credited with a designed failure)."""
     keys = [classify(m.text) for m in messages]
@@ -369,9 +378,11 @@ def _judge_guest(
     paused = {"unavailable", "maintenance"} & set(keys)
     if paused and not pause_injected:
         return LET_DOWN, f"{'/'.join(sorted(paused))} text without an injected pause", None
+    if "busy" in keys and not busy_injected:
+        return LET_DOWN, "busy text without an injected Postgres outage", None
     if PREVIEW in keys and not links:
         return LET_DOWN, "no link text: only the preview sticker", None
-    allowed = ON_THE_WAY | LINK_KEYS | {*FAILURE_KEYS} | ({PREVIEW} if links else set())
+    allowed = ON_THE_WAY | LINK_KEYS | {*FAILURE_KEYS, "busy"} | ({PREVIEW} if links else set())
     if unknown := [m.text for m, k in zip(messages, keys, strict=True) if k not in allowed]:
         return LET_DOWN, f"an unexpected text: {unknown[0][:60]!r}", None
     if links and finals:

@@ -23,6 +23,10 @@ from devstack.chaos.ledger import Guest, LeadSubmission, classify
 from devstack.journey import bot_texts, chat_messages, consent
 
 FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "photos"
+#: Seconds a guest waits before pressing Start again after the bot said so: after "a short break"
+#: (maintenance), and after "busy" (the gateway could not record their Start: Postgres was unreachable;
+#: the text says "in a minute", a guest at the kiosk tries sooner, and may be told "busy" again).
+START_AGAIN_S = {"maintenance": 3.0, "busy": 10.0}
 
 
 @dataclass(frozen=True)
@@ -165,9 +169,10 @@ def play_guest(
             if time.monotonic() > deadline:
                 return gave_up("never_linked")
             texts = bot_texts(chat_messages(sim, plan.user_id))
-            if len(texts) >= answered and texts and classify(texts[-1]) == "maintenance":
-                answered = len(texts) + 1  # a short break: the guest presses Start again after it
-                time.sleep(3)
+            told = classify(texts[-1]) if len(texts) >= answered and texts else ""
+            if (wait_s := START_AGAIN_S.get(told)) is not None:  # "a short break" / "busy": Start again
+                answered = len(texts) + 1  # the guest does as told and presses Start again
+                time.sleep(wait_s)
                 sim.post(f"/sim/users/{plan.user_id}/messages", json=start).raise_for_status()
                 starts += 1
             time.sleep(0.5)

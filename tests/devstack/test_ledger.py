@@ -332,3 +332,19 @@ def test_a_booth_auto_paused_for_a_reason_no_injected_fault_explains_lets_its_gu
     verdict = ledger.verdicts[1]
     assert verdict.outcome == LET_DOWN and "without an injected pause" in verdict.reason
     assert not ledger.ok and "UNEXPLAINED PAUSE" in ledger.table()
+
+
+def test_a_busy_answer_to_start_needs_an_injected_postgres_outage_and_comes_once_per_start() -> None:
+    """The gateway answers a Start it could not record (Postgres unreachable) with "busy, press Start
+    again": fine on the way only when the run took Postgres away, once per Start the guest pressed."""
+    kinds = {**KINDS, "postgres_restart": FaultKind("postgres_restart", "delivered", store_busy=True)}
+    world = delivered_world()
+    world.messages[2] = msgs(2, en("busy"), en("busy"), en("linked"), en("generating"), link("b_by_bot"))
+    world.guests[1] = Guest(2, "cmyk", True, 202, job_id="j2", accepted_at=T0, starts=3)
+    verdict = judge(world, kinds).verdicts[1]
+    assert (verdict.outcome, verdict.reason) == (LET_DOWN, "busy text without an injected Postgres outage")
+    world.injected = Counter({"postgres_restart": 1})
+    ledger = judge(world, kinds)
+    assert ledger.ok and ledger.verdicts[1].outcome == DELIVERED, ledger.table()
+    world.guests[1] = Guest(2, "cmyk", True, 202, job_id="j2", accepted_at=T0, starts=1)
+    assert judge(world, kinds).duplicated == ["guest 2: message sent 2 times: " + repr(en("busy")[:60])]
