@@ -40,7 +40,7 @@ from shared.repositories import Database
 from tests import store_containers
 
 REPO = Path(__file__).resolve().parent.parent
-SLOTS = 3  # concurrent test runs on one machine, each with its own Redis databases and Postgres names
+SLOTS = 6  # concurrent test runs on one machine, each with its own Redis databases and Postgres names
 # As the gateway's main() does: python-telegram-bot's timedelta ``retry_after`` (no deprecation warnings).
 os.environ.setdefault("PTB_TIMEDELTA", "1")
 
@@ -103,9 +103,11 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 class Namespace:
     """Names this test run owns on the shared servers, so two runs on one machine never meet.
 
-    A run holds one of ``SLOTS`` file locks; slot ``k`` owns Redis databases ``4k+3 … 4k+6`` (0–2 are
-    left to ``make demo``/``make up``) and Postgres databases suffixed with the process id. Each
-    pytest-xdist worker is a run of its own (a process, its own slot and databases).
+    A run holds one of ``SLOTS`` file locks; slot ``k`` owns Redis databases ``2k+3`` (the ``redis``
+    fixture's, flushed before each test) and ``2k+4`` (a module's stack: a run has one at a time, as pytest
+    tears a module's fixtures down before the next module's start), so six slots fit Redis's default 16
+    databases (0–2 are left to ``make demo``/``make up``); and Postgres databases suffixed with the process
+    id. Each pytest-xdist worker is a run of its own (a process, its own slot and databases).
     """
 
     def __init__(self, infra: Infra, slot: int) -> None:
@@ -113,9 +115,9 @@ class Namespace:
         self.slot = slot
 
     def redis_url(self, offset: int = 0) -> str:
-        """Redis database ``offset`` (0–3) of this run."""
-        assert 0 <= offset < 4
-        return with_redis_db(self.infra.redis_url, 4 * self.slot + 3 + offset)
+        """Redis database ``offset`` of this run: 0 for the ``redis`` fixture, 1 for a stack."""
+        assert offset in (0, 1)
+        return with_redis_db(self.infra.redis_url, 2 * self.slot + 3 + offset)
 
     def database(self, prefix: str) -> str:
         """``prefix`` with this process's id, and its pytest-xdist worker's (``gw0``…) when there is one."""
@@ -124,15 +126,15 @@ class Namespace:
 
     @contextmanager
     def running_stack(
-        self, prefix: str, *, redis_offset: int, extra_env: dict[str, str], updates: str = "polling"
+        self, prefix: str, *, extra_env: dict[str, str], updates: str = "polling"
     ) -> Iterator[Stack]:
         """The whole stack as processes (``devstack.processes.running_stack``) on this run's database
-        ``prefix`` (fresh, dropped afterwards) and Redis database ``redis_offset`` (flushed first); the
+        ``prefix`` (fresh, dropped afterwards) and its stack's Redis database (flushed first); the
         gateway takes updates by ``updates`` (``TELEGRAM_UPDATES``: ``polling`` or ``webhook``)."""
         with running_stack(
             postgres_url=self.infra.postgres_url,
             database=self.database(prefix),
-            redis_url=self.redis_url(redis_offset),
+            redis_url=self.redis_url(1),
             extra_env=extra_env,
             updates=updates,
         ) as stack:

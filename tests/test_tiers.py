@@ -105,3 +105,15 @@ def test_the_chaos_run_and_stacks_are_e2e_and_listed_heavy_tests_are_not_fast(
         named = [n for n in markers if n == prefix or n.startswith((prefix + "[", prefix + "::"))]
         assert named, f"tests/conftest.py HEAVY names no test: {prefix}"
         assert {tier[n] for n in named} <= {"INTEGRATION", "E2E"}, prefix
+
+
+def test_make_test_runs_all_four_tiers() -> None:
+    """`make test` is one pytest run of the fast, integration and e2e expressions with the chaos run beside
+    it: its recipe names each of them."""
+    makefile = (REPO / "Makefile").read_text(encoding="utf-8")
+    recipe = re.search(r"^test: .*\n((?:\t.*\n)+)", makefile, re.MULTILINE)
+    assert recipe is not None
+    body = recipe.group(1)
+    assert '-m "($(FAST_MARKS)) or ($(INTEGRATION_MARKS)) or ($(E2E_MARKS))"' in body
+    assert "$(MAKE) --no-print-directory test-chaos" in body
+    assert "wait $$chaos || status=1" in body and "exit $$status" in body

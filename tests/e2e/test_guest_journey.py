@@ -47,7 +47,7 @@ EXTRA_ENV: dict[str, str] = {"ADMIN_TOKEN": ADMIN_TOKEN}
 
 @pytest.fixture(scope="module")
 def stack(namespace: Any) -> Iterator[Stack]:
-    with namespace.running_stack("sb_e2e", redis_offset=1, extra_env=EXTRA_ENV) as s:
+    with namespace.running_stack("sb_e2e", extra_env=EXTRA_ENV) as s:
         yield s
 
 

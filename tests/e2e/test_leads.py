@@ -49,7 +49,7 @@ T = TypeVar("T")
 
 @pytest.fixture(scope="module")
 def stack(namespace: Any) -> Iterator[Stack]:
-    with namespace.running_stack("sb_e2e_leads", redis_offset=2, extra_env=EXTRA_ENV) as s:
+    with namespace.running_stack("sb_e2e_leads", extra_env=EXTRA_ENV) as s:
         yield s
 
 

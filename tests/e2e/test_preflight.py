@@ -21,7 +21,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
 
 @pytest.fixture(scope="module")
 def stack(namespace: Any) -> Iterator[Stack]:
-    with namespace.running_stack("sb_e2e_preflight", redis_offset=3, extra_env={}) as s:
+    with namespace.running_stack("sb_e2e_preflight", extra_env={}) as s:
         yield s
 
 

@@ -20,7 +20,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
 
 @pytest.fixture(scope="module")
 def stack(namespace: Any) -> Iterator[Stack]:
-    with namespace.running_stack("sb_e2e_webhook", redis_offset=2, extra_env={}, updates="webhook") as s:
+    with namespace.running_stack("sb_e2e_webhook", extra_env={}, updates="webhook") as s:
         yield s
 
 
