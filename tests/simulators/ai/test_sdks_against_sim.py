@@ -268,8 +268,8 @@ async def test_a_slow_answer_is_a_timeout_at_our_timeout(aisim: RunningAiSim, na
 @pytest.mark.parametrize("name", ["gemini", "openai"])
 async def test_a_refused_connection_is_an_outage_at_once(name: str) -> None:
     """One connection attempt, then ``outage``: google-genai's implicit repeat of a failed aiohttp connection
-    and openai's default 2 retries are off. Attempts are counted where both SDKs connect (the event loop's
-    ``sock_connect``: aiohttp's happy eyeballs and anyio's ``create_connection`` both end there), not timed."""
+    and openai's default 2 retries are off. Attempts are counted where both SDKs connect, not timed: the
+    event loop's ``sock_connect`` (aiohttp's happy eyeballs and anyio's ``create_connection`` end there)."""
     runner, running = await serve_aisim(AiSimConfig())
     url = running.url
     await running.http.close()
