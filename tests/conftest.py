@@ -18,7 +18,7 @@ import os
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 import redis.asyncio as aioredis
@@ -40,7 +40,7 @@ from shared.repositories import Database
 from tests import store_containers
 
 REPO = Path(__file__).resolve().parent.parent
-SLOTS = 6  # concurrent test runs on one machine, each with its own Redis databases and Postgres names
+SLOTS = 4  # concurrent test runs on one machine, each with its own Redis databases and Postgres names
 # As the gateway's main() does: python-telegram-bot's timedelta ``retry_after`` (no deprecation warnings).
 os.environ.setdefault("PTB_TIMEDELTA", "1")
 
@@ -103,11 +103,13 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 class Namespace:
     """Names this test run owns on the shared servers, so two runs on one machine never meet.
 
-    A run holds one of ``SLOTS`` file locks; slot ``k`` owns Redis databases ``2k+3`` (the ``redis``
-    fixture's, flushed before each test) and ``2k+4`` (a module's stack: a run has one at a time, as pytest
-    tears a module's fixtures down before the next module's start), so six slots fit Redis's default 16
-    databases (0–2 are left to ``make demo``/``make up``); and Postgres databases suffixed with the process
-    id. Each pytest-xdist worker is a run of its own (a process, its own slot and databases).
+    A run holds one of ``SLOTS`` file locks; slot ``k`` owns Redis databases ``3k+3`` (the ``redis``
+    fixture's, flushed before each test), ``3k+4`` (a module's stack: a run has one at a time, as pytest
+    tears a module's fixtures down before the next module's start) and ``3k+5`` (a session's stack, the
+    browser tests': it lives beside the module stacks when one run holds both, as ``make test-all``), so
+    four slots fit Redis's default 16 databases (0–2 are left to ``make demo``/``make up``); and Postgres
+    databases suffixed with the process id. Each pytest-xdist worker is a run of its own (a process, its
+    own slot and databases).
     """
 
     def __init__(self, infra: Infra, slot: int) -> None:
@@ -115,9 +117,10 @@ class Namespace:
         self.slot = slot
 
     def redis_url(self, offset: int = 0) -> str:
-        """Redis database ``offset`` of this run: 0 for the ``redis`` fixture, 1 for a stack."""
-        assert offset in (0, 1)
-        return with_redis_db(self.infra.redis_url, 2 * self.slot + 3 + offset)
+        """Redis database ``offset`` of this run: 0 for the ``redis`` fixture, 1 for a module's stack, 2 for
+        a session's."""
+        assert offset in (0, 1, 2)
+        return with_redis_db(self.infra.redis_url, 3 * self.slot + 3 + offset)
 
     def database(self, prefix: str) -> str:
         """``prefix`` with this process's id, and its pytest-xdist worker's (``gw0``…) when there is one."""
@@ -126,15 +129,21 @@ class Namespace:
 
     @contextmanager
     def running_stack(
-        self, prefix: str, *, extra_env: dict[str, str], updates: str = "polling"
+        self,
+        prefix: str,
+        *,
+        extra_env: dict[str, str],
+        updates: str = "polling",
+        scope: Literal["module", "session"] = "module",
     ) -> Iterator[Stack]:
         """The whole stack as processes (``devstack.processes.running_stack``) on this run's database
-        ``prefix`` (fresh, dropped afterwards) and its stack's Redis database (flushed first); the
-        gateway takes updates by ``updates`` (``TELEGRAM_UPDATES``: ``polling`` or ``webhook``)."""
+        ``prefix`` (fresh, dropped afterwards) and the Redis database of a stack of its fixture's ``scope``
+        (flushed first); the gateway takes updates by ``updates`` (``TELEGRAM_UPDATES``: ``polling`` or
+        ``webhook``)."""
         with running_stack(
             postgres_url=self.infra.postgres_url,
             database=self.database(prefix),
-            redis_url=self.redis_url(1),
+            redis_url=self.redis_url(1 if scope == "module" else 2),
             extra_env=extra_env,
             updates=updates,
         ) as stack:

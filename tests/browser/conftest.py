@@ -40,7 +40,7 @@ EXTRA_ENV = {"ADMIN_TOKEN": ADMIN_TOKEN, **BRANDING}
 
 @pytest.fixture(scope="session")
 def stack(namespace: Any) -> Iterator[Stack]:
-    with namespace.running_stack("sb_browser", extra_env=EXTRA_ENV) as s:
+    with namespace.running_stack("sb_browser", extra_env=EXTRA_ENV, scope="session") as s:
         yield s
 
 
