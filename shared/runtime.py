@@ -317,7 +317,13 @@ class ServiceRuntime:
             await wait_any_task(self.stop, every)
             self.stop.set()
             for task in ended:
-                log.error("TASK_ENDED", service=self.service, task=task.get_name(), error=_error_name(task))
+                log.error(
+                    "TASK_ENDED",
+                    service=self.service,
+                    task=task.get_name(),
+                    error=_error_name(task),
+                    exc_info=None if task.cancelled() else task.exception(),
+                )
             log.info("SHUTDOWN", service=self.service, **(shutdown() if shutdown else {}))
             await _cancel(intake)
             if readers:

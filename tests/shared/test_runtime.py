@@ -189,8 +189,9 @@ async def test_a_loop_that_ends_stops_the_service_with_exit_1(
             )
     assert code == 1
     assert rt.stop.is_set() and duty_cancelled.is_set()
-    ended = [(e["task"], e["error"]) for e in logs if e["event"] == "TASK_ENDED"]
-    assert ended == [("dies", "ConnectionError")]
+    ended = [e for e in logs if e["event"] == "TASK_ENDED"]
+    assert [(e["task"], e["error"]) for e in ended] == [("dies", "ConnectionError")]
+    assert isinstance(ended[0]["exc_info"], ConnectionError)  # rendered as its traceback
 
 
 async def test_a_long_task_s_exit_code_is_the_service_s(
