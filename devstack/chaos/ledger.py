@@ -115,7 +115,9 @@ class FaultKind:
 class Guest:
     """One guest as the run played them; ``accepted_at`` / ``started_at``: wall-clock seconds of the
     accepted upload / of pressing Start, ``targeted`` the fault kinds aimed at (or seen hitting) them,
-    ``starts`` how many times they sent ``/start`` (a guest told "short break" presses it again)."""
+    ``starts`` how many times they sent ``/start`` (a guest told "short break" presses it again),
+    ``silent_starts`` how many of those came after no answer at all
+    (:data:`devstack.chaos.traffic.SILENT_START_AGAIN_S`)."""
 
     user_id: int
     photo: str
@@ -127,6 +129,7 @@ class Guest:
     targeted: tuple[str, ...] = ()
     started_at: float | None = None
     starts: int = 1
+    silent_starts: int = 0
 
 
 @dataclass(frozen=True)
@@ -335,6 +338,8 @@ def judge(observed: Observed, kinds: Mapping[str, FaultKind]) -> Ledger:
             observed, guest, messages, owned, causes, pause_injected, busy_injected
         )
         held = any(kinds[k].holds_reply for k in guest.targeted if k in kinds)
+        if outcome != LET_DOWN and guest.silent_starts and not held:
+            outcome, reason = LET_DOWN, "the bot never answered a Start (pressed again after silence)"
         if outcome != LET_DOWN and guest.started_at is not None and messages and not held:
             answered = messages[0].date - guest.started_at
             if answered > ANSWER_BOUND_S:

@@ -27,6 +27,12 @@ FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "photos
 #: (maintenance), and after "busy" (the gateway could not record their Start: Postgres was unreachable;
 #: the text says "in a minute", a guest at the kiosk tries sooner, and may be told "busy" again).
 START_AGAIN_S = {"maintenance": 3.0, "busy": 10.0}
+#: Seconds a guest waits for any answer to Start before pressing it again: when Postgres is down the
+#: gateway answers "busy" straight from the handler (there is no outbox to hold it), and a Telegram fault
+#: on the guest's chat at that moment (a 5xx, a 120 s flood wait) eats that answer. A guest facing a
+#: silent bot presses Start again; the ledger lets a guest down for it unless such a fault was aimed at
+#: them (:attr:`devstack.chaos.ledger.FaultKind.holds_reply`).
+SILENT_START_AGAIN_S = 45.0
 
 
 @dataclass(frozen=True)
@@ -162,6 +168,8 @@ def play_guest(
         deadline = time.monotonic() + link_timeout_s
         answered = 1
         starts = 1
+        silent_starts = 0
+        pressed_at, texts_then = time.monotonic(), 0
         while True:
             status = retrying(lambda: kiosk.get(f"/sessions/{session['id']}"), timeout_s=30)
             if status is not None and status.json().get("telegram_linked"):
@@ -170,11 +178,14 @@ def play_guest(
                 return gave_up("never_linked")
             texts = bot_texts(chat_messages(sim, plan.user_id))
             told = classify(texts[-1]) if len(texts) >= answered and texts else ""
-            if (wait_s := START_AGAIN_S.get(told)) is not None:  # "a short break" / "busy": Start again
-                answered = len(texts) + 1  # the guest does as told and presses Start again
-                time.sleep(wait_s)
+            silent = len(texts) == texts_then and time.monotonic() - pressed_at > SILENT_START_AGAIN_S
+            if (wait_s := START_AGAIN_S.get(told)) is not None or silent:  # told to, or no answer at all
+                answered = len(texts) + 1  # the guest presses Start again
+                time.sleep(wait_s or 0)
                 sim.post(f"/sim/users/{plan.user_id}/messages", json=start).raise_for_status()
+                pressed_at, texts_then = time.monotonic(), len(texts)
                 starts += 1
+                silent_starts += int(silent and wait_s is None)
             time.sleep(0.5)
         if (
             retrying(lambda: kiosk.put(f"/sessions/{session['id']}/outfit", json={"outfit_id": plan.outfit}))
@@ -207,6 +218,7 @@ def play_guest(
             targeted=plan.tags,
             started_at=started,
             starts=starts,
+            silent_starts=silent_starts,
         )
 
 

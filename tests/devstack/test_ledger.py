@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
 
 import pytest
@@ -348,3 +349,20 @@ def test_a_busy_answer_to_start_needs_an_injected_postgres_outage_and_comes_once
     assert ledger.ok and ledger.verdicts[1].outcome == DELIVERED, ledger.table()
     world.guests[1] = Guest(2, "cmyk", True, 202, job_id="j2", accepted_at=T0, starts=1)
     assert judge(world, kinds).duplicated == ["guest 2: message sent 2 times: " + repr(en("busy")[:60])]
+
+
+def test_pressing_start_again_after_silence_is_fine_only_when_a_fault_could_eat_the_answer() -> None:
+    """During a Postgres outage the gateway answers Start "busy" straight from the handler; a 5xx or a
+    long flood wait on the guest's chat at that moment eats it, and the guest, hearing nothing, presses
+    Start again (chaos run of 2026-12-03: two burst guests were judged never_linked). Silence with no such
+    fault aimed at the guest is a bot that ignored them."""
+    world = delivered_world(injected=Counter({"tg:hold-own-chat": 1}))
+    world.guests[1] = Guest(2, "cmyk", True, 202, job_id="j2", accepted_at=T0, starts=2, silent_starts=1)
+    verdict = judge(world, KINDS).verdicts[1]  # the fault was aimed at another guest
+    assert (verdict.outcome, verdict.reason) == (
+        LET_DOWN,
+        "the bot never answered a Start (pressed again after silence)",
+    )
+    world.guests[1] = dataclasses.replace(world.guests[1], targeted=("tg:hold-own-chat",))
+    ledger = judge(world, KINDS)
+    assert ledger.ok and ledger.verdicts[1].outcome == DELIVERED, ledger.table()
