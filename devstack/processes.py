@@ -9,6 +9,7 @@ only starts, watches and stops them (and can SIGKILL one, for the crash tests). 
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import signal
 import subprocess
@@ -99,6 +100,18 @@ class Stack:
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
         self.exits: list[ProcessExit] = []
         config.log_dir.mkdir(parents=True, exist_ok=True)
+
+    @functools.cached_property
+    def http(self) -> httpx.Client:
+        """One HTTP client (thread-safe, 10 s timeout) for calls to this stack's processes, closed by
+        :meth:`stop_all`. Polls use it rather than ``httpx.get``: each new ``httpx.Client`` builds an SSL
+        context (~30 ms of CPU, measured 2026-12-03), so a poll every 0.2 s cost 15 % of a core."""
+        return httpx.Client(timeout=10)
+
+    @functools.cached_property
+    def sim_http(self) -> httpx.Client:
+        """As :attr:`http`, with the Telegram simulator's URL as its base (``journey.chat_messages``)."""
+        return httpx.Client(base_url=self.sim_url, timeout=10)
 
     @property
     def ingest_url(self) -> str:
@@ -206,18 +219,17 @@ class Stack:
         c = self.config
         admins = [int(a) for a in c.admin_user_ids.replace(" ", "").split(",") if a]
         for admin in admins:
-            httpx.post(
-                f"{self.sim_url}/sim/users/{admin}/messages", json={"text": "/start"}, timeout=10
+            self.http.post(
+                f"{self.sim_url}/sim/users/{admin}/messages", json={"text": "/start"}
             ).raise_for_status()
         admin = admins[0]
-        httpx.post(
+        self.http.post(
             f"{self.sim_url}/sim/users/{admin}/messages",
             json={
                 "chat_id": c.leads_chat_id,
                 "chat_title": "Sticker Booth leads",
                 "text": "Lead cards go here",
             },
-            timeout=10,
         ).raise_for_status()
 
     def wait_healthy(self, timeout_s: float = 60.0) -> None:
@@ -245,7 +257,7 @@ class Stack:
                     f"{name} exited with {proc.returncode}; see {self.config.log_dir / name}.log"
                 )
             try:
-                if httpx.get(url, timeout=1.0).status_code == 200:
+                if self.http.get(url, timeout=1.0).status_code == 200:
                     return
             except httpx.HTTPError:
                 pass
@@ -306,6 +318,9 @@ class Stack:
         simulators together, so no service meets a simulator that is already gone."""
         self.stop_together([n for n in reversed(list(self.procs)) if n not in SIMULATORS])
         self.stop_together([n for n in SIMULATORS if n in self.procs])
+        for client in ("http", "sim_http"):
+            if client in self.__dict__:
+                self.__dict__.pop(client).close()
 
 
 #: Short leases, grace periods and polls for test stacks: faults heal in seconds instead of minutes.

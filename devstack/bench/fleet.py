@@ -194,7 +194,7 @@ def _start_workers(stack: Stack, count: int, env: dict[str, str]) -> Workers:
                     f"a bench worker exited with {proc.returncode}; see {stack.config.log_dir}"
                 )
             try:
-                if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
+                if stack.http.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
                     break
             except httpx.HTTPError:
                 pass
@@ -252,7 +252,7 @@ def _one(
         deadline = time.monotonic() + timeout_s
         while True:
             rendered, failed, calls = asyncio.run(_progress(stack.config.database_url, ids))
-            seen = httpx.get(f"{stack.ai_sim_url}/sim/in-flight", timeout=5).json()
+            seen = stack.http.get(f"{stack.ai_sim_url}/sim/in-flight", timeout=5).json()
             over = stop_over is not None and seen["max"].get("gemini:image", 0) > stop_over
             if over or len(rendered) + failed >= len(ids) or time.monotonic() > deadline:
                 break

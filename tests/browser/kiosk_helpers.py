@@ -105,7 +105,7 @@ def choose_photo(page: Page, name: str) -> None:
 
 
 def session_status(stack: Stack, session_id: str) -> dict[str, Any]:
-    body: dict[str, Any] = httpx.get(f"{stack.ingest_url}/sessions/{session_id}", timeout=10).json()
+    body: dict[str, Any] = stack.http.get(f"{stack.ingest_url}/sessions/{session_id}").json()
     return body
 
 

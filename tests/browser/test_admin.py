@@ -291,7 +291,7 @@ def test_a_delivered_jobs_page_shows_its_stickers_and_calls_and_resends_the_link
     set_name = f"sb{UUID(job_id).hex}_by_stickerbooth_bot"
 
     def link_in_chat() -> bool:
-        body: Any = httpx.get(f"{stack.sim_url}/sim/chats/7304/messages", timeout=10).json()
+        body: Any = stack.http.get(f"{stack.sim_url}/sim/chats/7304/messages").json()
         messages = body["messages"] if isinstance(body, dict) else body
         return any(set_name in (m.get("text") or "") for m in messages)
 

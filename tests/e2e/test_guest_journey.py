@@ -135,7 +135,7 @@ def test_a_selfie_becomes_one_link_to_twelve_valid_stickers(stack: Stack) -> Non
 
 
 def _job_status(stack: Stack, session_id: str) -> dict[str, Any]:
-    body: dict[str, Any] = httpx.get(f"{stack.ingest_url}/sessions/{session_id}", timeout=10).json()
+    body: dict[str, Any] = stack.http.get(f"{stack.ingest_url}/sessions/{session_id}").json()
     return body
 
 
@@ -299,7 +299,7 @@ def _proxy_to(url: str) -> Iterator[tuple[TcpProxy, str, asyncio.AbstractEventLo
 
 def _leader_metric(stack: Stack, name: str) -> float:
     """``stk_gateway_leader`` of gateway process ``name`` (its ops port's ``/metrics``)."""
-    body = httpx.get(f"http://127.0.0.1:{stack.config.ops_ports[name]}/metrics", timeout=5).text
+    body = stack.http.get(f"http://127.0.0.1:{stack.config.ops_ports[name]}/metrics", timeout=5).text
     return float(
         next(line for line in body.splitlines() if line.startswith("stk_gateway_leader ")).split()[1]
     )

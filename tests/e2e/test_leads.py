@@ -70,19 +70,18 @@ def submit(stack: Stack, request_id: str, contact: str, **fields: str) -> httpx.
         "consent": True,
         **fields,
     }
-    return httpx.post(f"{stack.ingest_url}/leads", json=body, timeout=10)
+    return stack.http.post(f"{stack.ingest_url}/leads", json=body)
 
 
 def admin_leads(stack: Stack) -> dict[int, dict[str, Any]]:
-    response = httpx.get(
-        f"{stack.ingest_url}/admin/leads", headers={"Authorization": f"Bearer {ADMIN_TOKEN}"}, timeout=10
+    response = stack.http.get(
+        f"{stack.ingest_url}/admin/leads", headers={"Authorization": f"Bearer {ADMIN_TOKEN}"}
     )
     return {row["number"]: row for row in response.raise_for_status().json()["leads"]}
 
 
 def group(stack: Stack) -> list[dict[str, Any]]:
-    with httpx.Client(base_url=stack.sim_url, timeout=10) as sim:
-        return [m for m in chat_messages(sim, stack.config.leads_chat_id) if m["from_bot"]]
+    return [m for m in chat_messages(stack.sim_http, stack.config.leads_chat_id) if m["from_bot"]]
 
 
 def cards_of(stack: Stack, number: int) -> list[dict[str, Any]]:
