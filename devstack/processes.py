@@ -103,9 +103,10 @@ class Stack:
 
     @functools.cached_property
     def http(self) -> httpx.Client:
-        """One HTTP client (thread-safe, 10 s timeout) for calls to this stack's processes, closed by
-        :meth:`stop_all`. Polls use it rather than ``httpx.get``: each new ``httpx.Client`` builds an SSL
-        context (~30 ms of CPU, measured 2026-12-03), so a poll every 0.2 s cost 15 % of a core."""
+        """One HTTP client (10 s timeout) for calls to this stack's processes, from any thread (httpx 0.28's
+        ``Client``: "It can be shared between threads"), closed by :meth:`stop_all`. Polls use it rather
+        than ``httpx.get``: each new ``httpx.Client`` builds an SSL context (~30 ms of CPU, measured
+        2026-12-03), so a poll every 0.2 s cost 15 % of a core."""
         return httpx.Client(timeout=10)
 
     @functools.cached_property

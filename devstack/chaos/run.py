@@ -203,7 +203,9 @@ class Chaos:
     def inject_ai(self, kind: str, occurrence: int) -> None:
         assert self.stack is not None
         for body in F.ai_faults(kind, occurrence):
-            httpx.post(f"{self.stack.ai_sim_url}/sim/faults", json=body, timeout=10).raise_for_status()
+            self.stack.http.post(
+                f"{self.stack.ai_sim_url}/sim/faults", json=body, timeout=10
+            ).raise_for_status()
         self.injected[kind] += 1
 
     def inject_burst(self, _kind: str, occurrence: int) -> None:
@@ -250,7 +252,7 @@ class Chaos:
     def inject_group(self, kind: str, _occurrence: int) -> None:
         assert self.stack is not None
         for body in F.group_tg_faults(kind, self.stack.config.leads_chat_id):
-            httpx.post(f"{self.stack.sim_url}/sim/faults", json=body, timeout=10).raise_for_status()
+            self.stack.http.post(f"{self.stack.sim_url}/sim/faults", json=body, timeout=10).raise_for_status()
         self.injected[kind] += 1
 
     def steward(self) -> None:
@@ -264,15 +266,17 @@ class Chaos:
         paused_since: float | None = None
         while not self.stop.wait(2.0):
             with contextlib.suppress(httpx.HTTPError, ValueError, KeyError):
-                pause = httpx.get(f"{self.stack.ingest_url}/admin/status", headers=auth, timeout=5).json()[
-                    "pause"
-                ]
+                pause = self.stack.http.get(
+                    f"{self.stack.ingest_url}/admin/status", headers=auth, timeout=5
+                ).json()["pause"]
                 if pause:
                     self.pauses.add(PauseSeen(str(pause.get("source")), str(pause.get("reason"))))
                 if pause and pause.get("source") == "auto":
                     paused_since = paused_since or time.monotonic()
                     if time.monotonic() - paused_since >= PAUSE_RESUME_AFTER_S:
-                        httpx.post(f"{self.stack.ingest_url}/admin/resume", headers=auth, timeout=10)
+                        self.stack.http.post(
+                            f"{self.stack.ingest_url}/admin/resume", headers=auth, timeout=10
+                        )
                         self.resumes += 1
                         paused_since = None
                 else:
@@ -626,7 +630,7 @@ class _Left:
 
 def _left_to_meet(stack: Stack, plans: dict[int, GuestPlan], guests: list[Guest]) -> _Left:
     left_ai, left_tg = _queued(stack)
-    holds = httpx.get(f"{stack.sim_url}/sim/holds", timeout=5).raise_for_status().json()
+    holds = stack.http.get(f"{stack.sim_url}/sim/holds", timeout=5).raise_for_status().json()
     held = {h["chat_id"] for h in holds if "chat_id" in h}
     unmet = [f for f in left_tg if _counts_as_unmet(f)]
     aimed = {f["chat_id"] for f in unmet if f.get("chat_id") in plans}
@@ -692,8 +696,8 @@ def _counts_as_unmet(fault: dict[str, Any]) -> bool:
 
 def _queued(stack: Stack) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """The faults still queued in the AI provider simulator and in the Telegram simulator."""
-    left_ai = httpx.get(f"{stack.ai_sim_url}/sim/faults", timeout=5).raise_for_status().json()
-    left_tg = httpx.get(f"{stack.sim_url}/sim/faults", timeout=5).raise_for_status().json()
+    left_ai = stack.http.get(f"{stack.ai_sim_url}/sim/faults", timeout=5).raise_for_status().json()
+    left_tg = stack.http.get(f"{stack.sim_url}/sim/faults", timeout=5).raise_for_status().json()
     return left_ai, left_tg
 
 

@@ -251,7 +251,8 @@ def submit_lead(ingest_url: str, n: int) -> LeadSubmission:
         "message": "hi",
         "consent": True,
     }
-    response = retrying(lambda: httpx.post(f"{ingest_url}/leads", json=body, timeout=30))
+    with httpx.Client(timeout=30) as landing:  # one client for every retry (a new one builds an SSL context)
+        response = retrying(lambda: landing.post(f"{ingest_url}/leads", json=body))
     if response is None or response.status_code >= 400:
         return LeadSubmission(request_id, None)
     return LeadSubmission(request_id, int(response.json()["lead_number"]))
