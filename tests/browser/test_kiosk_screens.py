@@ -20,7 +20,9 @@ from shared.db import create_engine
 from shared.domain import JobStatus
 from shared.errors import ContentRefused, JobError, NoFaceError, PermanentJobError
 from shared.joblife import fail_job, guest_failure_text, is_last_capture
+from shared.outbox import dispatch_commands
 from shared.repositories import Database
+from shared.streams import Publisher, create_redis
 from shared.texts import TEXTS
 from tests.browser.kiosk_helpers import (
     ADMIN_TOKEN,
@@ -45,10 +47,15 @@ ADMIN = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
 def fail_as_worker(stack: Stack, job_id: str, exc: JobError) -> None:
     """Fail the job the way the worker does for ``exc`` (``shared.joblife.fail_job`` with the guest text
     of :func:`shared.joblife.guest_failure_text`, the ``*_last`` one once the session has taken its
-    ``MAX_CAPTURES_PER_SESSION`` photos, 2 in this stack); the gateway then sends the bot's text."""
+    ``MAX_CAPTURES_PER_SESSION`` photos, 2 in this stack), then, after the commit, the hints for its
+    commands (``shared.outbox.dispatch_commands``, as ``worker.outcomes`` does); the gateway then sends
+    the bot's text. Without the hints the texts waited for the outbox reconciler's grace (10 s), and the
+    two failures' texts were hinted in one tick and sent in either order (a CI run read the first
+    failure's text last)."""
 
     async def go() -> None:
         db = Database(create_engine(stack.config.database_url))
+        redis = create_redis(stack.config.redis_url)
         try:
             async with db.transaction() as repos:
                 job = await repos.jobs.get(UUID(job_id))
@@ -65,7 +72,9 @@ def fail_as_worker(stack: Stack, job_id: str, exc: JobError) -> None:
                     guest_text=guest_failure_text(exc.error_class, str(exc), last_capture=last),
                 )
                 assert failed is not None, f"job {job_id} had already moved on"
+            await dispatch_commands(db, Publisher(redis), failed.commands)
         finally:
+            await redis.aclose()
             await db.dispose()
 
     in_thread(go)
