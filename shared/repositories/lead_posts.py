@@ -87,6 +87,18 @@ def _post(row: Any) -> LeadPost:
     return LeadPost(**{name: m[name] for name in LeadPost.__slots__})
 
 
+def _failure(kind: str, state: Any, *, next_attempt_at: datetime, error: str) -> dict[str, Any]:
+    """The values of a move that counts one more consecutive failure: ``state``, due at ``next_attempt_at``,
+    ``error`` kept as ``last_error`` (its first 500 characters)."""
+    t = _KINDS[kind].table
+    return {
+        "post_state": state,
+        "failures": t.c.failures + 1,
+        "next_attempt_at": next_attempt_at,
+        "last_error": error[:500],
+    }
+
+
 def _chat(row: Any) -> LeadChat:
     m = row._mapping
     return LeadChat(**{name: m[name] for name in LeadChat.__slots__})
@@ -312,12 +324,7 @@ class LeadPostRepository:
             states=[_SENDING],
             to=[_PENDING] if give_up_after is None else [_PENDING, _FAILED],
             attempt=attempt,
-            values={
-                "post_state": state,
-                "failures": t.c.failures + 1,
-                "next_attempt_at": next_attempt_at,
-                "last_error": error[:500],
-            },
+            values=_failure(kind, state, next_attempt_at=next_attempt_at, error=error),
         )
 
     async def send_unsure(
@@ -325,19 +332,13 @@ class LeadPostRepository:
     ) -> LeadPost | None:
         """``sending → unsure``: the send may have reached Telegram. Counted as a failure; the chat is
         searched at ``next_attempt_at`` before anything is sent again."""
-        t = _KINDS[kind].table
         return await self._move(
             kind,
             post_id,
             states=[_SENDING],
             to=[_UNSURE],
             attempt=attempt,
-            values={
-                "post_state": _UNSURE,
-                "failures": t.c.failures + 1,
-                "next_attempt_at": next_attempt_at,
-                "last_error": error[:500],
-            },
+            values=_failure(kind, _UNSURE, next_attempt_at=next_attempt_at, error=error),
         )
 
     async def probe_absent(self, kind: str, post_id: int, probe: int, *, now: datetime) -> LeadPost | None:
@@ -356,19 +357,13 @@ class LeadPostRepository:
         self, kind: str, post_id: int, probe: int, *, next_attempt_at: datetime, error: str
     ) -> LeadPost | None:
         """``checking → unsure`` with one more failure: the search itself failed; search again later."""
-        t = _KINDS[kind].table
         return await self._move(
             kind,
             post_id,
             states=[_CHECKING],
             to=[_UNSURE],
             probe=probe,
-            values={
-                "post_state": _UNSURE,
-                "failures": t.c.failures + 1,
-                "next_attempt_at": next_attempt_at,
-                "last_error": error[:500],
-            },
+            values=_failure(kind, _UNSURE, next_attempt_at=next_attempt_at, error=error),
         )
 
     async def claim_alert(self, lead_id: int, *, now: datetime, every: timedelta) -> bool:
