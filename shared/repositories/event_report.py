@@ -58,13 +58,19 @@ async def event_report(
     def row(day: date) -> EventReportRow:
         return days.setdefault(day, EventReportRow(day))
 
-    session_days = local_day(sessions.c.created_at).label("day")
-    for day, count in await conn.execute(
-        sa.select(session_days, sa.func.count())
-        .where(sessions.c.event_id == event.id, within(sessions.c.created_at))
-        .group_by(session_days)
-    ):
-        row(day).sessions = int(count)
+    async def created_per_day(table: sa.Table) -> list[tuple[date, int]]:
+        """``(local day, count)`` of the event's rows of ``table`` (by its ``event_id``) created in
+        ``[start, end)``."""
+        table_days = local_day(table.c.created_at).label("day")
+        rows = await conn.execute(
+            sa.select(table_days, sa.func.count())
+            .where(table.c.event_id == event.id, within(table.c.created_at))
+            .group_by(table_days)
+        )
+        return [(day, int(count)) for day, count in rows]
+
+    for day, count in await created_per_day(sessions):
+        row(day).sessions = count
     job_days = local_day(jobs.c.created_at).label("day")
     for day, status, error_class, count in await conn.execute(
         sa.select(job_days, jobs.c.status, jobs.c.error_class, sa.func.count())
@@ -85,13 +91,8 @@ async def event_report(
         .group_by(usage_days)
     ):
         row(day).cost_usd = round(float(cost or 0), 6)
-    lead_days = local_day(leads.c.created_at).label("day")
-    for day, count in await conn.execute(
-        sa.select(lead_days, sa.func.count())
-        .where(leads.c.event_id == event.id, within(leads.c.created_at))
-        .group_by(lead_days)
-    ):
-        row(day).leads = int(count)
+    for day, count in await created_per_day(leads):
+        row(day).leads = count
 
     ordered = [days[d] for d in sorted(days)]
     total = EventReportRow(None)
