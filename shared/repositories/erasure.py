@@ -330,25 +330,20 @@ class ErasureRepository:
         (``user_id``) that no session has any more."""
         conditions: list[sa.ColumnElement[bool]] = []
         if chats:
-            chat = tg_commands.c.params["chat_id"].astext
-            conditions.append(
-                sa.and_(
-                    chat.in_(sorted(chats)),
-                    ~sa.exists().where(sa.cast(sessions.c.tg_chat_id, sa.Text) == chat),
-                )
-            )
+            conditions.append(_names_gone("chat_id", sessions.c.tg_chat_id, chats))
         if users:
-            user = tg_commands.c.params["user_id"].astext
-            conditions.append(
-                sa.and_(
-                    user.in_(sorted(users)),
-                    ~sa.exists().where(sa.cast(sessions.c.tg_user_id, sa.Text) == user),
-                )
-            )
+            conditions.append(_names_gone("user_id", sessions.c.tg_user_id, users))
         if not conditions:
             return 0
         result = await self.conn.execute(sa.delete(tg_commands).where(sa.or_(*conditions)))
         return _count(result)
+
+
+def _names_gone(param: str, column: sa.Column[Any], values: set[str]) -> sa.ColumnElement[bool]:
+    """SQL: the ``tg_commands`` rows whose ``params[param]`` is one of ``values`` that no session's
+    ``column`` holds any more."""
+    named = tg_commands.c.params[param].astext
+    return sa.and_(named.in_(sorted(values)), ~sa.exists().where(sa.cast(column, sa.Text) == named))
 
 
 def _count(result: Any) -> int:
