@@ -44,6 +44,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from shared.db.tables import job_events, jobs, sessions
 from shared.domain import ACTIVE_JOB_STATUSES, Job, JobContext, JobCounts, JobStatus
 from shared.errors import ErrorClass, UndeclaredTransition
+from shared.repositories._rows import from_row
 from shared.repositories.events import EventRepository
 from shared.repositories.tg_commands import TelegramCommandRepository
 from shared.subjects import JobStepName
@@ -107,8 +108,7 @@ def accepted_at_sql() -> sa.ColumnElement[datetime]:
 
 
 def _job(row: Any) -> Job:
-    m = row._mapping
-    return Job(**{name: m[name] for name in Job.__slots__ if name != "status"}, status=JobStatus(m["status"]))
+    return from_row(Job, row, status=JobStatus(row._mapping["status"]))
 
 
 def _job_columns() -> list[sa.Column[Any]]:

@@ -26,6 +26,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from shared.db.tables import lead_chats, lead_repeats, leads
 from shared.domain import IN_FLIGHT_POST_STATES, LeadChat, LeadPost, PostState
 from shared.errors import UndeclaredTransition
+from shared.repositories._rows import from_row
 
 CARD = "card"
 NOTICE = "notice"
@@ -83,8 +84,7 @@ def _columns(kind: str) -> list[sa.ColumnElement[Any]]:
 
 
 def _post(row: Any) -> LeadPost:
-    m = row._mapping
-    return LeadPost(**{name: m[name] for name in LeadPost.__slots__})
+    return from_row(LeadPost, row)
 
 
 def _failure(kind: str, state: Any, *, next_attempt_at: datetime, error: str) -> dict[str, Any]:
@@ -100,8 +100,7 @@ def _failure(kind: str, state: Any, *, next_attempt_at: datetime, error: str) ->
 
 
 def _chat(row: Any) -> LeadChat:
-    m = row._mapping
-    return LeadChat(**{name: m[name] for name in LeadChat.__slots__})
+    return from_row(LeadChat, row)
 
 
 class LeadPostRepository:

@@ -21,6 +21,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from shared.db.tables import lead_repeats, leads
 from shared.domain import Lead, LeadRepeat, LeadStatus, LeadSubmission
 from shared.errors import UndeclaredTransition
+from shared.repositories._rows import from_row
 
 _NEW, _TAKEN, _DONE, _SPAM = LeadStatus.NEW, LeadStatus.TAKEN, LeadStatus.DONE, LeadStatus.SPAM
 
@@ -34,13 +35,11 @@ ALLOWED: dict[LeadStatus, frozenset[LeadStatus]] = {
 
 
 def _lead(row: Any) -> Lead:
-    m = row._mapping
-    return Lead(**{name: m[name] for name in Lead.__slots__})
+    return from_row(Lead, row)
 
 
 def _repeat(row: Any) -> LeadRepeat:
-    m = row._mapping
-    return LeadRepeat(**{name: m[name] for name in LeadRepeat.__slots__})
+    return from_row(LeadRepeat, row)
 
 
 class LeadRepository:
