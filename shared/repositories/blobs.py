@@ -11,6 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from shared.db.tables import blobs
 from shared.domain import Blob
+from shared.repositories._rows import from_row
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,15 +34,7 @@ class StickerSummary:
 
 def _blob(row: Any) -> Blob:
     m = row._mapping
-    return Blob(
-        id=m["id"],
-        kind=m["kind"],
-        job_id=m["job_id"],
-        position=m["position"],
-        content_type=m["content_type"],
-        meta=dict(m["meta"]),
-        data=bytes(m["data"]),
-    )
+    return from_row(Blob, row, meta=dict(m["meta"]), data=bytes(m["data"]))
 
 
 class BlobRepository:

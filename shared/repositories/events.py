@@ -12,6 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from shared.db.tables import event_outfits, event_stations, events, sessions
 from shared.events import DEFAULT_EVENT, Event, EventOutfit, StationEvent, station_event
+from shared.repositories._rows import from_row
 
 __all__ = ["EventRepository"]
 
@@ -39,15 +40,7 @@ def _event(row: Any, stations: Sequence[str]) -> Event:
 
 
 def _outfit(row: Any) -> EventOutfit:
-    m = row._mapping
-    return EventOutfit(
-        id=m["id"],
-        event_id=m["event_id"],
-        title=m["title"],
-        prompt=m["prompt"],
-        based_on=m["based_on"],
-        has_thumbnail=m["has_thumbnail"],
-    )
+    return from_row(EventOutfit, row)
 
 
 _OUTFIT_COLUMNS = (

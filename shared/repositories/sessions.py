@@ -11,29 +11,11 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from shared.db.tables import sessions
 from shared.domain import KioskSession
 from shared.events import DEFAULT_EVENT
+from shared.repositories._rows import from_row
 
 
 def _session(row: Any) -> KioskSession:
-    m = row._mapping
-    return KioskSession(
-        id=m["id"],
-        token=m["token"],
-        station=m["station"],
-        outfit_id=m["outfit_id"],
-        tg_user_id=m["tg_user_id"],
-        tg_chat_id=m["tg_chat_id"],
-        guest_name=m["guest_name"],
-        language=m["language"],
-        captures=m["captures"],
-        created_at=m["created_at"],
-        bound_at=m["bound_at"],
-        consent_version=m["consent_version"],
-        consent_language=m["consent_language"],
-        consented_at=m["consented_at"],
-        tg_username=m["tg_username"],
-        delivery=m["delivery"],
-        event_id=m["event_id"],
-    )
+    return from_row(KioskSession, row)
 
 
 class SessionRepository:

@@ -23,6 +23,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from shared.db.tables import tg_commands
 from shared.domain import CommandStatus, TelegramCommandRecord
+from shared.repositories._rows import from_row
 from shared.repositories.gateway_lease import LeaseClaim, lease_is_current
 from shared.subjects import Subject
 
@@ -46,22 +47,7 @@ def about(kind: str, subject_ids: object | Sequence[object], **fields: FieldValu
 
 def _record(row: Any) -> TelegramCommandRecord:
     m = row._mapping
-    return TelegramCommandRecord(
-        command_id=m["command_id"],
-        reply_to=m["reply_to"],
-        method=m["method"],
-        params=dict(m["params"]),
-        status=CommandStatus(m["status"]),
-        result=m["result"],
-        error=m["error"],
-        tries=m["tries"],
-        created_at=m["created_at"],
-        updated_at=m["updated_at"],
-        not_before=m["not_before"],
-        attempt=m["attempt"],
-        subject=m["subject"],
-        expires_at=m["expires_at"],
-    )
+    return from_row(TelegramCommandRecord, row, params=dict(m["params"]), status=CommandStatus(m["status"]))
 
 
 class TelegramCommandRepository:
