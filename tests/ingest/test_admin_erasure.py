@@ -162,3 +162,43 @@ async def test_an_admin_erases_a_landing_visitor_by_contact(
     assert await redis.xlen(streams.TG_OUTBOX) == 2
     again = await admin_client.post("/admin/erasures", json={"contact": "@nobody_here"}, headers=AUTH)
     assert again.json()["found"] is False
+
+
+async def test_erasing_sessions_deletes_the_commands_naming_a_chat_or_user_that_no_session_has_any_more(
+    db: Database,
+) -> None:
+    """``erase_sessions`` deletes the ``tg_commands`` whose ``params`` name the erased guest's chat
+    (``chat_id``) or user (``user_id``), and only once no session of theirs is left; another guest's stay."""
+    first = await guest_job(db, 77, "t1", with_set=False)
+    await guest_job(db, 77, "t2", with_set=False)
+    await guest_job(db, 88, "t3", with_set=False)
+    rows = {
+        "text-77": {"chat_id": 77, "text": "You're linked!"},
+        "owner-77": {"user_id": 77, "name": "sb_by_stickerbooth_bot"},
+        "text-88": {"chat_id": 88, "text": "You're linked!"},
+    }
+    async with db.transaction() as repos:
+        for command_id, params in rows.items():
+            await repos.conn.execute(
+                sa.insert(tg_commands).values(command_id=command_id, method="send_message", params=params)
+            )
+
+    async def sessions_of(user_id: int) -> list[UUID]:
+        async with db.transaction() as repos:
+            query = sa.select(sessions.c.id).where(sessions.c.tg_user_id == user_id)
+            return list((await repos.conn.execute(query)).scalars())
+
+    async def commands() -> set[str]:
+        async with db.transaction() as repos:
+            return set((await repos.conn.execute(sa.select(tg_commands.c.command_id))).scalars())
+
+    async with db.transaction() as repos:
+        [first_session] = (
+            await repos.conn.execute(sa.select(jobs.c.session_id).where(jobs.c.id == first))
+        ).scalars()
+        assert (await repos.erasure.erase_sessions([first_session])).tg_commands == 0
+    assert await commands() == set(rows)  # guest 77 still has a session: their chat and user stay named
+
+    async with db.transaction() as repos:
+        assert (await repos.erasure.erase_sessions(await sessions_of(77))).tg_commands == 2
+    assert await commands() == {"text-88"}
