@@ -15,6 +15,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from shared.db.tables import job_events, jobs, sessions
 from shared.domain import Job, JobStatus
+from shared.repositories._rows import from_row
 from shared.repositories.jobs import _job, _job_columns
 
 __all__ = ["JobListing", "JobSearchRepository", "PageCursor"]
@@ -45,15 +46,7 @@ class JobListing:
 
 
 def _listing(row: Any) -> JobListing:
-    m = row._mapping
-    return JobListing(
-        job=_job(row),
-        station=m["station"],
-        guest_name=m["guest_name"],
-        tg_username=m["tg_username"],
-        tg_user_id=m["tg_user_id"],
-        requeues=int(m["requeues"] or 0),
-    )
+    return from_row(JobListing, row, job=_job(row), requeues=int(row._mapping["requeues"] or 0))
 
 
 def requeues_sql() -> sa.ColumnElement[int]:

@@ -146,15 +146,8 @@ class JobRepository:
         ).one_or_none()
         if row is None:
             return None
-        m = row._mapping
-        return JobContext(
-            job=_job(row),
-            tg_user_id=m["tg_user_id"],
-            tg_chat_id=m["tg_chat_id"],
-            language=m["language"],
-            delivery=m["delivery"],
-            event=await EventRepository(self.conn).get(m["event_id"]),
-        )
+        event = await EventRepository(self.conn).get(row._mapping["event_id"])
+        return from_row(JobContext, row, job=_job(row), event=event)
 
     async def accepted_at(self, job_id: UUID) -> datetime | None:
         """When the job's photo was accepted (:func:`accepted_at_sql`); ``None`` for an unknown job."""
