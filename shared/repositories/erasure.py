@@ -327,7 +327,12 @@ class ErasureRepository:
 
     async def _delete_commands_naming(self, *, users: set[str], chats: set[str]) -> int:
         """Delete ``tg_commands`` whose ``params`` name one of ``chats`` (``chat_id``) or ``users``
-        (``user_id``) that no session has any more."""
+        (``user_id``) that no session has any more; returns how many rows went.
+
+        ``params`` hold the command models' fields (:mod:`shared.commands`), named as the Bot API names
+        them: ``chat_id`` of sendMessage, sendSticker, editMessageText; ``user_id`` of createNewStickerSet
+        (core.telegram.org/bots/api#sendmessage, #createnewstickerset; PTB 22.8 ``Bot.send_message``,
+        ``Bot.create_new_sticker_set``)."""
         conditions: list[sa.ColumnElement[bool]] = []
         if chats:
             conditions.append(_names_gone("chat_id", sessions.c.tg_chat_id, chats))

@@ -11,11 +11,11 @@ import redis.asyncio as aioredis
 import sqlalchemy as sa
 
 from shared import command_ids, streams
-from shared.commands import SendMessage
+from shared.commands import CreateStickerSet, SendMessage
 from shared.db.tables import blobs, jobs, lead_repeats, leads, sessions, tg_commands
 from shared.outbox import add_command
 from shared.repositories import Database
-from shared.subjects import PostStep
+from shared.subjects import JobStep, PostStep, UpdateReply
 from tests.ingest.conftest import ADMIN_AUTH
 
 pytestmark = pytest.mark.integration
@@ -167,38 +167,40 @@ async def test_an_admin_erases_a_landing_visitor_by_contact(
 async def test_erasing_sessions_deletes_the_commands_naming_a_chat_or_user_that_no_session_has_any_more(
     db: Database,
 ) -> None:
-    """``erase_sessions`` deletes the ``tg_commands`` whose ``params`` name the erased guest's chat
-    (``chat_id``) or user (``user_id``), and only once no session of theirs is left; another guest's stay."""
+    """``erase_sessions`` deletes the ``tg_commands`` whose parameters name the erased guest's chat
+    (``SendMessage.chat_id``) or user (``CreateStickerSet.user_id``), as the producers store them, once no
+    session of theirs is left; another guest's stay. The set's subject is a job that is not erased, so only
+    the user id can find it."""
     first = await guest_job(db, 77, "t1", with_set=False)
     await guest_job(db, 77, "t2", with_set=False)
     await guest_job(db, 88, "t3", with_set=False)
-    rows = {
-        "text-77": {"chat_id": 77, "text": "You're linked!"},
-        "owner-77": {"user_id": 77, "name": "sb_by_stickerbooth_bot"},
-        "text-88": {"chat_id": 88, "text": "You're linked!"},
+    linked = "You're linked!"
+    commands = {
+        "text-77": (SendMessage(chat_id=77, text=linked), UpdateReply(id=1)),
+        "set-77": (
+            CreateStickerSet(user_id=77, name="sb_by_stickerbooth_bot", title="Booth", stickers=()),
+            JobStep(id=uuid4(), step="create_set"),
+        ),
+        "text-88": (SendMessage(chat_id=88, text=linked), UpdateReply(id=2)),
     }
     async with db.transaction() as repos:
-        for command_id, params in rows.items():
-            await repos.conn.execute(
-                sa.insert(tg_commands).values(command_id=command_id, method="send_message", params=params)
-            )
+        for command_id, (command, subject) in commands.items():
+            assert await add_command(repos, command_id, command, subject=subject)
+        [first_session] = (
+            await repos.conn.execute(sa.select(jobs.c.session_id).where(jobs.c.id == first))
+        ).scalars()
+        all_of_77 = list(
+            (await repos.conn.execute(sa.select(sessions.c.id).where(sessions.c.tg_user_id == 77))).scalars()
+        )
 
-    async def sessions_of(user_id: int) -> list[UUID]:
-        async with db.transaction() as repos:
-            query = sa.select(sessions.c.id).where(sessions.c.tg_user_id == user_id)
-            return list((await repos.conn.execute(query)).scalars())
-
-    async def commands() -> set[str]:
+    async def stored() -> set[str]:
         async with db.transaction() as repos:
             return set((await repos.conn.execute(sa.select(tg_commands.c.command_id))).scalars())
 
     async with db.transaction() as repos:
-        [first_session] = (
-            await repos.conn.execute(sa.select(jobs.c.session_id).where(jobs.c.id == first))
-        ).scalars()
         assert (await repos.erasure.erase_sessions([first_session])).tg_commands == 0
-    assert await commands() == set(rows)  # guest 77 still has a session: their chat and user stay named
+    assert await stored() == set(commands)  # guest 77 still has a session: their chat and user stay named
 
     async with db.transaction() as repos:
-        assert (await repos.erasure.erase_sessions(await sessions_of(77))).tg_commands == 2
-    assert await commands() == {"text-88"}
+        assert (await repos.erasure.erase_sessions(all_of_77)).tg_commands == 2
+    assert await stored() == {"text-88"}
