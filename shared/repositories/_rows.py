@@ -15,6 +15,9 @@ def from_row(cls: type[T], row: Any, **given: Any) -> T:
     """A ``cls`` whose fields are the row's columns of the same names, except the fields in ``given``,
     which take those values instead (a column to convert, or a value the row does not hold).
 
+    ``row`` is a SQLAlchemy ``Row`` (read through its ``_mapping``); columns the dataclass has no field
+    for are ignored.
+
     Raises:
         KeyError: a field neither in ``given`` nor a column of the row.
     """

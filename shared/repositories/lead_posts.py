@@ -87,7 +87,13 @@ def _post(row: Any) -> LeadPost:
     return from_row(LeadPost, row)
 
 
-def _failure(kind: str, state: Any, *, next_attempt_at: datetime, error: str) -> dict[str, Any]:
+def _chat(row: Any) -> LeadChat:
+    return from_row(LeadChat, row)
+
+
+def _failure(
+    kind: str, state: PostState | sa.ColumnElement[Any], *, next_attempt_at: datetime, error: str
+) -> dict[str, Any]:
     """The values of a move that counts one more consecutive failure: ``state``, due at ``next_attempt_at``,
     ``error`` kept as ``last_error`` (its first 500 characters)."""
     t = _KINDS[kind].table
@@ -97,10 +103,6 @@ def _failure(kind: str, state: Any, *, next_attempt_at: datetime, error: str) ->
         "next_attempt_at": next_attempt_at,
         "last_error": error[:500],
     }
-
-
-def _chat(row: Any) -> LeadChat:
-    return from_row(LeadChat, row)
 
 
 class LeadPostRepository:
@@ -314,7 +316,7 @@ class LeadPostRepository:
         """``sending → pending`` with one more consecutive failure, due at ``next_attempt_at``; ``→ failed``
         instead once the failures reach ``give_up_after`` (repeat notices)."""
         t = _KINDS[kind].table
-        state: Any = _PENDING
+        state: PostState | sa.ColumnElement[Any] = _PENDING
         if give_up_after is not None:
             state = sa.case((t.c.failures + 1 >= give_up_after, _FAILED.value), else_=_PENDING.value)
         return await self._move(
