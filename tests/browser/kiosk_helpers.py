@@ -10,6 +10,7 @@ from typing import Any, TypeVar
 
 import httpx
 from playwright.sync_api import Page
+from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
 from devstack.processes import Stack
 from shared.texts import LANGUAGES
@@ -57,7 +58,21 @@ def screen(page: Page) -> str:
 
 
 def wait_screen(page: Page, name: str, timeout_ms: float = 15_000) -> None:
-    page.wait_for_selector(f'body[data-screen="{name}"]', timeout=timeout_ms)
+    """Wait up to ``timeout_ms`` (ms) for screen ``name``.
+
+    Raises:
+        AssertionError: it did not show by then; names the screen shown instead and its visible text
+            (a kiosk that gave up on an upload shows ``send-failed``, one still trying says so).
+    """
+    try:
+        page.wait_for_selector(f'body[data-screen="{name}"]', timeout=timeout_ms)
+    except PlaywrightTimeoutError:
+        shown = screen(page)
+        section = page.query_selector(f'section[data-screen="{shown}"]')
+        text = section.inner_text() if section else ""
+        raise AssertionError(
+            f"screen {name!r} not shown within {timeout_ms:g} ms; shown: {shown!r} {text!r}"
+        ) from None
 
 
 def open_kiosk(page: Page, stack: Stack, station: str = "hall-a") -> dict[str, Any]:
